@@ -1,0 +1,427 @@
+//! Stage 3: turn a checked model into code.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Expr, Ident, ItemFn, Lit, ReturnType, Type};
+
+use crate::attr::{DefaultExpr, Hint, ParamKind, ToolFn, unraw};
+use crate::check::{InputShape, Piece, Plan, Template};
+
+/// Everything generated for one tool, after the fn itself.
+pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
+    let func = &tool.func;
+    let vis = &func.vis;
+    let fn_ident = &func.sig.ident;
+    let struct_ident = Ident::new(&plan.struct_name, fn_ident.span());
+    let private = quote!(#krate::__private);
+
+    let (input_ty, input_struct, schema_fn) = match plan.input {
+        InputShape::Params => {
+            let ident = format_ident!("{}Input", struct_ident);
+            let definition = input_struct(tool, &ident, &struct_ident, krate);
+            (quote!(#ident), definition, quote!(params_schema_for))
+        }
+        InputShape::Struct(index) => {
+            let ty = &tool.params[index].ty;
+            (quote!(#ty), TokenStream::new(), quote!(schema_for))
+        }
+    };
+
+    let name = &plan.name;
+    let description = &plan.description;
+    let struct_doc = format!(
+        "The `{name}` tool: implements [`Tool`]({krate_doc}::Tool) by calling [`{fn_ident}`].",
+        krate_doc = krate.to_string().replace(' ', "")
+    );
+
+    let call = call_body(tool, plan, &input_ty, krate);
+    let annotations = annotations(tool, krate);
+    let read_only = tool.args.read_only.is_some_and(|hint| hint.value);
+    let timeout = plan.timeout_ms.map(|ms| {
+        quote! {
+            fn timeout(&self) -> ::core::option::Option<::core::time::Duration> {
+                ::core::option::Option::Some(::core::time::Duration::from_millis(#ms))
+            }
+        }
+    });
+    let category = tool.args.category.as_ref().map(|category| {
+        quote! {
+            fn category(&self) -> ::core::option::Option<&str> {
+                ::core::option::Option::Some(#category)
+            }
+        }
+    });
+    let state_types: Vec<&Type> = tool
+        .params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKind::State))
+        .map(|p| &p.ty)
+        .collect();
+    let required_state = (!state_types.is_empty()).then(|| {
+        quote! {
+            fn required_state(&self) -> ::std::vec::Vec<#krate::StateRequirement> {
+                ::std::vec![#(<#state_types>::requirement()),*]
+            }
+        }
+    });
+    let validate = tool.args.validate.as_ref().map(|path| {
+        quote_spanned! {path.span()=>
+            fn validate_input<'__tool>(
+                &'__tool self,
+                __tool_input: &'__tool #private::serde_json::Value,
+                __tool_ctx: &'__tool #krate::ToolContext,
+            ) -> #krate::BoxFuture<'__tool, ::core::result::Result<(), #krate::ToolError>> {
+                ::std::boxed::Box::pin(async move {
+                    let __tool_args: #input_ty = #private::parse_input_ref(__tool_input)?;
+                    match #path(&__tool_args, __tool_ctx).await {
+                        ::core::result::Result::Ok(()) => ::core::result::Result::Ok(()),
+                        ::core::result::Result::Err(__tool_error) => ::core::result::Result::Err(
+                            (&&#private::Tag::of(&__tool_error)).__tool_error_tag().invalid_input(__tool_error),
+                        ),
+                    }
+                })
+            }
+        }
+    });
+    let display_title = plan.title.as_ref().map(|title| {
+        let render = render(title, krate);
+        quote! {
+            fn display_title(&self, __tool_input: &#private::serde_json::Value) -> ::std::string::String {
+                #render
+            }
+        }
+    });
+    let permission_prompt = plan.permission.as_ref().map(|permission| {
+        let render = render(permission, krate);
+        quote! {
+            fn permission_prompt(
+                &self,
+                __tool_input: &#private::serde_json::Value,
+            ) -> #krate::PermissionPrompt {
+                #krate::PermissionPrompt {
+                    title: { #render },
+                    summary: ::core::option::Option::None,
+                    content: ::core::clone::Clone::clone(__tool_input),
+                }
+            }
+        }
+    });
+    let assertions = assertions(tool, plan, krate);
+    let registration = tool.args.register.is_none_or(|hint| hint.value).then(|| {
+        let fn_name = unraw(fn_ident);
+        quote! {
+            fn __tool_make() -> ::std::sync::Arc<dyn #krate::Tool> {
+                ::std::sync::Arc::new(#struct_ident)
+            }
+            #private::inventory::submit! {
+                #private::ToolRegistration::new(
+                    #name,
+                    ::core::concat!(::core::module_path!(), "::", #fn_name),
+                    ::core::file!(),
+                    ::core::line!(),
+                    __tool_make,
+                )
+            }
+        }
+    });
+
+    quote! {
+        #[doc = #struct_doc]
+        #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
+        #vis struct #struct_ident;
+
+        #input_struct
+
+        #[allow(non_local_definitions)]
+        const _: () = {
+            #[allow(unused_imports)]
+            use #private::{ViaDisplay as _, ViaPlain as _, ViaResult as _, ViaSerialize as _,
+                ViaToolError as _, ViaToolOutput as _};
+
+            impl #krate::Tool for #struct_ident {
+                fn name(&self) -> &str {
+                    #name
+                }
+
+                fn description(&self) -> &str {
+                    #description
+                }
+
+                fn input_schema(&self) -> &#private::serde_json::Value {
+                    static SCHEMA: ::std::sync::OnceLock<#private::serde_json::Value> =
+                        ::std::sync::OnceLock::new();
+                    SCHEMA.get_or_init(#private::#schema_fn::<#input_ty>)
+                }
+
+                fn annotations(&self) -> #krate::ToolAnnotations {
+                    #annotations
+                }
+
+                fn is_read_only(&self) -> bool {
+                    #read_only
+                }
+
+                #timeout
+                #category
+                #required_state
+                #validate
+                #display_title
+                #permission_prompt
+
+                fn call<'__tool>(
+                    &'__tool self,
+                    __tool_input: #private::serde_json::Value,
+                    __tool_ctx: &'__tool #krate::ToolContext,
+                ) -> #krate::BoxFuture<'__tool, #krate::ToolResult> {
+                    ::std::boxed::Box::pin(async move { #call })
+                }
+            }
+
+            #assertions
+            #registration
+        };
+    }
+}
+
+/// `struct ReadToolInput { ... }` for the parameter form.
+fn input_struct(
+    tool: &ToolFn,
+    ident: &Ident,
+    struct_ident: &Ident,
+    krate: &TokenStream,
+) -> TokenStream {
+    let vis = &tool.func.vis;
+    let serde_crate = format!("{krate}::__private::serde").replace(' ', "");
+    let schemars_crate = format!("{krate}::__private::schemars").replace(' ', "");
+    let doc = format!("The input of [`{struct_ident}`]: the arguments the model sends.");
+    let mut fields = Vec::new();
+    let mut defaults = Vec::new();
+    for param in &tool.params {
+        let ParamKind::Arg { doc, options } = &param.kind else {
+            continue;
+        };
+        let field = &param.ident;
+        let ty = &param.ty;
+        let mut attrs = Vec::new();
+        if let Some(doc) = doc {
+            attrs.push(quote!(#[doc = #doc]));
+        }
+        if let Some(description) = &options.description {
+            attrs.push(quote!(#[schemars(description = #description)]));
+        }
+        if let Some(rename) = &options.rename {
+            attrs.push(quote!(#[serde(rename = #rename)]));
+        } else if field.to_string().starts_with("r#") {
+            // serde already strips `r#`; schemars does too. Nothing to add.
+        }
+        match &options.default {
+            None => {}
+            Some(darling::util::Override::Inherit) => attrs.push(quote!(#[serde(default)])),
+            Some(darling::util::Override::Explicit(DefaultExpr(expr))) => {
+                let default_fn = format_ident!("__tool_default_{}", unraw(field));
+                let path = format!("{ident}::{default_fn}");
+                let value = default_value(expr);
+                defaults.push(quote_spanned! {expr.span()=>
+                    #[doc(hidden)]
+                    fn #default_fn() -> #ty {
+                        #value
+                    }
+                });
+                attrs.push(quote!(#[serde(default = #path)]));
+            }
+        }
+        fields.push(quote! {
+            #(#attrs)*
+            pub #field: #ty,
+        });
+    }
+    let default_impl = (!defaults.is_empty()).then(|| {
+        quote! {
+            impl #ident {
+                #(#defaults)*
+            }
+        }
+    });
+    quote! {
+        #[doc = #doc]
+        #[derive(#krate::__private::serde::Deserialize, #krate::__private::schemars::JsonSchema)]
+        #[serde(crate = #serde_crate, deny_unknown_fields)]
+        #[schemars(crate = #schemars_crate)]
+        #[allow(missing_docs)]
+        #vis struct #ident {
+            #(#fields)*
+        }
+
+        #default_impl
+    }
+}
+
+/// A default expression as a value of the field's type: string literals become `String`s.
+fn default_value(expr: &Expr) -> TokenStream {
+    match expr {
+        Expr::Lit(lit) if matches!(lit.lit, Lit::Str(_)) => {
+            quote!(::core::convert::Into::into(#expr))
+        }
+        _ => quote!(#expr),
+    }
+}
+
+/// The body of `Tool::call`: parse, inject, call, convert.
+fn call_body(
+    tool: &ToolFn,
+    plan: &Plan,
+    input_ty: &TokenStream,
+    krate: &TokenStream,
+) -> TokenStream {
+    let private = quote!(#krate::__private);
+    let fn_ident = &tool.func.sig.ident;
+    let mut prelude = Vec::new();
+    let mut call_args = Vec::new();
+    let arg_idents: Vec<&Ident> = tool
+        .params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKind::Arg { .. }))
+        .map(|p| &p.ident)
+        .collect();
+    match plan.input {
+        InputShape::Params => prelude.push(quote! {
+            let #input_ty { #(#arg_idents),* } = #private::parse_input(__tool_input)?;
+        }),
+        InputShape::Struct(_) => prelude.push(quote! {
+            let __tool_args: #input_ty = #private::parse_input(__tool_input)?;
+        }),
+    }
+    for param in &tool.params {
+        let ident = &param.ident;
+        match param.kind {
+            ParamKind::Arg { .. } => call_args.push(quote!(#ident)),
+            ParamKind::Input => call_args.push(quote!(__tool_args)),
+            ParamKind::Context => call_args.push(quote!(__tool_ctx)),
+            ParamKind::State => {
+                let ty = &param.ty;
+                prelude.push(quote_spanned! {ty.span()=>
+                    let #ident = <#ty>::from_context(__tool_ctx)?;
+                });
+                call_args.push(quote!(#ident));
+            }
+        }
+    }
+    let return_span = match &tool.func.sig.output {
+        ReturnType::Default => fn_ident.span(),
+        ReturnType::Type(_, ty) => ty.span(),
+    };
+    let convert = quote_spanned! {return_span=>
+        match (&&#krate::__private::Tag::of(&__tool_return)).__tool_return_tag().split(__tool_return) {
+            ::core::result::Result::Ok(__tool_value) => {
+                (&&#krate::__private::Tag::of(&__tool_value)).__tool_output_tag().convert(__tool_value)
+            }
+            ::core::result::Result::Err(__tool_error) => ::core::result::Result::Err(
+                (&&#krate::__private::Tag::of(&__tool_error)).__tool_error_tag().convert(__tool_error),
+            ),
+        }
+    };
+    quote! {
+        #(#prelude)*
+        let __tool_return = #fn_ident(#(#call_args),*).await;
+        #convert
+    }
+}
+
+fn annotations(tool: &ToolFn, krate: &TokenStream) -> TokenStream {
+    let hint = |hint: Option<Hint>| match hint {
+        Some(hint) => {
+            let value = hint.value;
+            quote!(::core::option::Option::Some(#value))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let read_only = hint(tool.args.read_only);
+    let destructive = hint(tool.args.destructive);
+    let idempotent = hint(tool.args.idempotent);
+    let open_world = hint(tool.args.open_world);
+    quote! {
+        #krate::ToolAnnotations {
+            read_only: #read_only,
+            destructive: #destructive,
+            idempotent: #idempotent,
+            open_world: #open_world,
+            ..::core::default::Default::default()
+        }
+    }
+}
+
+/// Code that builds a template's text from the JSON input.
+fn render(template: &Template, krate: &TokenStream) -> TokenStream {
+    let pushes = template.pieces.iter().map(|piece| match piece {
+        Piece::Text(text) => quote!(__tool_text.push_str(#text);),
+        Piece::Arg { json, .. } => {
+            quote!(#krate::__private::render_arg(&mut __tool_text, __tool_input, #json);)
+        }
+    });
+    quote! {
+        let mut __tool_text = ::std::string::String::new();
+        #(#pushes)*
+        __tool_text
+    }
+}
+
+/// Checks the compiler makes on our behalf, each pointing at the user's tokens.
+fn assertions(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
+    let private = quote!(#krate::__private);
+    let mut checks = Vec::new();
+    for param in &tool.params {
+        let ty = &param.ty;
+        match param.kind {
+            ParamKind::Arg { .. } => {
+                checks.push(quote_spanned!(ty.span()=> #private::assert_argument::<#ty>();))
+            }
+            ParamKind::Input => {
+                checks.push(quote_spanned!(ty.span()=> #private::assert_input::<#ty>();))
+            }
+            _ => {}
+        }
+    }
+    if let InputShape::Struct(index) = plan.input {
+        let ty = &tool.params[index].ty;
+        for template in plan.title.iter().chain(&plan.permission) {
+            for piece in &template.pieces {
+                if let Piece::Arg { rust, .. } = piece {
+                    let field = Ident::new_raw_or_plain(rust, template.span);
+                    checks.push(quote_spanned! {template.span=>
+                        let _ = |__tool_args: &#ty| { let _ = &__tool_args.#field; };
+                    });
+                }
+            }
+        }
+    }
+    if checks.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        #[allow(dead_code, clippy::all)]
+        fn __tool_assertions() {
+            #(#checks)*
+        }
+    }
+}
+
+trait IdentExt {
+    fn new_raw_or_plain(text: &str, span: Span) -> Ident;
+}
+
+impl IdentExt for Ident {
+    fn new_raw_or_plain(text: &str, span: Span) -> Ident {
+        syn::parse_str::<Ident>(text)
+            .map(|mut ident| {
+                ident.set_span(span);
+                ident
+            })
+            .unwrap_or_else(|_| Ident::new_raw(text, span))
+    }
+}
+
+/// The fn as the user wrote it, for the error path too.
+pub fn original(func: &ItemFn) -> TokenStream {
+    quote!(#func)
+}

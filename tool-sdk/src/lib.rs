@@ -1,0 +1,145 @@
+//! Build LLM agents whose tools are plain annotated async functions.
+//!
+//! ```
+//! use tool_sdk::{tool, Tool, ToolContext, ToolError};
+//!
+//! /// Adds two numbers.
+//! #[tool(read_only, title = "Add {a} and {b}")]
+//! async fn add(
+//!     /// The first number.
+//!     a: i64,
+//!     /// The second number.
+//!     b: i64,
+//! ) -> Result<i64, ToolError> {
+//!     a.checked_add(b).ok_or_else(|| ToolError::failed("the sum overflows"))
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! // The fn stays callable as written...
+//! assert_eq!(add(2, 3).await, Ok(5));
+//! // ...and `AddTool` is the tool a model calls with JSON.
+//! let output = AddTool.call(serde_json::json!({"a": 2, "b": 3}), &ToolContext::default()).await;
+//! assert_eq!(output.unwrap().to_text(), "5");
+//! assert_eq!(AddTool.display_title(&serde_json::json!({"a": 2, "b": 3})), "Add 2 and 3");
+//! # });
+//! ```
+//!
+//! The pieces:
+//! - [`macro@tool`] turns an async fn into a [`Tool`]; the [`Tool`] trait is also
+//!   implementable by hand for tools built at run time.
+//! - [`registry`] collects tools (every `#[tool]` registers itself globally) and builds the
+//!   tool list each provider wants ([`schema::Provider`]).
+//! - [`validate`] checks every input against the tool's schema and reports all problems at
+//!   once, the way the model can fix them.
+
+// Lets `#[tool]` use `::tool_sdk::...` paths inside this crate too.
+extern crate self as tool_sdk;
+
+pub mod registry;
+pub mod schema;
+mod tool;
+pub mod validate;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use registry::{
+    RegistryError, ToolInfo, ToolRegistry, ToolStats, build_tools, builtin_tools, get_tools,
+    tool_infos,
+};
+pub use schema::Provider;
+pub use tokio_util::sync::CancellationToken;
+pub use tool::{
+    AgentId, BoxFuture, ContentBlock, FileRead, FileStateTracker, PermissionPrompt, ResultDisplay,
+    State, StateMap, StateRequirement, Tool, ToolAnnotations, ToolContext, ToolError,
+    ToolErrorKind, ToolOutput, ToolResult, ToolUpdate, ToolUpdateKind,
+};
+/// Turns an async fn into a tool an LLM can call.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tool_sdk::{tool, State, Tool, ToolContext, ToolError};
+///
+/// struct Cache;
+///
+/// /// Reads a file from the local filesystem.
+/// #[tool(name = "Read", read_only, title = "Read {file_path}", timeout = "10s")]
+/// pub async fn read(
+///     /// Absolute path of the file.
+///     file_path: String,
+///     /// 1-based line to start at.
+///     offset: Option<u64>,
+///     /// How many lines to read.
+///     #[arg(default = 2000)]
+///     limit: u64,
+///     ctx: &ToolContext,
+///     cache: State<Arc<Cache>>,
+/// ) -> Result<String, ToolError> {
+///     # let _ = (offset, limit, ctx, cache);
+///     Ok(file_path)
+/// }
+///
+/// assert_eq!(ReadTool.name(), "Read");
+/// assert!(ReadTool.is_read_only());
+/// assert_eq!(ReadTool.input_schema()["required"], serde_json::json!(["file_path"]));
+/// ```
+///
+/// # What it generates
+///
+/// - The fn itself, unchanged (minus the parameter attributes), still callable as written.
+/// - A unit struct `UpperCamel(fn name) + "Tool"` (`read` -> `ReadTool`) with the fn's
+///   visibility, implementing [`Tool`].
+/// - For parameter-style tools, `ReadToolInput`: the input struct the schema comes from.
+/// - A registration in the global registry ([`ToolRegistry::global`]), unless
+///   `register = false`.
+///
+/// # Keys
+///
+/// | key | meaning |
+/// |---|---|
+/// | `name = "..."` | the name the model uses (default: the fn name); `^[a-zA-Z0-9_-]{1,64}$` |
+/// | `description = "..."` | what the model reads (default: the fn's doc comment; one is required) |
+/// | `read_only`, `destructive`, `idempotent`, `open_world` | hints: bare = true, `= false`, absent = unknown. Read-only tools may run concurrently |
+/// | `title = "Read {file_path}"` | [`Tool::display_title`]; `{arg}` must name an argument (checked at compile time) |
+/// | `permission = "..."` | the title of [`Tool::permission_prompt`], same syntax |
+/// | `timeout = "30s"` | [`Tool::timeout`]: `ms`, `s`, `m`, `h`, combinable (`1m30s`) |
+/// | `category = "..."` | [`Tool::category`] |
+/// | `validate = path` | `async fn(&Input, &ToolContext) -> Result<(), E>`, run before permission; an `Err` becomes invalid input |
+/// | `register = false` | keep it out of the global registry |
+/// | `crate = path` | where `tool_sdk` is, for re-exports (renamed dependencies are found on their own) |
+///
+/// # Parameters
+///
+/// - `name: T` with `T: Deserialize + JsonSchema`: a property of the input. Doc comments become
+///   its description; `Option<T>` is optional and nullable; `#[arg(default)]` or
+///   `#[arg(default = expr)]` makes it optional with a real default; `#[arg(rename = "...")]`
+///   changes the JSON name; `#[arg(description = "...")]` overrides the doc comment.
+/// - `#[input] args: T`: one struct is the whole input (its root must be an object).
+/// - `ctx: &ToolContext`: injected.
+/// - `state: State<T>`: app state, injected from the context.
+///
+/// # Return types
+///
+/// `T` or `Result<T, E>`, where `T` is `String`, `&'static str`, `()`, [`ToolOutput`],
+/// [`ContentBlock`], `Vec<ContentBlock>`, or any `Serialize` type (sent as JSON); and `E` is
+/// a [`ToolError`] (its kind is kept) or anything `Display` (an execution failure).
+///
+/// # Misuse
+///
+/// Every misuse is a compile error at the offending token that says how to fix it:
+///
+/// ```compile_fail
+/// use tool_sdk::tool;
+///
+/// /// Reads a file.
+/// #[tool]
+/// async fn read(file_path: &str) -> String { // error: use `String` instead of `&str`
+///     file_path.to_owned()
+/// }
+/// ```
+pub use tool_macros::tool;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
+pub use validate::ValidationOptions;
