@@ -1,0 +1,440 @@
+//! `#[tool]` end to end: what it generates, checked through the `Tool` trait and the
+//! registry, the way an agent uses it.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tool_sdk::{
+    ContentBlock, State, StateMap, Tool, ToolContext, ToolError, ToolErrorKind, ToolOutput,
+    ToolRegistry, tool,
+};
+
+/// Reads a file from the local filesystem.
+///
+/// Second paragraph.
+#[tool(
+    name = "Read",
+    read_only,
+    title = "Read {file_path}",
+    permission = "Allow reading {file_path}?"
+)]
+async fn read(
+    /// Absolute path of the file.
+    file_path: String,
+    /// 1-based line to start at.
+    offset: Option<u64>,
+    /// How many lines to read.
+    #[arg(default = 2000)]
+    limit: u64,
+    ctx: &ToolContext,
+) -> Result<String, ToolError> {
+    Ok(format!(
+        "{file_path} from {} x{limit} call={}",
+        offset.unwrap_or(1),
+        ctx.tool_call_id()
+    ))
+}
+
+fn ctx() -> ToolContext {
+    ToolContext::default().with_tool_call_id("toolu_1")
+}
+
+async fn call(tool: &dyn Tool, input: Value) -> Result<ToolOutput, ToolError> {
+    tool.call(input, &ctx()).await
+}
+
+#[tokio::test]
+async fn the_fn_stays_callable_as_written() {
+    let text = read("/a".into(), Some(3), 10, &ctx()).await.unwrap();
+    assert_eq!(text, "/a from 3 x10 call=toolu_1");
+}
+
+#[tokio::test]
+async fn generated_tool_has_name_description_and_annotations() {
+    assert_eq!(ReadTool.name(), "Read");
+    assert_eq!(
+        ReadTool.description(),
+        "Reads a file from the local filesystem.\n\nSecond paragraph."
+    );
+    assert!(ReadTool.is_read_only());
+    let annotations = ReadTool.annotations();
+    assert_eq!(annotations.read_only, Some(true));
+    assert_eq!(annotations.destructive, None, "absent means unknown");
+    assert_eq!(ReadTool.timeout(), None);
+}
+
+#[test]
+fn schema_comes_from_the_parameters() {
+    let schema = ReadTool.input_schema();
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["additionalProperties"], false);
+    assert!(
+        schema.get("title").is_none(),
+        "the Rust type name is noise: {schema}"
+    );
+    let properties = &schema["properties"];
+    assert_eq!(
+        properties["file_path"]["description"],
+        "Absolute path of the file."
+    );
+    assert_eq!(properties["offset"]["type"], json!(["integer", "null"]));
+    assert_eq!(properties["limit"]["default"], 2000);
+    assert!(
+        properties.get("ctx").is_none(),
+        "the context is injected, not sent"
+    );
+    assert_eq!(schema["required"], json!(["file_path"]));
+}
+
+#[tokio::test]
+async fn call_fills_defaults_and_injects_the_context() {
+    let out = call(&ReadTool, json!({"file_path": "/x"})).await.unwrap();
+    assert_eq!(out.to_text(), "/x from 1 x2000 call=toolu_1");
+    assert!(!out.is_error);
+    let out = call(
+        &ReadTool,
+        json!({"file_path": "/x", "offset": null, "limit": 5}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.to_text(), "/x from 1 x5 call=toolu_1");
+}
+
+#[test]
+fn title_and_permission_render_the_arguments() {
+    let input = json!({"file_path": "/etc/hosts"});
+    assert_eq!(ReadTool.display_title(&input), "Read /etc/hosts");
+    let prompt = ReadTool.permission_prompt(&input);
+    assert_eq!(prompt.title, "Allow reading /etc/hosts?");
+    assert_eq!(prompt.content, input);
+    assert_eq!(ReadTool.display_title(&json!({})), "Read ");
+}
+
+// ---- rename, tri-state hints, timeout, category ----
+
+/// Searches.
+#[tool(
+    destructive = false,
+    idempotent,
+    open_world = false,
+    timeout = "1m30s",
+    category = "search",
+    title = "Search {query} in {kind}"
+)]
+async fn search(
+    query: String,
+    /// Rust keywords can be arguments too.
+    #[arg(rename = "type")]
+    kind: String,
+    #[arg(default = "all")] scope: String,
+    #[arg(default)] verbose: bool,
+) -> String {
+    format!("{query}/{kind}/{scope}/{verbose}")
+}
+
+#[tokio::test]
+async fn rename_and_defaults_follow_serde() {
+    let schema = SearchTool.input_schema();
+    assert!(schema["properties"].get("type").is_some(), "{schema}");
+    assert!(schema["properties"].get("kind").is_none(), "{schema}");
+    assert_eq!(schema["properties"]["scope"]["default"], "all");
+    assert_eq!(schema["properties"]["verbose"]["default"], false);
+    assert_eq!(schema["required"], json!(["query", "type"]));
+    let out = call(&SearchTool, json!({"query": "q", "type": "fn"}))
+        .await
+        .unwrap();
+    assert_eq!(out.to_text(), "q/fn/all/false");
+    // The title names Rust parameters and reads their JSON names.
+    let title = SearchTool.display_title(&json!({"query": "q", "type": "fn"}));
+    assert_eq!(title, "Search q in fn");
+}
+
+#[test]
+fn hints_are_tri_state_and_timeout_and_category_are_kept() {
+    let annotations = SearchTool.annotations();
+    assert_eq!(annotations.destructive, Some(false));
+    assert_eq!(annotations.idempotent, Some(true));
+    assert_eq!(annotations.open_world, Some(false));
+    assert_eq!(annotations.read_only, None);
+    assert!(!SearchTool.is_read_only(), "unknown counts as mutating");
+    assert_eq!(SearchTool.timeout(), Some(Duration::from_secs(90)));
+    assert_eq!(SearchTool.category(), Some("search"));
+}
+
+// ---- #[input] struct, nested types, validate ----
+
+/// Where to go.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TripArgs {
+    /// Start and end.
+    stops: Vec<Stop>,
+    /// How to travel.
+    mode: Mode,
+    /// Extra labels.
+    #[serde(default)]
+    #[allow(dead_code)]
+    labels: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct Stop {
+    #[allow(dead_code)]
+    name: String,
+    nights: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Mode {
+    Train,
+    Car,
+}
+
+async fn check_trip(args: &TripArgs, _ctx: &ToolContext) -> Result<(), String> {
+    if args.stops.len() < 2 {
+        return Err(format!("a trip needs two stops, got {}", args.stops.len()));
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct Plan {
+    legs: usize,
+    nights: u32,
+    by: String,
+}
+
+/// Plans a trip.
+#[tool(validate = check_trip, title = "Trip with {stops}")]
+async fn plan_trip(#[input] args: TripArgs) -> Plan {
+    Plan {
+        legs: args.stops.len() - 1,
+        nights: args.stops.iter().filter_map(|s| s.nights).sum(),
+        by: format!("{:?}", args.mode),
+    }
+}
+
+#[tokio::test]
+async fn input_struct_is_the_whole_input_and_serialize_returns_json() {
+    let schema = PlanTripTool.input_schema();
+    assert!(
+        schema["properties"]["stops"]["items"]["$ref"].is_string(),
+        "{schema}"
+    );
+    assert!(schema["$defs"]["Mode"]["enum"].is_array(), "{schema}");
+    let input = json!({"stops": [{"name": "A", "nights": 2}, {"name": "B"}], "mode": "train"});
+    let out = call(&PlanTripTool, input).await.unwrap();
+    assert_eq!(
+        out.structured,
+        Some(json!({"legs": 1, "nights": 2, "by": "Train"}))
+    );
+    assert_eq!(out.to_text(), r#"{"legs":1,"nights":2,"by":"Train"}"#);
+}
+
+#[tokio::test]
+async fn validate_runs_the_tools_own_check() {
+    let ctx = ctx();
+    let one_stop = json!({"stops": [{"name": "A"}], "mode": "car"});
+    let error = PlanTripTool
+        .validate_input(&one_stop, &ctx)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        ToolError::InvalidInput("a trip needs two stops, got 1".into())
+    );
+    let two = json!({"stops": [{"name": "A"}, {"name": "B"}], "mode": "car"});
+    assert_eq!(PlanTripTool.validate_input(&two, &ctx).await, Ok(()));
+    // Through the registry the check stops the call.
+    let registry = ToolRegistry::new();
+    registry.register(Arc::new(PlanTripTool)).unwrap();
+    let out = registry.call("plan_trip", one_stop, &ctx).await;
+    assert!(out.is_error);
+    assert!(
+        out.to_text().contains("a trip needs two stops"),
+        "{}",
+        out.to_text()
+    );
+}
+
+// ---- State<T> ----
+
+#[derive(Clone, Default)]
+struct Counter(Arc<Mutex<u32>>);
+
+/// Counts calls.
+#[tool]
+async fn bump(by: u32, counter: State<Counter>) -> Result<u32, ToolError> {
+    let mut value = counter
+        .0
+        .0
+        .lock()
+        .map_err(|_| ToolError::failed("poisoned"))?;
+    *value += by;
+    Ok(*value)
+}
+
+#[tokio::test]
+async fn state_is_injected_from_the_context() {
+    let counter = Counter::default();
+    let mut state = StateMap::new();
+    state.insert(counter.clone());
+    let ctx = ToolContext::default().with_state(state);
+    BumpTool.call(json!({"by": 2}), &ctx).await.unwrap();
+    let out = BumpTool.call(json!({"by": 3}), &ctx).await.unwrap();
+    assert_eq!(out.to_text(), "5");
+    assert_eq!(*counter.0.lock().unwrap(), 5);
+
+    let requirements = BumpTool.required_state();
+    assert_eq!(requirements.len(), 1);
+    assert!(requirements[0].type_name.ends_with("Counter"));
+}
+
+#[tokio::test]
+async fn missing_state_is_an_error_result_not_a_panic() {
+    let error = BumpTool
+        .call(json!({"by": 1}), &ToolContext::default())
+        .await;
+    let error = error.unwrap_err();
+    assert_eq!(error.kind(), ToolErrorKind::ExecutionFailed);
+    assert!(error.to_string().contains("Counter"), "{error}");
+}
+
+// ---- return types ----
+
+/// Plain text, no Result.
+#[tool(register = false)]
+async fn plain() -> &'static str {
+    "plain"
+}
+
+/// Content blocks.
+#[tool(register = false)]
+async fn picture() -> Vec<ContentBlock> {
+    vec![
+        ContentBlock::text("a red pixel"),
+        ContentBlock::image("image/png", &[137, 80, 78, 71]),
+    ]
+}
+
+/// Fails with a Display error.
+#[tool(register = false)]
+async fn fail_display(fail: bool) -> Result<String, std::io::Error> {
+    if fail {
+        Err(std::io::Error::other("disk on fire"))
+    } else {
+        Ok("fine".into())
+    }
+}
+
+/// Asks to be retried.
+#[tool(register = false)]
+async fn flaky() -> Result<String, ToolError> {
+    Err(ToolError::retry("the index is rebuilding"))
+}
+
+/// Returns a full output.
+#[tool(register = false)]
+async fn full() -> ToolOutput {
+    ToolOutput::error("reported as an error by the tool itself")
+}
+
+/// Returns nothing.
+#[tool(register = false)]
+async fn nothing() {}
+
+/// Returns a map.
+#[tool(register = false)]
+async fn counts() -> Result<std::collections::BTreeMap<String, u32>, String> {
+    Ok([("a".to_owned(), 1)].into_iter().collect())
+}
+
+#[tokio::test]
+async fn every_return_shape_converts() {
+    assert_eq!(
+        call(&PlainTool, json!({})).await.unwrap().to_text(),
+        "plain"
+    );
+
+    let picture = call(&PictureTool, json!({})).await.unwrap();
+    assert_eq!(picture.content.len(), 2);
+    assert!(matches!(
+        &picture.content[1],
+        ContentBlock::Image { media_type, data } if media_type == "image/png" && data == "iVBORw=="
+    ));
+
+    let failed = call(&FailDisplayTool, json!({"fail": true}))
+        .await
+        .unwrap_err();
+    assert_eq!(failed, ToolError::ExecutionFailed("disk on fire".into()));
+    let fine = call(&FailDisplayTool, json!({"fail": false}))
+        .await
+        .unwrap();
+    assert_eq!(fine.to_text(), "fine");
+
+    let retry = call(&FlakyTool, json!({})).await.unwrap_err();
+    assert_eq!(
+        retry.kind(),
+        ToolErrorKind::Retry,
+        "ToolError keeps its kind"
+    );
+
+    let full = call(&FullTool, json!({})).await.unwrap();
+    assert!(full.is_error);
+
+    assert_eq!(
+        call(&NothingTool, json!({})).await.unwrap().to_text(),
+        "Done."
+    );
+
+    let counts = call(&CountsTool, json!({})).await.unwrap();
+    assert_eq!(counts.structured, Some(json!({"a": 1})));
+}
+
+#[test]
+fn tools_without_parameters_take_an_empty_object() {
+    let schema = PlainTool.input_schema();
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["additionalProperties"], false);
+}
+
+// ---- registration ----
+
+#[test]
+fn registered_tools_are_in_the_global_registry_and_opted_out_ones_are_not() {
+    let global = ToolRegistry::global().unwrap();
+    for name in ["Read", "search", "plan_trip", "bump"] {
+        assert!(
+            global.contains(name),
+            "{name} missing: {:?}",
+            global.names()
+        );
+    }
+    for name in ["plain", "picture", "full", "nothing"] {
+        assert!(!global.contains(name), "{name} has register = false");
+    }
+    let defined_at = global.defined_at("Read").unwrap();
+    assert!(defined_at.contains("macro::read"), "{defined_at}");
+    assert!(defined_at.contains("macro.rs"), "{defined_at}");
+}
+
+#[tokio::test]
+async fn registry_timeout_stops_a_slow_tool() {
+    /// Sleeps.
+    #[tool(register = false, timeout = "50ms")]
+    async fn slow() -> String {
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        "woke".into()
+    }
+    let registry = ToolRegistry::new();
+    registry.register(Arc::new(SlowTool)).unwrap();
+    let error = registry
+        .execute("slow", json!({}), &ctx())
+        .await
+        .unwrap_err();
+    assert_eq!(error, ToolError::Timeout(Duration::from_millis(50)));
+    assert!(error.message_for_model().contains("timed out after 50ms"));
+}

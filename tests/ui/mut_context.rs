@@ -1,0 +1,9 @@
+use tool_sdk::{tool, ToolContext};
+
+/// Reads a file.
+#[tool]
+async fn read(file_path: String, ctx: &mut ToolContext) -> String {
+    format!("{file_path}{}", ctx.tool_call_id())
+}
+
+fn main() {}
