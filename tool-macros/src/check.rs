@@ -401,7 +401,16 @@ fn template(
                 }
                 let json = match input {
                     // The field is checked against the struct by the compiler (see expand.rs).
-                    InputShape::Struct(_) => name.to_owned(),
+                    InputShape::Struct(_) if syn::parse_str::<syn::Ident>(name).is_ok() => {
+                        name.to_owned()
+                    }
+                    InputShape::Struct(_) => {
+                        fail(
+                            errors,
+                            format!("`{{{name}}}` must name a field of the input struct"),
+                        );
+                        continue;
+                    }
                     InputShape::Params => {
                         let args: Vec<&Param> = params
                             .iter()

@@ -1,6 +1,6 @@
 //! Stage 3: turn a checked model into code.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, ItemFn, Lit, ReturnType, Type};
@@ -386,8 +386,11 @@ fn assertions(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
         let ty = &tool.params[index].ty;
         for template in plan.title.iter().chain(&plan.permission) {
             for piece in &template.pieces {
-                if let Piece::Arg { rust, .. } = piece {
-                    let field = Ident::new_raw_or_plain(rust, template.span);
+                // check.rs let only identifiers through.
+                if let Piece::Arg { rust, .. } = piece
+                    && let Ok(mut field) = syn::parse_str::<Ident>(rust)
+                {
+                    field.set_span(template.span);
                     checks.push(quote_spanned! {template.span=>
                         let _ = |__tool_args: &#ty| { let _ = &__tool_args.#field; };
                     });
@@ -403,21 +406,6 @@ fn assertions(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
         fn __tool_assertions() {
             #(#checks)*
         }
-    }
-}
-
-trait IdentExt {
-    fn new_raw_or_plain(text: &str, span: Span) -> Ident;
-}
-
-impl IdentExt for Ident {
-    fn new_raw_or_plain(text: &str, span: Span) -> Ident {
-        syn::parse_str::<Ident>(text)
-            .map(|mut ident| {
-                ident.set_span(span);
-                ident
-            })
-            .unwrap_or_else(|_| Ident::new_raw(text, span))
     }
 }
 

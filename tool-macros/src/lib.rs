@@ -53,11 +53,82 @@ fn crate_path(explicit: Option<&syn::Path>) -> TokenStream2 {
         return quote!(#path);
     }
     match crate_name("tool-sdk") {
-        Ok(FoundCrate::Name(name)) => {
-            let ident = syn::Ident::new(&name, proc_macro2::Span::call_site());
-            quote!(::#ident)
-        }
+        Ok(FoundCrate::Name(name)) => match syn::parse_str::<syn::Ident>(&name) {
+            Ok(ident) => quote!(::#ident),
+            Err(_) => quote!(::tool_sdk),
+        },
         // Inside tool-sdk itself `extern crate self as tool_sdk` makes the absolute path work.
         Ok(FoundCrate::Itself) | Err(_) => quote!(::tool_sdk),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Odd inputs must give errors, never a panic, and the fn must always come back out.
+    #[test]
+    fn never_panics_and_always_emits_the_fn() {
+        let attrs = [
+            "",
+            "name = \"Read\", read_only",
+            "name = \"\"",
+            "name = \"ü\"",
+            "read_only = \"yes\", destructive = 1, open_world(x)",
+            "title = \"{\"",
+            "title = \"}\"",
+            "title = \"{a-b} {ü x} {} {0} {x:?} {{}}\"",
+            "title = \"{a-b}\"",
+            "permission = \"{ü x}\"",
+            "permission = \"{{{file_path}}}\"",
+            "timeout = \"\"",
+            "timeout = \"99999999999999999999h\"",
+            "timeout = \"5ms5\"",
+            "validate = 5, register = maybe",
+            "crate = \"\"",
+            "name = \"a\", name = \"b\", = , ,",
+        ];
+        let fns = [
+            "/// D.\nasync fn read(file_path: String) -> String { file_path }",
+            "/// D.\nasync fn r#type(#[input] a: Args, #[arg(default = \"x\")] b: u8) {}",
+            "fn f(&self, (a, b): (u8, u8), _: u8, ref c: u8, d @ 1: u8) {}",
+            "/// D.\nasync fn g<'a, T>(x: &'a T, y: impl Fn(), z: _, ctx: &mut ToolContext) {}",
+            "/// D.\nasync fn h(#[input] #[input(x)] a: Vec<u8>, #[arg] #[arg] b: u8) {}",
+            "/// D.\nasync fn i(#[arg(rename = \"\", default, default = 1)] a: u8) {}",
+            "/// D.\nasync fn j(#[input] a: Args) -> impl Fn() {}",
+            "/// D.\nasync fn é_名() {}",
+            "/// D.\nasync fn k(#[input] a: Args) -> String { todo!() }",
+        ];
+        for attr in attrs {
+            for source in fns {
+                let func: ItemFn = syn::parse_str(source).unwrap();
+                let attr_tokens: TokenStream2 = attr.parse().unwrap();
+                let out = std::panic::catch_unwind(|| tool_impl(attr_tokens, func.clone()))
+                    .unwrap_or_else(|_| panic!("panicked on #[tool({attr})] {source}"))
+                    .to_string();
+                let name = func.sig.ident.to_string();
+                assert!(
+                    out.contains(&format!("fn {name}")),
+                    "the fn is missing for #[tool({attr})] {source}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn errors_are_all_reported_together() {
+        let func: ItemFn =
+            syn::parse_str("fn read(file_path: &str) -> String { todo!() }").unwrap();
+        let out = tool_impl("name = \"a b\", title = \"{nope}\"".parse().unwrap(), func);
+        let out = out.to_string();
+        for expected in [
+            "must be an `async fn`",
+            "invalid tool name",
+            "has no description",
+            "instead of `&str`",
+            "`{nope}` is not an argument",
+        ] {
+            assert!(out.contains(expected), "missing {expected:?} in {out}");
+        }
     }
 }
