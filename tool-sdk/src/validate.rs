@@ -1276,7 +1276,7 @@ fn one_of_message<'v>(options: impl Iterator<Item = &'v Value>, actual: &Value) 
 
 /// The candidate closest to `name` (ignoring case, `_` and `-`), if close enough.
 fn suggest<'c>(name: &str, candidates: impl Iterator<Item = &'c str>) -> Option<&'c str> {
-    fn normalize(s: &str) -> Vec<char> {
+    fn normalize(s: &str) -> String {
         s.chars()
             .filter(|c| *c != '_' && *c != '-')
             .flat_map(char::to_lowercase)
@@ -1292,8 +1292,9 @@ fn suggest<'c>(name: &str, candidates: impl Iterator<Item = &'c str>) -> Option<
             continue;
         }
         let other = normalize(candidate);
-        let longest = wanted.len().max(other.len());
-        let distance = edit_distance(&wanted, &other);
+        let longest = wanted.chars().count().max(other.chars().count());
+        // Optimal string alignment: a swapped pair of letters counts as one edit.
+        let distance = strsim::osa_distance(&wanted, &other);
         if distance <= (longest / 3).max(1)
             && distance < longest.max(1)
             && best.is_none_or(|(d, _)| distance < d)
@@ -1302,30 +1303,6 @@ fn suggest<'c>(name: &str, candidates: impl Iterator<Item = &'c str>) -> Option<
         }
     }
     best.map(|(_, candidate)| candidate)
-}
-
-/// Edit distance counting an adjacent transposition as one edit (optimal string alignment).
-fn edit_distance(a: &[char], b: &[char]) -> usize {
-    let width = b.len() + 1;
-    let mut before: Vec<usize> = vec![0; width];
-    let mut previous: Vec<usize> = (0..width).collect();
-    let mut current: Vec<usize> = vec![0; width];
-    for i in 0..a.len() {
-        current[0] = i + 1;
-        for j in 0..b.len() {
-            let cost = usize::from(a[i] != b[j]);
-            let mut best = (previous[j] + cost)
-                .min(previous[j + 1] + 1)
-                .min(current[j] + 1);
-            if i > 0 && j > 0 && a[i] == b[j - 1] && a[i - 1] == b[j] {
-                best = best.min(before[j - 1] + 1);
-            }
-            current[j + 1] = best;
-        }
-        std::mem::swap(&mut before, &mut previous);
-        std::mem::swap(&mut previous, &mut current);
-    }
-    previous[b.len()]
 }
 
 /// Where a type is listed in messages: as schemars writes them, null last.
@@ -2090,12 +2067,11 @@ mod tests {
 
     #[test]
     fn helpers() {
-        let chars = |s: &str| s.chars().collect::<Vec<_>>();
-        assert_eq!(edit_distance(&chars("kitten"), &chars("sitting")), 3);
-        assert_eq!(edit_distance(&chars(""), &chars("abc")), 3);
-        assert_eq!(edit_distance(&chars("abc"), &chars("")), 3);
-        assert_eq!(edit_distance(&chars("unti"), &chars("unit")), 1);
-        assert_eq!(edit_distance(&chars("ca"), &chars("abc")), 3);
+        assert_eq!(suggest("unti", ["unit"].into_iter()), Some("unit"));
+        assert_eq!(
+            suggest("File-Path", ["file_path"].into_iter()),
+            Some("file_path")
+        );
         assert_eq!(
             suggest("offest", ["limit", "offset"].into_iter()),
             Some("offset")
