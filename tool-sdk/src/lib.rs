@@ -35,6 +35,7 @@
 // Lets `#[tool]` use `::tool_sdk::...` paths inside this crate too.
 extern crate self as tool_sdk;
 
+pub mod model;
 pub mod registry;
 pub mod schema;
 mod tool;

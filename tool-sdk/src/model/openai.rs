@@ -1,0 +1,1 @@
+//! OpenAI Chat Completions client. (Being written.)

@@ -1,0 +1,237 @@
+//! A model that plays back a script: for tests and offline demos.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use super::{
+    Message, MessageContent, Model, ModelError, ModelEvent, ModelRequest, ModelResponse,
+    ModelStream, StopReason, ToolUse, Usage,
+};
+
+/// One scripted assistant turn: text, tool calls, or an error.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScriptedTurn {
+    content: Vec<MessageContent>,
+    error: Option<ModelError>,
+}
+
+impl ScriptedTurn {
+    /// A turn that says `text` and stops.
+    pub fn text(text: impl Into<String>) -> Self {
+        ScriptedTurn {
+            content: vec![MessageContent::Text { text: text.into() }],
+            error: None,
+        }
+    }
+
+    /// A turn that calls one tool.
+    pub fn tool_call(name: impl Into<String>, input: Value) -> Self {
+        ScriptedTurn {
+            content: Vec::new(),
+            error: None,
+        }
+        .with_tool_call(name, input)
+    }
+
+    /// A turn whose tool-call arguments are this raw text, as a model might garble them.
+    pub fn raw_tool_call(name: impl Into<String>, raw_arguments: &str) -> Self {
+        let mut turn = ScriptedTurn {
+            content: Vec::new(),
+            error: None,
+        };
+        let id = format!("toolu_scripted_raw_{}", fastrand::u32(..));
+        turn.content.push(MessageContent::ToolUse(ToolUse::from_raw(
+            id,
+            name,
+            raw_arguments,
+        )));
+        turn
+    }
+
+    /// A turn that fails with this error.
+    pub fn error(error: ModelError) -> Self {
+        ScriptedTurn {
+            content: Vec::new(),
+            error: Some(error),
+        }
+    }
+
+    /// Adds text before the tool calls (or after earlier text).
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.content
+            .push(MessageContent::Text { text: text.into() });
+        self
+    }
+
+    /// Adds one more tool call to this turn (parallel tool use).
+    pub fn with_tool_call(mut self, name: impl Into<String>, input: Value) -> Self {
+        let index = self.content.len();
+        self.content.push(MessageContent::ToolUse(ToolUse {
+            id: format!("toolu_scripted_{index}_{}", fastrand::u32(..)),
+            name: name.into(),
+            input,
+            malformed: None,
+        }));
+        self
+    }
+}
+
+type Responder = dyn Fn(&ModelRequest) -> ScriptedTurn + Send + Sync;
+
+/// Plays back [`ScriptedTurn`]s in order, one per model call, and records every request.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_sdk::model::{ScriptedModel, ScriptedTurn};
+///
+/// let model = ScriptedModel::new([
+///     ScriptedTurn::tool_call("get_weather", json!({"city": "Lisbon"})),
+///     ScriptedTurn::text("It is sunny in Lisbon."),
+/// ]);
+/// # let _ = model;
+/// ```
+pub struct ScriptedModel {
+    turns: Mutex<VecDeque<ScriptedTurn>>,
+    responder: Option<Box<Responder>>,
+    requests: Mutex<Vec<ModelRequest>>,
+}
+
+impl std::fmt::Debug for ScriptedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedModel").finish_non_exhaustive()
+    }
+}
+
+impl ScriptedModel {
+    /// Plays these turns, then fails every further call.
+    pub fn new(turns: impl IntoIterator<Item = ScriptedTurn>) -> Self {
+        ScriptedModel {
+            turns: Mutex::new(turns.into_iter().collect()),
+            responder: None,
+            requests: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Answers each call with `respond(request)` once the fixed turns are used up: for demos
+    /// that react to tool results.
+    pub fn with_responder(
+        mut self,
+        respond: impl Fn(&ModelRequest) -> ScriptedTurn + Send + Sync + 'static,
+    ) -> Self {
+        self.responder = Some(Box::new(respond));
+        self
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// How many scripted turns are left.
+    pub fn remaining(&self) -> usize {
+        self.turns.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    fn next_turn(&self, request: &ModelRequest) -> ScriptedTurn {
+        self.requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(request.clone());
+        let scripted = self
+            .turns
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front();
+        match (scripted, &self.responder) {
+            (Some(turn), _) => turn,
+            (None, Some(respond)) => respond(request),
+            (None, None) => ScriptedTurn::error(ModelError::Api {
+                status: 400,
+                message: "the script has no more turns".into(),
+            }),
+        }
+    }
+}
+
+impl Model for ScriptedModel {
+    fn model_id(&self) -> &str {
+        "scripted"
+    }
+
+    fn stream<'a>(&'a self, request: &'a ModelRequest) -> ModelStream<'a> {
+        let turn = self.next_turn(request);
+        let mut events = Vec::new();
+        if let Some(error) = turn.error {
+            events.push(Err(error));
+        } else {
+            for block in &turn.content {
+                match block {
+                    MessageContent::Text { text } => {
+                        // Word by word, as a real stream arrives.
+                        for piece in text.split_inclusive(' ') {
+                            events.push(Ok(ModelEvent::TextDelta(piece.to_owned())));
+                        }
+                    }
+                    MessageContent::ToolUse(tool_use) => {
+                        events.push(Ok(ModelEvent::ToolUseStarted {
+                            id: tool_use.id.clone(),
+                            name: tool_use.name.clone(),
+                        }))
+                    }
+                    _ => {}
+                }
+            }
+            let has_tools = turn
+                .content
+                .iter()
+                .any(|block| matches!(block, MessageContent::ToolUse(_)));
+            let input_tokens = request
+                .messages
+                .iter()
+                .map(|m: &Message| approximate_tokens(m))
+                .sum();
+            let output_tokens = turn
+                .content
+                .iter()
+                .map(|block| {
+                    approximate_tokens(&Message {
+                        role: super::Role::Assistant,
+                        content: vec![block.clone()],
+                    })
+                })
+                .sum();
+            events.push(Ok(ModelEvent::Completed(ModelResponse {
+                content: turn.content,
+                stop_reason: if has_tools {
+                    StopReason::ToolUse
+                } else {
+                    StopReason::EndTurn
+                },
+                usage: Usage {
+                    input_tokens,
+                    output_tokens,
+                    ..Usage::default()
+                },
+            })));
+        }
+        Box::pin(futures::stream::iter(events))
+    }
+}
+
+/// About four characters a token: enough for usage totals in demos and tests.
+fn approximate_tokens(message: &Message) -> u64 {
+    let chars: usize = message
+        .content
+        .iter()
+        .map(|block| match block {
+            MessageContent::Text { text } => text.len(),
+            other => serde_json::to_string(other).map_or(0, |s| s.len()),
+        })
+        .sum();
+    (chars as u64).div_ceil(4)
+}
