@@ -35,7 +35,10 @@
 // Lets `#[tool]` use `::tool_sdk::...` paths inside this crate too.
 extern crate self as tool_sdk;
 
+pub mod agent;
+pub mod builtin;
 pub mod model;
+pub mod permission;
 pub mod registry;
 pub mod schema;
 mod tool;
@@ -44,6 +47,7 @@ pub mod validate;
 #[doc(hidden)]
 pub mod __private;
 
+pub use agent::{Agent, AgentConfig, AgentError, AgentEvent, RunResult};
 pub use registry::{
     RegistryError, ToolInfo, ToolRegistry, ToolStats, build_tools, builtin_tools, get_tools,
     tool_infos,
@@ -52,8 +56,9 @@ pub use schema::Provider;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     AgentId, BoxFuture, ContentBlock, FileRead, FileStateTracker, PermissionPrompt, ResultDisplay,
-    State, StateMap, StateRequirement, Tool, ToolAnnotations, ToolContext, ToolError,
-    ToolErrorKind, ToolOutput, ToolResult, ToolUpdate, ToolUpdateKind,
+    State, StateMap, StateRequirement, SubagentReport, SubagentRequest, SubagentRunner, Tool,
+    ToolAnnotations, ToolContext, ToolError, ToolErrorKind, ToolOutput, ToolResult, ToolUpdate,
+    ToolUpdateKind,
 };
 /// Turns an async fn into a tool an LLM can call.
 ///

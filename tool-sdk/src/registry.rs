@@ -191,6 +191,16 @@ struct StatCounters {
     nanos: AtomicU64,
 }
 
+impl StatCounters {
+    fn record(&self, duration: Duration, failed: bool) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.failures
+            .fetch_add(u64::from(failed), Ordering::Relaxed);
+        let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+        self.nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+}
+
 struct Entry {
     tool: Arc<dyn Tool>,
     defined_at: String,
@@ -474,14 +484,16 @@ impl ToolRegistry {
         let started = Instant::now();
         let result = run(&entry, input, ctx).await;
         let failed = result.as_ref().map_or(true, |output| output.is_error);
-        entry.stats.calls.fetch_add(1, Ordering::Relaxed);
-        entry
-            .stats
-            .failures
-            .fetch_add(u64::from(failed), Ordering::Relaxed);
-        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        entry.stats.nanos.fetch_add(nanos, Ordering::Relaxed);
+        entry.stats.record(started.elapsed(), failed);
         result
+    }
+
+    /// Adds one call to a tool's statistics (for runners that drive the pipeline themselves,
+    /// such as the agent).
+    pub fn record_call(&self, name: &str, duration: Duration, failed: bool) {
+        if let Some(entry) = self.read().get(name) {
+            entry.stats.record(duration, failed);
+        }
     }
 
     /// [`execute`](Self::execute), with an error turned into the `is_error` result the model

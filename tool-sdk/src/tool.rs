@@ -557,10 +557,11 @@ pub struct FileRead {
     pub modified: Option<SystemTime>,
 }
 
-/// Remembers which files were read, shared by all calls of a session.
+/// Remembers which files were read and which were written, shared by all calls of a session.
 #[derive(Debug, Default)]
 pub struct FileStateTracker {
     reads: Mutex<HashMap<PathBuf, FileRead>>,
+    writes: Mutex<Vec<PathBuf>>,
 }
 
 impl FileStateTracker {
@@ -581,6 +582,23 @@ impl FileStateTracker {
     /// Forgets `path`, e.g. after it was deleted.
     pub fn forget(&self, path: &Path) {
         self.lock().remove(path);
+    }
+
+    /// Records that a tool created, changed or deleted `path`.
+    pub fn record_write(&self, path: impl Into<PathBuf>) {
+        let path = path.into();
+        let mut writes = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        if !writes.contains(&path) {
+            writes.push(path);
+        }
+    }
+
+    /// Every path recorded by [`record_write`](Self::record_write), in first-write order.
+    pub fn written(&self) -> Vec<PathBuf> {
+        self.writes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, FileRead>> {
@@ -604,6 +622,42 @@ pub struct ToolContext {
     updates: Option<UpdateSink>,
     state: Arc<StateMap>,
     files: Arc<FileStateTracker>,
+    subagents: Option<Arc<dyn SubagentRunner>>,
+}
+
+/// Runs a sub-agent on behalf of a tool (the Task tool). Agents put one in every call's
+/// context; outside an agent there is none.
+pub trait SubagentRunner: Send + Sync {
+    /// Runs `request` to the end and reports back.
+    fn run<'a>(
+        &'a self,
+        request: SubagentRequest,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<SubagentReport, ToolError>>;
+}
+
+/// What a sub-agent is asked to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubagentRequest {
+    /// A few words for the UI.
+    pub description: String,
+    /// The task, in full: the sub-agent sees nothing else of the conversation.
+    pub prompt: String,
+    /// Which configured kind of sub-agent to use; `None` for the general-purpose one.
+    pub subagent_type: Option<String>,
+}
+
+/// What a sub-agent reports back.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SubagentReport {
+    /// Its final answer.
+    pub summary: String,
+    /// How many tools it called.
+    pub tool_calls: usize,
+    /// Files it changed.
+    pub files_modified: Vec<PathBuf>,
+    /// Errors it ran into.
+    pub errors: Vec<String>,
 }
 
 impl Default for ToolContext {
@@ -638,7 +692,29 @@ impl ToolContext {
             updates: None,
             state: Arc::new(StateMap::new()),
             files: Arc::new(FileStateTracker::default()),
+            subagents: None,
         }
+    }
+
+    /// Sets who runs sub-agents for tools such as Task.
+    pub fn with_subagents(mut self, runner: Arc<dyn SubagentRunner>) -> Self {
+        self.subagents = Some(runner);
+        self
+    }
+
+    /// Who runs sub-agents, inside an agent.
+    pub fn subagents(&self) -> Option<&dyn SubagentRunner> {
+        self.subagents.as_deref()
+    }
+
+    /// A command that runs in the working directory, in its own process group, and is killed
+    /// when dropped: a tool that is timed out or cancelled leaves no child process behind.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(program);
+        command.current_dir(&*self.working_dir).kill_on_drop(true);
+        #[cfg(unix)]
+        command.process_group(0);
+        command
     }
 
     /// Sets the session id.

@@ -1,0 +1,726 @@
+//! The agent loop end to end on `ScriptedModel`: every step's failure becomes an `is_error`
+//! tool_result, read-only calls overlap, results keep order, timeouts and cancellation stop
+//! tools, events stream out, sub-agents report back.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::Barrier;
+use tool_sdk::agent::{Agent, AgentConfig, AgentError, AgentEvent, SubagentConfig};
+use tool_sdk::builtin::TaskTool;
+use tool_sdk::model::{Message, MessageContent, ModelError, Role, ScriptedModel, ScriptedTurn};
+use tool_sdk::permission::PermissionDecision;
+use tool_sdk::{State, Tool, ToolContext, ToolError, ToolRegistry, tool};
+
+// ---- tools ----
+
+/// Waits at a barrier: two of these can only finish if they run at the same time.
+#[tool(register = false, read_only, title = "Meet {who}")]
+async fn meet(who: String, barrier: State<Arc<Barrier>>) -> String {
+    barrier.wait().await;
+    format!("met {who}")
+}
+
+#[derive(Clone, Default)]
+struct Activity {
+    running: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Activity {
+    async fn track(&self, label: String) {
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        self.log.lock().unwrap().push(label);
+        self.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Reads something.
+#[tool(register = false, read_only)]
+async fn look(what: String, activity: State<Activity>) -> String {
+    activity.track(format!("look {what}")).await;
+    format!("saw {what}")
+}
+
+/// Writes something.
+#[tool(register = false)]
+async fn write_note(text: String, activity: State<Activity>, ctx: &ToolContext) -> String {
+    activity.track(format!("write {text}")).await;
+    ctx.files().record_write(ctx.resolve(format!("{text}.txt")));
+    format!("wrote {text}")
+}
+
+async fn must_be_positive(input: &CountInput, _ctx: &ToolContext) -> Result<(), String> {
+    if input.n == 0 {
+        return Err("n must be positive".into());
+    }
+    Ok(())
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct CountInput {
+    /// How many.
+    n: u32,
+}
+
+/// Counts to n, reporting progress.
+#[tool(register = false, read_only, validate = must_be_positive)]
+async fn count(#[input] input: CountInput, ctx: &ToolContext) -> String {
+    for i in 1..=input.n {
+        ctx.progress(format!("{i}/{}", input.n));
+    }
+    format!("counted to {}", input.n)
+}
+
+/// Panics.
+#[tool(register = false, read_only)]
+async fn explode() -> String {
+    panic!("kaboom")
+}
+
+/// Starts a child process and waits for it forever.
+#[tool(register = false, read_only, timeout = "300ms")]
+async fn hang(pid_file: String, ctx: &ToolContext) -> Result<String, ToolError> {
+    let child = ctx
+        .command("sleep")
+        .arg("30")
+        .spawn()
+        .map_err(|e| ToolError::failed(e.to_string()))?;
+    let pid = child.id().unwrap_or_default();
+    std::fs::write(&pid_file, pid.to_string()).map_err(|e| ToolError::failed(e.to_string()))?;
+    let output = child.wait_with_output().await;
+    Ok(format!("{output:?}"))
+}
+
+/// Says a lot.
+#[tool(register = false, read_only)]
+async fn chatter(chars: usize) -> String {
+    "x".repeat(chars)
+}
+
+// ---- helpers ----
+
+fn registry(tools: Vec<Arc<dyn Tool>>) -> Arc<ToolRegistry> {
+    let registry = ToolRegistry::new();
+    for tool in tools {
+        registry.register(tool).unwrap();
+    }
+    Arc::new(registry)
+}
+
+fn all_tools() -> Arc<ToolRegistry> {
+    registry(vec![
+        Arc::new(MeetTool),
+        Arc::new(LookTool),
+        Arc::new(WriteNoteTool),
+        Arc::new(CountTool),
+        Arc::new(ExplodeTool),
+        Arc::new(HangTool),
+        Arc::new(ChatterTool),
+        Arc::new(TaskTool),
+    ])
+}
+
+fn config(model: ScriptedModel) -> AgentConfig {
+    AgentConfig::new()
+        .with_model(model)
+        .with_registry(all_tools())
+        .with_state(Arc::new(Barrier::new(2)))
+        .with_state(Activity::default())
+}
+
+/// The tool_result blocks of the last user message, in order.
+fn last_results(messages: &[Message]) -> Vec<(String, String, bool)> {
+    let last = messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User && matches!(m.content[0], MessageContent::ToolResult { .. }))
+        .expect("a tool result message");
+    last.content
+        .iter()
+        .map(|block| match block {
+            MessageContent::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => {
+                let text = content
+                    .iter()
+                    .map(|c| match c {
+                        tool_sdk::ContentBlock::Text { text } => text.clone(),
+                        _ => String::new(),
+                    })
+                    .collect::<String>();
+                (tool_use_id.clone(), text, *is_error)
+            }
+            other => panic!("not a tool result: {other:?}"),
+        })
+        .collect()
+}
+
+/// Every tool_use is answered by exactly one tool_result in the next message.
+fn assert_transcript_valid(messages: &[Message]) {
+    for (index, message) in messages.iter().enumerate() {
+        let uses: Vec<&str> = message.tool_uses().map(|u| u.id.as_str()).collect();
+        if uses.is_empty() {
+            continue;
+        }
+        let next = messages
+            .get(index + 1)
+            .unwrap_or_else(|| panic!("tool_use without results at message {index}"));
+        let answered: Vec<&str> = next
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                MessageContent::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(uses, answered, "message {index}");
+    }
+}
+
+// ---- creation ----
+
+#[tokio::test]
+async fn unknown_tool_names_fail_create_with_near_matches() {
+    let error =
+        Agent::create(config(ScriptedModel::new([])).with_tools(["look", "Looc", "writ_note"]))
+            .await
+            .unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains("no tool is named `Looc` (did you mean `look`?)"),
+        "{message}"
+    );
+    assert!(
+        message.contains("no tool is named `writ_note` (did you mean `write_note`?)"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn globs_and_exact_names_choose_what_the_model_sees() {
+    let agent = Agent::create(config(ScriptedModel::new([])).with_tools(["look", "*e*"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        agent.tool_names(),
+        ["look", "chatter", "explode", "meet", "write_note"]
+    );
+    let all = Agent::create(config(ScriptedModel::new([]))).await.unwrap();
+    assert_eq!(all.tool_names().len(), 8, "no list means every tool");
+}
+
+#[tokio::test]
+async fn missing_state_fails_create() {
+    let error = Agent::create(
+        AgentConfig::new()
+            .with_model(ScriptedModel::new([]))
+            .with_registry(all_tools())
+            .with_tools(["look"]),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&error, AgentError::MissingState { tool, type_name } if tool == "look" && type_name.ends_with("Activity")),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn config_loads_from_toml_and_json_files() {
+    let dir = std::env::temp_dir().join(format!("agent-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let toml_path = dir.join("agent.toml");
+    std::fs::write(
+        &toml_path,
+        "system_prompt = \"Be brief.\"\ntools = [\"look\"]\nmax_turns = 7\n\
+         [model]\nprovider = \"openai\"\nid = \"llama3\"\nbase_url = \"http://localhost:11434/v1\"\n\
+         [subagents.reviewer]\ndescription = \"Reviews code\"\ntools = [\"look\"]\n",
+    )
+    .unwrap();
+    let config = AgentConfig::from_file(&toml_path).unwrap();
+    assert_eq!(config.max_turns, 7);
+    assert_eq!(config.tools.as_deref(), Some(&["look".to_owned()][..]));
+    assert_eq!(config.model.as_ref().unwrap().id, "llama3");
+    assert_eq!(config.subagents["reviewer"].description, "Reviews code");
+    assert_eq!(config.max_concurrent_tools, 8, "defaults fill the rest");
+
+    let json_path = dir.join("agent.json");
+    std::fs::write(&json_path, r#"{"max_turns": 3, "max_result_chars": 100}"#).unwrap();
+    let config = AgentConfig::from_file(&json_path).unwrap();
+    assert_eq!((config.max_turns, config.max_result_chars), (3, 100));
+
+    std::fs::write(&json_path, r#"{"max_turn": 3}"#).unwrap();
+    let error = AgentConfig::from_file(&json_path).unwrap_err().to_string();
+    assert!(error.contains("unknown field `max_turn`"), "{error}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+// ---- the loop ----
+
+#[tokio::test]
+async fn parallel_read_only_calls_overlap_and_results_keep_order() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("meet", json!({"who": "ada"}))
+            .with_tool_call("meet", json!({"who": "bob"})),
+        ScriptedTurn::text("Both met."),
+    ]);
+    let agent = Agent::create(config(model)).await.unwrap();
+    // Each `meet` waits for the other at a barrier of two: run one after the other, they
+    // would wait forever.
+    let result = tokio::time::timeout(Duration::from_secs(10), agent.prompt("meet both"))
+        .await
+        .expect("the two calls ran at the same time")
+        .unwrap();
+    assert_eq!(result.text, "Both met.");
+    assert_eq!(result.tool_calls, 2);
+    let results = last_results(&result.messages);
+    assert_eq!(results[0].1, "met ada");
+    assert_eq!(results[1].1, "met bob");
+    assert_transcript_valid(&result.messages);
+}
+
+#[tokio::test]
+async fn a_mutating_call_runs_alone_and_order_is_kept() {
+    let activity = Activity::default();
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("look", json!({"what": "a"}))
+            .with_tool_call("look", json!({"what": "b"}))
+            .with_tool_call("write_note", json!({"text": "c"}))
+            .with_tool_call("look", json!({"what": "d"})),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model(model)
+            .with_registry(all_tools())
+            .with_tools(["look", "write_note"])
+            .with_state(activity.clone()),
+    )
+    .await
+    .unwrap();
+    let result = agent.prompt("go").await.unwrap();
+    let log = activity.log.lock().unwrap().clone();
+    // The write starts only after both looks ended, and the last look only after the write.
+    assert_eq!(log[2], "write c");
+    assert_eq!(log[3], "look d");
+    assert!(log[..2].contains(&"look a".to_owned()) && log[..2].contains(&"look b".to_owned()));
+    assert_eq!(
+        activity.peak.load(Ordering::SeqCst),
+        2,
+        "a and b overlapped"
+    );
+    let texts: Vec<String> = last_results(&result.messages)
+        .into_iter()
+        .map(|r| r.1)
+        .collect();
+    assert_eq!(texts, ["saw a", "saw b", "wrote c", "saw d"]);
+    assert_eq!(result.files_modified.len(), 1);
+    assert!(result.files_modified[0].ends_with("c.txt"));
+}
+
+#[tokio::test]
+async fn concurrency_is_bounded_by_max_concurrent_tools() {
+    let activity = Activity::default();
+    let mut turn = ScriptedTurn::tool_call("look", json!({"what": "0"}));
+    for i in 1..6 {
+        turn = turn.with_tool_call("look", json!({"what": i.to_string()}));
+    }
+    let model = ScriptedModel::new([turn, ScriptedTurn::text("ok")]);
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model(model)
+            .with_registry(all_tools())
+            .with_tools(["look"])
+            .with_state(activity.clone())
+            .with_max_concurrent_tools(3),
+    )
+    .await
+    .unwrap();
+    agent.prompt("go").await.unwrap();
+    assert_eq!(activity.peak.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn every_failing_step_becomes_an_error_result_the_model_sees() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("lok", json!({"what": "x"}))
+            .with_tool_call("count", json!({"n": "many"}))
+            .with_tool_call("count", json!({"n": 0}))
+            .with_tool_call("explode", json!({}))
+            .with_tool_call("chatter", json!({"chars": 500})),
+        ScriptedTurn::raw_tool_call("count", "{\"n\": 3"),
+        ScriptedTurn::text("I give up."),
+    ]);
+    let agent = Agent::create(config(model).with_max_result_chars(100))
+        .await
+        .unwrap();
+    let result = agent.prompt("try things").await.unwrap();
+    assert_transcript_valid(&result.messages);
+    let first_results = {
+        let index = result
+            .messages
+            .iter()
+            .position(|m| {
+                m.role == Role::User && matches!(m.content[0], MessageContent::ToolResult { .. })
+            })
+            .unwrap();
+        last_results(&result.messages[..=index])
+    };
+    let (_, unknown, is_error) = &first_results[0];
+    assert!(is_error);
+    assert!(
+        unknown.contains("there is no tool named `lok`"),
+        "{unknown}"
+    );
+    assert!(
+        unknown.contains("look"),
+        "lists the available tools: {unknown}"
+    );
+    let (_, schema, is_error) = &first_results[1];
+    assert!(is_error);
+    assert!(
+        schema.contains(r#"/n: must be integer, got "many""#),
+        "{schema}"
+    );
+    let (_, own_check, _) = &first_results[2];
+    assert!(own_check.contains("n must be positive"), "{own_check}");
+    let (_, panicked, is_error) = &first_results[3];
+    assert!(is_error);
+    assert!(panicked.contains("the tool panicked: kaboom"), "{panicked}");
+    let (_, capped, is_error) = &first_results[4];
+    assert!(!is_error);
+    assert!(capped.contains("400 characters cut"), "{capped}");
+
+    let (_, malformed, is_error) = &last_results(&result.messages)[0];
+    assert!(is_error);
+    assert!(
+        malformed.contains("not a JSON object: {\"n\": 3"),
+        "{malformed}"
+    );
+    assert!(
+        malformed.contains("\"properties\""),
+        "echoes the schema: {malformed}"
+    );
+    assert_eq!(result.errors.len(), 5, "{:?}", result.errors);
+}
+
+#[tokio::test]
+async fn a_timeout_stops_the_tool_and_kills_its_child_process() {
+    let pid_file = std::env::temp_dir().join(format!("hang-{}.pid", std::process::id()));
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("hang", json!({"pid_file": pid_file})),
+        ScriptedTurn::text("it hung"),
+    ]);
+    let agent = Agent::create(config(model)).await.unwrap();
+    let result = agent.prompt("hang").await.unwrap();
+    let (_, text, is_error) = &last_results(&result.messages)[0];
+    assert!(is_error);
+    assert!(text.contains("timed out after 300ms"), "{text}");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let gone = async {
+        loop {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Gone, or a zombie waiting to be reaped: either way it no longer runs.
+            if status.is_empty() || status.split_whitespace().nth(2) == Some("Z") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), gone)
+        .await
+        .expect("the child process was killed");
+    std::fs::remove_file(pid_file).ok();
+}
+
+#[tokio::test]
+async fn cancelling_mid_run_answers_pending_calls_and_keeps_the_transcript_valid() {
+    let pid_file = std::env::temp_dir().join(format!("cancel-{}.pid", std::process::id()));
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("hang", json!({"pid_file": pid_file}))
+            .with_tool_call("write_note", json!({"text": "never"})),
+        ScriptedTurn::text("unreachable"),
+    ]);
+    let agent = Agent::create(config(model)).await.unwrap();
+    let mut run = agent.run("hang then write");
+    let mut result = None;
+    while let Some(event) = run.next().await {
+        match event {
+            AgentEvent::ToolRequested { name, .. } if name == "hang" => run.cancel(),
+            AgentEvent::Finished(finished) => result = Some(*finished),
+            _ => {}
+        }
+    }
+    let result = result.unwrap();
+    assert_eq!(result.error, Some(AgentError::Cancelled));
+    assert_transcript_valid(&result.messages);
+    let results = last_results(&result.messages);
+    assert_eq!(results.len(), 2);
+    for (_, text, is_error) in &results {
+        assert!(is_error);
+        assert!(text.contains("cancelled"), "{text}");
+    }
+    std::fs::remove_file(pid_file).ok();
+}
+
+#[tokio::test]
+async fn a_model_error_mid_run_ends_the_run_with_a_valid_transcript() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("count", json!({"n": 1})),
+        ScriptedTurn::error(ModelError::Overloaded {
+            message: "try later".into(),
+            retry_after: None,
+        }),
+    ]);
+    let agent = Agent::create(config(model)).await.unwrap();
+    let error = agent.prompt("count").await.unwrap_err();
+    assert!(
+        matches!(error, AgentError::Model(ModelError::Overloaded { .. })),
+        "{error}"
+    );
+    let messages = agent.messages().await;
+    assert_transcript_valid(&messages);
+    assert_eq!(
+        messages.last().unwrap().role,
+        Role::User,
+        "ends with the tool results"
+    );
+}
+
+#[tokio::test]
+async fn max_turns_stops_a_model_that_never_stops() {
+    let model = ScriptedModel::new([])
+        .with_responder(|_| ScriptedTurn::tool_call("count", json!({"n": 1})));
+    let agent = Agent::create(config(model).with_max_turns(3))
+        .await
+        .unwrap();
+    let error = agent.prompt("loop").await.unwrap_err();
+    assert_eq!(error, AgentError::MaxTurns(3));
+    assert_transcript_valid(&agent.messages().await);
+}
+
+#[tokio::test]
+async fn the_conversation_carries_over_between_prompts() {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::text("Hi Ada."),
+        ScriptedTurn::text("You are Ada."),
+    ]));
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model_arc(model.clone())
+            .with_registry(all_tools())
+            .with_tools(Vec::<String>::new()),
+    )
+    .await
+    .unwrap();
+    agent.prompt("I am Ada.").await.unwrap();
+    let result = agent.prompt("Who am I?").await.unwrap();
+    assert_eq!(result.text, "You are Ada.");
+    let second = &model.requests()[1];
+    let texts: Vec<String> = second.messages.iter().map(Message::text).collect();
+    assert_eq!(texts, ["I am Ada.", "Hi Ada.", "Who am I?"]);
+    assert!(second.tools.is_empty());
+}
+
+// ---- permissions ----
+
+#[tokio::test]
+async fn a_denying_policy_refuses_calls_with_its_reason() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("write_note", json!({"text": "x"})),
+        ScriptedTurn::text("refused"),
+    ]);
+    let policy = |tool: &dyn Tool, _: &Value| {
+        if tool.is_read_only() {
+            PermissionDecision::Allow
+        } else {
+            PermissionDecision::Deny("writes are off today".into())
+        }
+    };
+    let agent = Agent::create(config(model).with_permission_policy(policy))
+        .await
+        .unwrap();
+    let result = agent.prompt("write").await.unwrap();
+    let (_, text, is_error) = &last_results(&result.messages)[0];
+    assert!(is_error);
+    assert_eq!(text, "Permission denied: writes are off today");
+}
+
+#[tokio::test]
+async fn ask_emits_a_permission_request_the_app_answers() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("write_note", json!({"text": "yes"}))
+            .with_tool_call("write_note", json!({"text": "no"})),
+        ScriptedTurn::text("done"),
+    ]);
+    let policy = |_: &dyn Tool, _: &Value| PermissionDecision::Ask;
+    let agent = Agent::create(config(model).with_permission_policy(policy))
+        .await
+        .unwrap();
+    let mut run = agent.run("write twice");
+    let mut asked = Vec::new();
+    let mut result = None;
+    while let Some(event) = run.next().await {
+        match event {
+            AgentEvent::PermissionRequested(request) => {
+                asked.push(request.prompt.title.clone());
+                if request.input["text"] == "yes" {
+                    request.allow();
+                } else {
+                    request.deny("not that one");
+                }
+            }
+            AgentEvent::Finished(finished) => result = Some(*finished),
+            _ => {}
+        }
+    }
+    assert_eq!(asked, ["write_note", "write_note"]);
+    let results = last_results(&result.unwrap().messages);
+    assert_eq!(results[0].1, "wrote yes");
+    assert_eq!(
+        results[1].1,
+        "Permission denied: the user refused: not that one"
+    );
+}
+
+// ---- events ----
+
+#[tokio::test]
+async fn events_stream_text_tools_progress_and_usage() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("meet", json!({"who": "ada"}))
+            .with_text("Let me check.")
+            .with_tool_call("meet", json!({"who": "bob"})),
+        ScriptedTurn::tool_call("count", json!({"n": 2})),
+        ScriptedTurn::text("All done."),
+    ]);
+    let agent = Agent::create(config(model)).await.unwrap();
+    let events: Vec<AgentEvent> = agent.run("go").collect().await;
+
+    let text: String = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TextDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "Let me check.All done.");
+    let titles: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolRequested { title, .. } => Some(title.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(titles, ["Meet ada", "Meet bob", "count"]);
+    let progress: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolProgress { update, .. } => Some(format!("{update:?}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress, ["Progress(\"1/2\")", "Progress(\"2/2\")"]);
+    let completed = events
+        .iter()
+        .filter(
+            |e| matches!(e, AgentEvent::ToolCompleted { display, .. } if !display.title.is_empty()),
+        )
+        .count();
+    assert_eq!(completed, 3);
+    let turns = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::TurnCompleted { .. }))
+        .count();
+    assert_eq!(turns, 3);
+    let Some(AgentEvent::Finished(result)) = events.last() else {
+        panic!("the last event is Finished");
+    };
+    assert!(result.usage.output_tokens > 0);
+    assert!(matches!(&events[events.len() - 2], AgentEvent::Usage(u) if *u == result.usage));
+    // Progress is for the UI only.
+    let transcript = serde_json::to_string(&result.messages).unwrap();
+    assert!(!transcript.contains("1/2"));
+}
+
+// ---- sub-agents ----
+
+#[tokio::test]
+async fn task_runs_a_sub_agent_with_restricted_tools_and_forwards_its_events() {
+    let model = Arc::new(ScriptedModel::new([
+        // The parent delegates.
+        ScriptedTurn::tool_call(
+            "Task",
+            json!({"description": "count things", "prompt": "Count to 2.", "subagent_type": "counter"}),
+        ),
+        // The sub-agent works...
+        ScriptedTurn::tool_call("count", json!({"n": 2})),
+        // ...and reports.
+        ScriptedTurn::text("Counted to 2."),
+        // The parent answers.
+        ScriptedTurn::text("The sub-agent counted to 2."),
+    ]));
+    let agent = Agent::create(
+        config(ScriptedModel::new([]))
+            .with_model_arc(model.clone())
+            .with_subagent(
+                "counter",
+                SubagentConfig {
+                    description: "Counts".into(),
+                    system_prompt: Some("You count.".into()),
+                    tools: Some(vec!["count".into()]),
+                },
+            ),
+    )
+    .await
+    .unwrap();
+    let events: Vec<AgentEvent> = agent.run("delegate").collect().await;
+    let forwarded: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Subagent { agent_id, event } => Some(format!(
+                "{agent_id:?} {}",
+                match event.as_ref() {
+                    AgentEvent::ToolRequested { name, .. } => format!("requested {name}"),
+                    AgentEvent::TurnStarted { turn } => format!("turn {turn}"),
+                    _ => "other".into(),
+                }
+            )),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        forwarded
+            .iter()
+            .any(|e| e.contains("Sub(\"task-") && e.ends_with("requested count")),
+        "{forwarded:?}"
+    );
+    let Some(AgentEvent::Finished(result)) = events.last() else {
+        panic!()
+    };
+    assert_eq!(result.text, "The sub-agent counted to 2.");
+    let (_, report, is_error) = &last_results(&result.messages)[0];
+    assert!(!is_error, "{report}");
+    assert!(report.starts_with("Counted to 2."), "{report}");
+    assert!(report.contains("1 tool call(s)"), "{report}");
+
+    let requests = model.requests();
+    let child_request = &requests[1];
+    assert_eq!(child_request.system.as_deref(), Some("You count."));
+    let child_tools: Vec<&str> = child_request
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(child_tools, ["count"], "restricted, and never Task");
+    assert_eq!(child_request.messages[0].text(), "Count to 2.");
+}

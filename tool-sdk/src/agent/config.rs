@@ -1,0 +1,333 @@
+//! [`AgentConfig`]: everything an agent is made of, as a builder or a TOML/JSON file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::AgentError;
+use crate::model::{
+    Model, ModelError, RetryPolicy, anthropic::AnthropicModel, openai::OpenAiModel,
+};
+use crate::permission::{AllowAll, PermissionPolicy};
+use crate::{StateMap, ToolRegistry};
+
+/// How an agent is built. Load it from a file with [`AgentConfig::from_file`] or build it in
+/// code; the two mix (load, then set what a file cannot hold: a model instance, app state, a
+/// permission policy, a registry).
+///
+/// Two lists answer two different questions, and mixing them up is the classic mistake:
+/// - [`tools`](Self::tools) is what the model can **see** and call at all;
+/// - permission rules (the [`PermissionPolicy`]) decide which of those calls run **without
+///   asking**.
+///
+/// ```
+/// use tool_sdk::agent::AgentConfig;
+///
+/// let config: AgentConfig = toml::from_str(r#"
+///     system_prompt = "You are terse."
+///     tools = ["Read", "Glob", "mcp__github__*"]
+///     max_turns = 20
+///     [model]
+///     provider = "anthropic"
+///     id = "claude-sonnet-4-5"
+/// "#).unwrap();
+/// assert_eq!(config.max_turns, 20);
+/// ```
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Which model to use, when not given as an instance with [`with_model`](Self::with_model).
+    pub model: Option<ModelSpec>,
+    /// The system prompt.
+    pub system_prompt: Option<String>,
+    /// The tools the model can see: exact names and globs (`mcp__github__*`). `None` means
+    /// every tool in the registry.
+    pub tools: Option<Vec<String>>,
+    /// The directory tools work in (default: the current directory).
+    pub working_dir: Option<PathBuf>,
+    /// More directories tools may touch besides the working directory.
+    pub additional_dirs: Vec<PathBuf>,
+    /// The most model turns in one run.
+    pub max_turns: u32,
+    /// The most tokens per model turn.
+    pub max_tokens: u32,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Timeout of a call whose tool sets none, in seconds.
+    pub tool_timeout_secs: u64,
+    /// The longest any call may run, whatever the tool says, in seconds.
+    pub max_tool_timeout_secs: u64,
+    /// How many read-only calls may run at once.
+    pub max_concurrent_tools: usize,
+    /// Tool results longer than this many characters keep their head and tail only.
+    pub max_result_chars: usize,
+    /// Whether `"5"` is coerced to `5` (etc.) where a schema asks for it.
+    pub coerce_inputs: bool,
+    /// Kinds of sub-agent the Task tool can start, by name.
+    pub subagents: BTreeMap<String, SubagentConfig>,
+    /// Retries of failed model requests.
+    #[serde(skip)]
+    pub retry: Option<RetryPolicy>,
+    #[serde(skip)]
+    pub(crate) model_instance: Option<Arc<dyn Model>>,
+    #[serde(skip)]
+    pub(crate) registry: Option<Arc<ToolRegistry>>,
+    #[serde(skip)]
+    pub(crate) state: StateMap,
+    #[serde(skip)]
+    pub(crate) permission: Option<Arc<dyn PermissionPolicy>>,
+}
+
+/// A kind of sub-agent the Task tool can start.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SubagentConfig {
+    /// When to use it: shown to the model in the Task tool's description.
+    pub description: String,
+    /// Its system prompt.
+    pub system_prompt: Option<String>,
+    /// Its tools (names and globs); `None` means the parent's tools minus Task.
+    pub tools: Option<Vec<String>>,
+}
+
+/// A model named in a config file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// Which API.
+    pub provider: ProviderKind,
+    /// The model id, such as `claude-sonnet-4-5` or `gpt-4.1`.
+    pub id: String,
+    /// Another endpoint, e.g. `http://localhost:11434/v1` for Ollama.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (default: the provider's usual one).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+}
+
+/// The APIs a [`ModelSpec`] can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// Anthropic Messages.
+    Anthropic,
+    /// OpenAI Chat Completions, or any compatible server.
+    OpenAi,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            model: None,
+            system_prompt: None,
+            tools: None,
+            working_dir: None,
+            additional_dirs: Vec::new(),
+            max_turns: 50,
+            max_tokens: 8192,
+            temperature: None,
+            tool_timeout_secs: 120,
+            max_tool_timeout_secs: 600,
+            max_concurrent_tools: 8,
+            max_result_chars: 50_000,
+            coerce_inputs: true,
+            subagents: BTreeMap::new(),
+            retry: None,
+            model_instance: None,
+            registry: None,
+            state: StateMap::new(),
+            permission: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for AgentConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentConfig")
+            .field("model", &self.model)
+            .field(
+                "model_instance",
+                &self
+                    .model_instance
+                    .as_ref()
+                    .map(|m| m.model_id().to_owned()),
+            )
+            .field("tools", &self.tools)
+            .field("max_turns", &self.max_turns)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentConfig {
+    /// A config with the defaults: every registered tool, 50 turns, 8 tools at once.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Loads a `.toml` or `.json` file.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, AgentError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|error| {
+            AgentError::Config(format!("cannot read {}: {error}", path.display()))
+        })?;
+        let parsed = match path.extension().and_then(|e| e.to_str()) {
+            Some("json") => serde_json::from_str(&text).map_err(|e| e.to_string()),
+            Some("toml") => toml::from_str(&text).map_err(|e| e.to_string()),
+            _ => Err("the file must end in .toml or .json".to_owned()),
+        };
+        parsed.map_err(|error| AgentError::Config(format!("{}: {error}", path.display())))
+    }
+
+    /// Uses this model instance (takes precedence over [`model`](Self::model)).
+    pub fn with_model(mut self, model: impl Model) -> Self {
+        self.model_instance = Some(Arc::new(model));
+        self
+    }
+
+    /// Uses this shared model instance.
+    pub fn with_model_arc(mut self, model: Arc<dyn Model>) -> Self {
+        self.model_instance = Some(model);
+        self
+    }
+
+    /// Names the model to build from the environment.
+    pub fn with_model_spec(mut self, spec: ModelSpec) -> Self {
+        self.model = Some(spec);
+        self
+    }
+
+    /// Sets the system prompt.
+    pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Sets the tools the model can see (names and globs).
+    pub fn with_tools<I, S>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.tools = Some(tools.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Takes tools from this registry instead of the global one.
+    pub fn with_registry(mut self, registry: Arc<ToolRegistry>) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Adds app state for tools' `State<T>` parameters.
+    pub fn with_state<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.state.insert(value);
+        self
+    }
+
+    /// Decides which calls run, which are refused and which ask (default: allow all).
+    pub fn with_permission_policy(mut self, policy: impl PermissionPolicy + 'static) -> Self {
+        self.permission = Some(Arc::new(policy));
+        self
+    }
+
+    /// Sets the working directory.
+    pub fn with_working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.working_dir = Some(dir.into());
+        self
+    }
+
+    /// Sets the most model turns per run.
+    pub fn with_max_turns(mut self, turns: u32) -> Self {
+        self.max_turns = turns;
+        self
+    }
+
+    /// Sets how many read-only calls may run at once.
+    pub fn with_max_concurrent_tools(mut self, n: usize) -> Self {
+        self.max_concurrent_tools = n;
+        self
+    }
+
+    /// Sets the default and the maximum tool timeout.
+    pub fn with_tool_timeouts(mut self, default: Duration, max: Duration) -> Self {
+        self.tool_timeout_secs = default.as_secs().max(1);
+        self.max_tool_timeout_secs = max.as_secs().max(1);
+        self
+    }
+
+    /// Sets the result size cap, in characters.
+    pub fn with_max_result_chars(mut self, chars: usize) -> Self {
+        self.max_result_chars = chars;
+        self
+    }
+
+    /// Sets how failed model requests are retried.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = Some(retry);
+        self
+    }
+
+    /// Adds a kind of sub-agent for the Task tool.
+    pub fn with_subagent(mut self, name: impl Into<String>, subagent: SubagentConfig) -> Self {
+        self.subagents.insert(name.into(), subagent);
+        self
+    }
+
+    pub(crate) fn permission_policy(&self) -> Arc<dyn PermissionPolicy> {
+        self.permission
+            .clone()
+            .unwrap_or_else(|| Arc::new(AllowAll))
+    }
+
+    pub(crate) fn resolve_model(&self) -> Result<Arc<dyn Model>, AgentError> {
+        if let Some(model) = &self.model_instance {
+            return Ok(model.clone());
+        }
+        let Some(spec) = &self.model else {
+            return Err(AgentError::Config(
+                "no model: set `[model]` in the config file or call `with_model(...)`".into(),
+            ));
+        };
+        let key = |default_var: &str| -> Option<String> {
+            let var = spec.api_key_env.as_deref().unwrap_or(default_var);
+            std::env::var(var).ok().filter(|key| !key.is_empty())
+        };
+        let retry = self.retry.unwrap_or_default();
+        let model: Arc<dyn Model> = match spec.provider {
+            ProviderKind::Anthropic => {
+                let var = spec.api_key_env.as_deref().unwrap_or("ANTHROPIC_API_KEY");
+                let api_key = key("ANTHROPIC_API_KEY").ok_or_else(|| {
+                    AgentError::Model(ModelError::MissingApiKey(format!(
+                        "set {var} to use Anthropic's {}",
+                        spec.id
+                    )))
+                })?;
+                let mut model = AnthropicModel::new(&spec.id, api_key).with_retry(retry);
+                if let Some(url) = &spec.base_url {
+                    model = model.with_base_url(url);
+                }
+                Arc::new(model)
+            }
+            ProviderKind::OpenAi => {
+                let api_key = key("OPENAI_API_KEY");
+                if api_key.is_none() && spec.base_url.is_none() {
+                    let var = spec.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
+                    return Err(AgentError::Model(ModelError::MissingApiKey(format!(
+                        "set {var} to use OpenAI's {} (or a base_url for a local server)",
+                        spec.id
+                    ))));
+                }
+                let mut model = OpenAiModel::new(&spec.id, api_key).with_retry(retry);
+                if let Some(url) = &spec.base_url {
+                    model = model.with_base_url(url);
+                }
+                Arc::new(model)
+            }
+        };
+        Ok(model)
+    }
+}

@@ -1,0 +1,129 @@
+//! What a run reports as it goes.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::{AgentError, RunResult};
+use crate::model::{StopReason, Usage};
+use crate::{AgentId, PermissionPrompt, ResultDisplay, ToolErrorKind, ToolOutput, ToolUpdateKind};
+
+/// One thing that happened during a run, in order.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum AgentEvent {
+    /// A model turn began.
+    TurnStarted {
+        /// 1-based.
+        turn: u32,
+    },
+    /// Text from the model, as it streams.
+    TextDelta(String),
+    /// Reasoning from the model, as it streams.
+    ThinkingDelta(String),
+    /// The model called a tool; it is about to be checked and run.
+    ToolRequested {
+        /// The tool_use id.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// The arguments as the model sent them.
+        input: Value,
+        /// The tool's display title for this call.
+        title: String,
+    },
+    /// A call needs the user's permission: answer it with [`PermissionRequest::allow`] or
+    /// [`PermissionRequest::deny`]. Dropping it unanswered denies the call.
+    PermissionRequested(PermissionRequest),
+    /// A running tool reported progress or metadata (never sent to the model).
+    ToolProgress {
+        /// The tool_use id.
+        id: String,
+        /// What it reported.
+        update: ToolUpdateKind,
+    },
+    /// A call finished and its result goes back to the model.
+    ToolCompleted {
+        /// The tool_use id.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// How long it took, checks included.
+        duration: Duration,
+        /// What the model gets.
+        output: ToolOutput,
+        /// How to show it.
+        display: ResultDisplay,
+    },
+    /// A call failed (before or while running); the error goes back to the model.
+    ToolFailed {
+        /// The tool_use id.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// How long it took.
+        duration: Duration,
+        /// The kind of failure.
+        kind: ToolErrorKind,
+        /// What the model gets.
+        output: ToolOutput,
+    },
+    /// A model turn ended.
+    TurnCompleted {
+        /// 1-based.
+        turn: u32,
+        /// Why the model stopped.
+        stop_reason: StopReason,
+        /// Tokens of this turn.
+        usage: Usage,
+    },
+    /// Token totals so far in this run.
+    Usage(Usage),
+    /// An event of a sub-agent started by the Task tool.
+    Subagent {
+        /// The sub-agent.
+        agent_id: AgentId,
+        /// Its event.
+        event: Box<AgentEvent>,
+    },
+    /// The run failed; [`AgentEvent::Finished`] follows.
+    Error(AgentError),
+    /// The run is over. Always the last event.
+    Finished(Box<RunResult>),
+}
+
+/// A pending permission question.
+#[derive(Debug)]
+pub struct PermissionRequest {
+    /// The tool_use id.
+    pub id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The (validated) input.
+    pub input: Value,
+    /// What to show the user.
+    pub prompt: PermissionPrompt,
+    pub(crate) answer: oneshot::Sender<PermissionAnswer>,
+}
+
+/// The user's answer to a [`PermissionRequest`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PermissionAnswer {
+    /// Run it.
+    Allow,
+    /// Refuse it, with a reason for the model.
+    Deny(String),
+}
+
+impl PermissionRequest {
+    /// Lets the call run.
+    pub fn allow(self) {
+        let _ = self.answer.send(PermissionAnswer::Allow);
+    }
+
+    /// Refuses the call; `reason` goes back to the model.
+    pub fn deny(self, reason: impl Into<String>) {
+        let _ = self.answer.send(PermissionAnswer::Deny(reason.into()));
+    }
+}

@@ -1,0 +1,294 @@
+//! Running one turn's tool calls: each through the checked pipeline, consecutive read-only
+//! calls together, results in tool_use order, exactly one result per call whatever happens.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::{FutureExt, StreamExt};
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::events::{AgentEvent, PermissionAnswer, PermissionRequest};
+use super::{AgentInner, Emit};
+use crate::model::{MessageContent, ToolUse};
+use crate::permission::PermissionDecision;
+use crate::{ContentBlock, Tool, ToolError, ToolOutput};
+
+/// One call's result block, and its error line for the run result.
+pub(crate) struct Outcome {
+    pub(crate) block: MessageContent,
+    pub(crate) error: Option<String>,
+}
+
+pub(crate) async fn execute(
+    agent: &Arc<AgentInner>,
+    calls: &[ToolUse],
+    emit: &Emit,
+    cancel: &CancellationToken,
+) -> Vec<Outcome> {
+    let mut outcomes = Vec::with_capacity(calls.len());
+    let mut index = 0;
+    while index < calls.len() {
+        // A run of read-only calls goes together; anything else goes alone.
+        let end = if runs_concurrently(agent, &calls[index]) {
+            index
+                + calls[index..]
+                    .iter()
+                    .take_while(|call| runs_concurrently(agent, call))
+                    .count()
+        } else {
+            index + 1
+        };
+        let batch = &calls[index..end];
+        let limit = agent.config.max_concurrent_tools.max(1);
+        // Futures built up front: a closure inside the stream combinator would trip the
+        // compiler's higher-ranked lifetime check for `Send`.
+        let calls: Vec<_> = batch
+            .iter()
+            .map(|call| run_call(agent, call, emit, cancel))
+            .collect();
+        let mut results: Vec<Outcome> =
+            futures::stream::iter(calls).buffered(limit).collect().await;
+        outcomes.append(&mut results);
+        index = end;
+    }
+    outcomes
+}
+
+/// Read-only tools, and calls that will not run at all (unknown tool, bad JSON).
+fn runs_concurrently(agent: &AgentInner, call: &ToolUse) -> bool {
+    call.malformed.is_some()
+        || agent
+            .registry
+            .get(&call.name)
+            .is_none_or(|tool| tool.is_read_only())
+}
+
+async fn run_call(
+    agent: &Arc<AgentInner>,
+    call: &ToolUse,
+    emit: &Emit,
+    cancel: &CancellationToken,
+) -> Outcome {
+    let started = Instant::now();
+    let span = tracing::info_span!("agent.tool", tool = %call.name, id = %call.id);
+    let tool = agent.registry.get(&call.name);
+    let title = tool
+        .as_ref()
+        .and_then(|tool| {
+            std::panic::catch_unwind(AssertUnwindSafe(|| tool.display_title(&call.input))).ok()
+        })
+        .unwrap_or_else(|| call.name.clone());
+    emit(AgentEvent::ToolRequested {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        input: call.input.clone(),
+        title,
+    });
+
+    let pipeline = AssertUnwindSafe(checked_call(agent, tool.as_deref(), call, emit, cancel))
+        .catch_unwind()
+        .instrument(span);
+    let result = match pipeline.await {
+        Ok(result) => result,
+        Err(panic) => Err(ToolError::failed(format!(
+            "the tool panicked: {}",
+            panic_message(panic.as_ref())
+        ))),
+    };
+    let duration = started.elapsed();
+    let failed = result.as_ref().map_or(true, |(output, _)| output.is_error);
+    agent.registry.record_call(&call.name, duration, failed);
+
+    match result {
+        Ok((output, input)) => {
+            let output = cap(output, agent.config.max_result_chars);
+            let display = tool
+                .as_ref()
+                .and_then(|tool| {
+                    std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        tool.result_display(&input, &output)
+                    }))
+                    .ok()
+                })
+                .unwrap_or_else(|| crate::ResultDisplay {
+                    title: call.name.clone(),
+                    summary: String::new(),
+                    content: Value::String(output.to_text().into_owned()),
+                });
+            let error = output
+                .is_error
+                .then(|| format!("{}: {}", call.name, output.to_text()));
+            let block = result_block(&call.id, &output);
+            emit(AgentEvent::ToolCompleted {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                duration,
+                output,
+                display,
+            });
+            Outcome { block, error }
+        }
+        Err(error) => {
+            let output = ToolOutput::from(error.clone());
+            let block = result_block(&call.id, &output);
+            emit(AgentEvent::ToolFailed {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                duration,
+                kind: error.kind(),
+                output,
+            });
+            Outcome {
+                block,
+                error: Some(format!("{}: {error}", call.name)),
+            }
+        }
+    }
+}
+
+/// Look up, parse, validate, the tool's own check, permission, run with timeout and
+/// cancellation. Returns the output and the input it ran with.
+async fn checked_call(
+    agent: &Arc<AgentInner>,
+    tool: Option<&dyn Tool>,
+    call: &ToolUse,
+    emit: &Emit,
+    cancel: &CancellationToken,
+) -> Result<(ToolOutput, Value), ToolError> {
+    if cancel.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+    let Some(tool) = tool else {
+        return Err(ToolError::not_found(format!(
+            "there is no tool named `{}`; the available tools are: {}",
+            call.name,
+            agent
+                .specs
+                .iter()
+                .map(|spec| spec.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    };
+    if let Some(raw) = &call.malformed {
+        let shown: String = raw.chars().take(500).collect();
+        return Err(ToolError::invalid_input(format!(
+            "the arguments are not a JSON object: {shown}\nSend a JSON object that matches \
+             this schema: {}",
+            tool.input_schema()
+        )));
+    }
+    let input = agent.registry.validate(&call.name, call.input.clone())?;
+    let ctx = agent.tool_context(&call.id, emit, cancel);
+    tool.validate_input(&input, &ctx).await?;
+
+    match agent.policy.check(tool, &input, &ctx).await {
+        PermissionDecision::Allow => {}
+        PermissionDecision::Deny(reason) => return Err(ToolError::permission_denied(reason)),
+        PermissionDecision::Ask => {
+            let (answer, answered) = oneshot::channel();
+            emit(AgentEvent::PermissionRequested(PermissionRequest {
+                id: call.id.clone(),
+                tool: call.name.clone(),
+                input: input.clone(),
+                prompt: tool.permission_prompt(&input),
+                answer,
+            }));
+            let answer = tokio::select! {
+                _ = cancel.cancelled() => return Err(ToolError::Cancelled),
+                answer = answered => answer,
+            };
+            match answer {
+                Ok(PermissionAnswer::Allow) => {}
+                Ok(PermissionAnswer::Deny(reason)) => {
+                    return Err(ToolError::permission_denied(format!(
+                        "the user refused: {reason}"
+                    )));
+                }
+                Err(_) => {
+                    return Err(ToolError::permission_denied(
+                        "the permission request was not answered",
+                    ));
+                }
+            }
+        }
+    }
+
+    let limit = timeout_for(agent, tool);
+    let run = tool.call(input.clone(), &ctx);
+    // Dropping `run` on timeout or cancellation stops the tool; commands it started with
+    // `ctx.command(..)` are killed with it.
+    let output = tokio::select! {
+        _ = cancel.cancelled() => return Err(ToolError::Cancelled),
+        finished = tokio::time::timeout(limit, run) => match finished {
+            Ok(result) => result?,
+            Err(_) => return Err(ToolError::Timeout(limit)),
+        },
+    };
+    Ok((output, input))
+}
+
+fn timeout_for(agent: &AgentInner, tool: &dyn Tool) -> Duration {
+    let default = Duration::from_secs(agent.config.tool_timeout_secs.max(1));
+    let max = Duration::from_secs(agent.config.max_tool_timeout_secs.max(1));
+    tool.timeout().unwrap_or(default).min(max)
+}
+
+fn result_block(id: &str, output: &ToolOutput) -> MessageContent {
+    MessageContent::ToolResult {
+        tool_use_id: id.to_owned(),
+        content: output.content.clone(),
+        is_error: output.is_error,
+    }
+}
+
+/// Keeps the head and tail of long text blocks, saying how much was cut.
+pub(crate) fn cap(mut output: ToolOutput, max_chars: usize) -> ToolOutput {
+    for block in &mut output.content {
+        let ContentBlock::Text { text } = block else {
+            continue;
+        };
+        let total = text.chars().count();
+        if total <= max_chars {
+            continue;
+        }
+        let keep = max_chars / 2;
+        let head: String = text.chars().take(keep).collect();
+        let tail: String = text.chars().skip(total - keep).collect();
+        let cut = total - 2 * keep;
+        *text = format!(
+            "{head}\n\n[... {cut} characters cut: the result was {total} characters, the limit \
+             is {max_chars} ...]\n\n{tail}"
+        );
+    }
+    output
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cap_keeps_head_and_tail() {
+        let text: String = ('a'..='z').cycle().take(1000).collect();
+        let capped = cap(ToolOutput::text(text.clone()), 100);
+        let capped = capped.to_text();
+        assert!(capped.starts_with(&text[..50]));
+        assert!(capped.ends_with(&text[950..]));
+        assert!(capped.contains("900 characters cut"), "{capped}");
+        let short = cap(ToolOutput::text("short"), 100);
+        assert_eq!(short.to_text(), "short");
+    }
+}

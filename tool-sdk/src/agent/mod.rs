@@ -1,0 +1,559 @@
+//! The agent: a model, the tools it may call, and the loop between them.
+//!
+//! ```
+//! use serde_json::json;
+//! use tool_sdk::agent::{Agent, AgentConfig};
+//! use tool_sdk::model::{ScriptedModel, ScriptedTurn};
+//! use tool_sdk::tool;
+//!
+//! /// Adds two numbers.
+//! #[tool(read_only)]
+//! async fn add(a: i64, b: i64) -> i64 {
+//!     a + b
+//! }
+//!
+//! # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+//! let model = ScriptedModel::new([
+//!     ScriptedTurn::tool_call("add", json!({"a": 2, "b": 3})),
+//!     ScriptedTurn::text("2 + 3 = 5"),
+//! ]);
+//! let agent = Agent::create(AgentConfig::new().with_model(model).with_tools(["add"]))
+//!     .await
+//!     .unwrap();
+//! let result = agent.prompt("What is 2 + 3?").await.unwrap();
+//! assert_eq!(result.text, "2 + 3 = 5");
+//! assert_eq!(result.tool_calls, 1);
+//! # });
+//! ```
+
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures::{Stream, StreamExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::model::{
+    Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Role, StopReason,
+    ToolSpec, Usage,
+};
+use crate::permission::PermissionPolicy;
+use crate::registry::near_matches;
+use crate::validate::ValidationOptions;
+use crate::{AgentId, FileStateTracker, RegistryError, StateMap, Tool, ToolContext, ToolRegistry};
+
+mod config;
+mod events;
+mod executor;
+mod subagent;
+
+pub use config::{AgentConfig, ModelSpec, ProviderKind, SubagentConfig};
+pub use events::{AgentEvent, PermissionAnswer, PermissionRequest};
+
+/// Why an agent could not be built, or a run failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The configuration is unusable.
+    #[error("invalid agent config: {0}")]
+    Config(String),
+    /// The registry refused or could not find tools.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// A tool needs app state the config does not provide.
+    #[error(
+        "tool `{tool}` needs app state of type `{type_name}`: add it with \
+         `AgentConfig::with_state(...)`"
+    )]
+    MissingState {
+        /// The tool.
+        tool: String,
+        /// The state's type.
+        type_name: &'static str,
+    },
+    /// The model failed (after retries).
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The run hit `max_turns` while the model still wanted tools.
+    #[error("stopped after {0} turns (max_turns); the model still wanted to call tools")]
+    MaxTurns(u32),
+    /// The run was cancelled.
+    #[error("the run was cancelled")]
+    Cancelled,
+}
+
+/// How a run went.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunResult {
+    /// The model's final text.
+    pub text: String,
+    /// The whole conversation after the run.
+    pub messages: Vec<Message>,
+    /// Tokens used by the run.
+    pub usage: Usage,
+    /// Model turns taken.
+    pub turns: u32,
+    /// Tool calls made (including refused and failed ones).
+    pub tool_calls: usize,
+    /// Files the tools changed.
+    pub files_modified: Vec<PathBuf>,
+    /// Failed tool calls, as `name: message`.
+    pub errors: Vec<String>,
+    /// Why the run failed, if it did.
+    pub error: Option<AgentError>,
+    /// Why the model last stopped.
+    pub stop_reason: Option<StopReason>,
+    /// Wall-clock time of the run.
+    pub duration: Duration,
+}
+
+/// An agent: create it once, then [`prompt`](Agent::prompt) or [`run`](Agent::run) it as many
+/// times as needed; the conversation carries over between runs.
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<AgentInner>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("model", &self.inner.model.model_id())
+            .field("tools", &self.tool_names())
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct AgentInner {
+    pub(crate) model: Arc<dyn Model>,
+    pub(crate) registry: Arc<ToolRegistry>,
+    pub(crate) specs: Vec<ToolSpec>,
+    pub(crate) config: AgentConfig,
+    pub(crate) policy: Arc<dyn PermissionPolicy>,
+    pub(crate) state: Arc<StateMap>,
+    pub(crate) files: Arc<FileStateTracker>,
+    pub(crate) session_id: Arc<str>,
+    pub(crate) agent_id: AgentId,
+    pub(crate) working_dir: PathBuf,
+    pub(crate) messages: tokio::sync::Mutex<Vec<Message>>,
+}
+
+impl Agent {
+    /// Builds an agent: resolves the model and the tools the model may see (exact names and
+    /// globs; an unknown name is an error that lists the near matches), checks that the app
+    /// state every tool needs is there, compiles the validators.
+    pub async fn create(config: AgentConfig) -> Result<Agent, AgentError> {
+        let model = config.resolve_model()?;
+        let source = match &config.registry {
+            Some(registry) => registry.clone(),
+            None => Arc::new(ToolRegistry::from_inventory_with(ValidationOptions {
+                coerce: config.coerce_inputs,
+            })?),
+        };
+        let tools = resolve_tools(&source, config.tools.as_deref())?;
+        let inner = AgentInner::new(model, &source, tools, config, AgentId::Main)?;
+        Ok(Agent {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The names of the tools the model can see, in the order offered.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner.specs.iter().map(|s| s.name.clone()).collect()
+    }
+
+    /// The agent's own registry: its tools, their validators and call statistics.
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.inner.registry
+    }
+
+    /// The conversation so far.
+    pub async fn messages(&self) -> Vec<Message> {
+        self.inner.messages.lock().await.clone()
+    }
+
+    /// Starts a run and returns its events as a stream. The run goes on in a task of its own;
+    /// dropping the stream cancels it. Needs a Tokio runtime.
+    pub fn run(&self, prompt: impl Into<String>) -> AgentRun {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let inner = self.inner.clone();
+        let prompt = prompt.into();
+        let run_cancel = cancel.clone();
+        let span = tracing::info_span!("agent.run", session = %inner.session_id);
+        tokio::spawn(
+            async move {
+                let emit: Emit = Arc::new(move |event| {
+                    let _ = sender.send(event);
+                });
+                let result = inner.run(prompt, emit.clone(), run_cancel).await;
+                if let Some(error) = &result.error {
+                    emit(AgentEvent::Error(error.clone()));
+                }
+                emit(AgentEvent::Finished(Box::new(result)));
+            }
+            .instrument(span),
+        );
+        AgentRun {
+            events: receiver,
+            cancel: cancel.clone(),
+            _guard: cancel.drop_guard(),
+        }
+    }
+
+    /// Runs to the end and returns the result. Calls that need the user's permission are
+    /// refused (use [`run`](Self::run) to answer them). Fails if the run failed.
+    pub async fn prompt(&self, prompt: impl Into<String>) -> Result<RunResult, AgentError> {
+        let result = self.run(prompt).result().await;
+        match &result.error {
+            Some(error) => Err(error.clone()),
+            None => Ok(result),
+        }
+    }
+}
+
+/// A run in progress: a stream of [`AgentEvent`]s ending with [`AgentEvent::Finished`].
+pub struct AgentRun {
+    events: mpsc::UnboundedReceiver<AgentEvent>,
+    cancel: CancellationToken,
+    _guard: tokio_util::sync::DropGuard,
+}
+
+impl std::fmt::Debug for AgentRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentRun")
+            .field("cancelled", &self.cancel.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentRun {
+    /// Stops the run: running calls are stopped, pending ones answered "cancelled", so the
+    /// conversation stays valid for the next run.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// The token that cancels this run, to hand to other tasks.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Drains the events and returns the result; permission requests are refused.
+    pub async fn result(mut self) -> RunResult {
+        let mut last = None;
+        while let Some(event) = self.events.recv().await {
+            match event {
+                AgentEvent::PermissionRequested(request) => request.deny(
+                    "no one was asked: the app ran the agent without answering permission \
+                     requests",
+                ),
+                AgentEvent::Finished(result) => last = Some(*result),
+                _ => {}
+            }
+        }
+        last.unwrap_or_else(|| RunResult {
+            error: Some(AgentError::Cancelled),
+            ..RunResult::default()
+        })
+    }
+}
+
+impl Stream for AgentRun {
+    type Item = AgentEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
+        self.events.poll_recv(cx)
+    }
+}
+
+pub(crate) type Emit = Arc<dyn Fn(AgentEvent) + Send + Sync>;
+
+/// Exact names, then globs, in the order written; every tool once.
+fn resolve_tools(
+    source: &ToolRegistry,
+    patterns: Option<&[String]>,
+) -> Result<Vec<Arc<dyn Tool>>, AgentError> {
+    let Some(patterns) = patterns else {
+        return Ok(source.get_tools(None)?);
+    };
+    let names = source.names();
+    let mut chosen: Vec<String> = Vec::new();
+    let mut errors = Vec::new();
+    for pattern in patterns {
+        if pattern.contains(['*', '?']) {
+            let matched: Vec<&String> = names.iter().filter(|n| glob_match(pattern, n)).collect();
+            if matched.is_empty() {
+                // MCP servers may add matching tools later; a typo is still worth a warning.
+                tracing::warn!(pattern, "no tool matches this pattern yet");
+            }
+            for name in matched {
+                if !chosen.contains(name) {
+                    chosen.push(name.clone());
+                }
+            }
+        } else if names.contains(pattern) {
+            if !chosen.contains(pattern) {
+                chosen.push(pattern.clone());
+            }
+        } else {
+            errors.push(RegistryError::UnknownTool {
+                name: pattern.clone(),
+                suggestions: near_matches(pattern, names.iter().map(String::as_str)),
+                available: names.clone(),
+            });
+        }
+    }
+    match errors.len() {
+        0 => {}
+        1 => return Err(errors.remove(0).into()),
+        _ => return Err(RegistryError::Multiple(errors).into()),
+    }
+    let refs: Vec<&str> = chosen.iter().map(String::as_str).collect();
+    Ok(source.get_tools(Some(&refs))?)
+}
+
+/// `*` matches any run of characters, `?` one character.
+fn glob_match(pattern: &str, name: &str) -> bool {
+    let (pattern, name): (Vec<char>, Vec<char>) =
+        (pattern.chars().collect(), name.chars().collect());
+    let (mut p, mut n) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while n < name.len() {
+        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == name[n]) {
+            p += 1;
+            n += 1;
+        } else if p < pattern.len() && pattern[p] == '*' {
+            star = Some((p, n));
+            p += 1;
+        } else if let Some((star_p, star_n)) = star {
+            p = star_p + 1;
+            n = star_n + 1;
+            star = Some((star_p, star_n + 1));
+        } else {
+            return false;
+        }
+    }
+    pattern[p..].iter().all(|c| *c == '*')
+}
+
+impl AgentInner {
+    pub(crate) fn new(
+        model: Arc<dyn Model>,
+        source: &ToolRegistry,
+        tools: Vec<Arc<dyn Tool>>,
+        config: AgentConfig,
+        agent_id: AgentId,
+    ) -> Result<Self, AgentError> {
+        if config.max_turns == 0 {
+            return Err(AgentError::Config("max_turns must be at least 1".into()));
+        }
+        let registry = ToolRegistry::with_options(ValidationOptions {
+            coerce: config.coerce_inputs,
+        });
+        let mut specs = Vec::with_capacity(tools.len());
+        for tool in tools {
+            for requirement in tool.required_state() {
+                if !config.state.contains(requirement.type_id) {
+                    return Err(AgentError::MissingState {
+                        tool: tool.name().to_owned(),
+                        type_name: requirement.type_name,
+                    });
+                }
+            }
+            specs.push(ToolSpec {
+                name: tool.name().to_owned(),
+                description: tool.description().to_owned(),
+                input_schema: tool.input_schema().clone(),
+            });
+            let defined_at = source
+                .defined_at(tool.name())
+                .unwrap_or_else(|| "the agent config".to_owned());
+            registry.register_from(tool, defined_at)?;
+        }
+        let working_dir = match &config.working_dir {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().map_err(|error| {
+                AgentError::Config(format!("cannot read the current directory: {error}"))
+            })?,
+        };
+        Ok(AgentInner {
+            model,
+            registry: Arc::new(registry),
+            specs,
+            policy: config.permission_policy(),
+            state: Arc::new(config.state.clone()),
+            files: Arc::new(FileStateTracker::default()),
+            session_id: Arc::from(format!("session-{:016x}", fastrand::u64(..))),
+            agent_id,
+            working_dir,
+            messages: tokio::sync::Mutex::new(Vec::new()),
+            config,
+        })
+    }
+
+    /// One run: the loop of model turns and tool calls.
+    pub(crate) async fn run(
+        self: &Arc<Self>,
+        prompt: String,
+        emit: Emit,
+        cancel: CancellationToken,
+    ) -> RunResult {
+        let started = Instant::now();
+        let mut messages = self.messages.lock().await;
+        let written_before = self.files.written().len();
+        messages.push(Message::user(prompt));
+        let mut result = RunResult::default();
+
+        loop {
+            if result.turns == self.config.max_turns {
+                result.error = Some(AgentError::MaxTurns(self.config.max_turns));
+                break;
+            }
+            result.turns += 1;
+            let turn = result.turns;
+            emit(AgentEvent::TurnStarted { turn });
+            let request = ModelRequest {
+                system: self.config.system_prompt.clone(),
+                messages: messages.clone(),
+                tools: self.specs.clone(),
+                max_tokens: self.config.max_tokens,
+                temperature: self.config.temperature,
+            };
+            let span = tracing::info_span!("agent.turn", turn);
+            let response = match self
+                .model_turn(&request, &emit, &cancel)
+                .instrument(span)
+                .await
+            {
+                Ok(response) => response,
+                Err(error) => {
+                    result.error = Some(error);
+                    break;
+                }
+            };
+            result.usage += response.usage;
+            result.stop_reason = Some(response.stop_reason.clone());
+            emit(AgentEvent::TurnCompleted {
+                turn,
+                stop_reason: response.stop_reason.clone(),
+                usage: response.usage,
+            });
+            emit(AgentEvent::Usage(result.usage));
+
+            let assistant = Message {
+                role: Role::Assistant,
+                content: response.content,
+            };
+            let calls: Vec<_> = assistant.tool_uses().cloned().collect();
+            if calls.is_empty() {
+                result.text = assistant.text();
+            }
+            if !assistant.content.is_empty() {
+                messages.push(assistant);
+            }
+            if calls.is_empty() {
+                break;
+            }
+
+            result.tool_calls += calls.len();
+            let outcomes = executor::execute(self, &calls, &emit, &cancel).await;
+            let mut results = Vec::with_capacity(outcomes.len());
+            for outcome in outcomes {
+                if let Some(error) = outcome.error {
+                    result.errors.push(error);
+                }
+                results.push(outcome.block);
+            }
+            messages.push(Message {
+                role: Role::User,
+                content: results,
+            });
+            if cancel.is_cancelled() {
+                result.error = Some(AgentError::Cancelled);
+                break;
+            }
+        }
+
+        result.messages = messages.clone();
+        result.files_modified = self.files.written().split_off(written_before);
+        result.duration = started.elapsed();
+        result
+    }
+
+    async fn model_turn(
+        &self,
+        request: &ModelRequest,
+        emit: &Emit,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, AgentError> {
+        let mut stream = self.model.stream(request);
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return Err(AgentError::Cancelled),
+                next = stream.next() => next,
+            };
+            match next {
+                Some(Ok(ModelEvent::TextDelta(text))) => emit(AgentEvent::TextDelta(text)),
+                Some(Ok(ModelEvent::ThinkingDelta(text))) => emit(AgentEvent::ThinkingDelta(text)),
+                Some(Ok(ModelEvent::ToolUseStarted { .. })) => {}
+                Some(Ok(ModelEvent::Completed(response))) => return Ok(response),
+                Some(Err(error)) => return Err(error.into()),
+                None => {
+                    return Err(ModelError::Stream(
+                        "the model's stream ended without a complete turn".into(),
+                    )
+                    .into());
+                }
+            }
+        }
+    }
+
+    /// The context of one call.
+    pub(crate) fn tool_context(
+        self: &Arc<Self>,
+        call_id: &str,
+        emit: &Emit,
+        cancel: &CancellationToken,
+    ) -> ToolContext {
+        let progress = emit.clone();
+        let id = call_id.to_owned();
+        ToolContext::new(self.working_dir.clone())
+            .with_session_id(self.session_id.clone())
+            .with_agent_id(self.agent_id.clone())
+            .with_tool_call_id(call_id)
+            .with_cancellation(cancel.child_token())
+            .with_state(self.state.clone())
+            .with_file_tracker(self.files.clone())
+            .with_subagents(Arc::new(subagent::Subagents::new(
+                self.clone(),
+                emit.clone(),
+            )))
+            .with_updates(move |update| {
+                progress(AgentEvent::ToolProgress {
+                    id: id.clone(),
+                    update: update.kind,
+                })
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_match;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("mcp__github__*", "mcp__github__create_issue"));
+        assert!(!glob_match("mcp__github__*", "mcp__gitlab__create_issue"));
+        assert!(glob_match("*", "Read"));
+        assert!(glob_match("Re?d", "Read"));
+        assert!(glob_match("*__*__list*", "mcp__fs__list_dir"));
+        assert!(!glob_match("Read", "ReadX"));
+        assert!(glob_match("a*b*c", "aXXbYYc"));
+        assert!(!glob_match("a*b*c", "aXXbYY"));
+    }
+}
