@@ -94,7 +94,7 @@ pub struct SubagentConfig {
 }
 
 /// A model named in a config file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
     /// Which API.
@@ -104,9 +104,25 @@ pub struct ModelSpec {
     /// Another endpoint, e.g. `http://localhost:11434/v1` for Ollama.
     #[serde(default)]
     pub base_url: Option<String>,
-    /// The environment variable holding the API key (default: the provider's usual one).
+    /// The environment variable holding the API key (default: the provider's usual one,
+    /// `ANTHROPIC_API_KEY` or `OPENAI_API_KEY`).
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// The API key itself. Prefer `api_key_env`: config files get committed.
+    #[serde(default, skip_serializing)]
+    pub api_key: Option<String>,
+}
+
+impl std::fmt::Debug for ModelSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelSpec")
+            .field("provider", &self.provider)
+            .field("id", &self.id)
+            .field("base_url", &self.base_url)
+            .field("api_key_env", &self.api_key_env)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 /// The APIs a [`ModelSpec`] can name.
@@ -293,6 +309,9 @@ impl AgentConfig {
             ));
         };
         let key = |default_var: &str| -> Option<String> {
+            if let Some(key) = &spec.api_key {
+                return Some(key.clone());
+            }
             let var = spec.api_key_env.as_deref().unwrap_or(default_var);
             std::env::var(var).ok().filter(|key| !key.is_empty())
         };

@@ -178,8 +178,16 @@ impl Agent {
     /// Starts a run and returns its events as a stream. The run goes on in a task of its own;
     /// dropping the stream cancels it. Needs a Tokio runtime.
     pub fn run(&self, prompt: impl Into<String>) -> AgentRun {
+        self.run_with_cancellation(prompt, CancellationToken::new())
+    }
+
+    /// [`run`](Self::run), stopped when `cancel` fires (or the stream is dropped).
+    pub fn run_with_cancellation(
+        &self,
+        prompt: impl Into<String>,
+        cancel: CancellationToken,
+    ) -> AgentRun {
         let (sender, receiver) = mpsc::unbounded_channel();
-        let cancel = CancellationToken::new();
         let inner = self.inner.clone();
         let prompt = prompt.into();
         let run_cancel = cancel.clone();
