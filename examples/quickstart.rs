@@ -1,14 +1,20 @@
-//! Two tools, the registry that holds them, the schema a model sees, and what the model gets
-//! back for a good call and for a bad one. Runs offline.
+//! Two tools, the registry that holds them, the schema a model sees, what the model gets back
+//! for a good call and for a bad one, and then an agent that uses both.
 //!
 //! ```text
 //! cargo run --example quickstart
 //! ```
+//!
+//! Offline by default: the agent runs on a `ScriptedModel`. With `ANTHROPIC_API_KEY` (or
+//! `OPENAI_API_KEY`) set, it runs on the real model instead (`QUICKSTART_MODEL` picks the id).
 
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use futures::StreamExt;
+use tool_sdk::agent::{Agent, AgentConfig, AgentEvent};
+use tool_sdk::model::{Model, ScriptedModel, ScriptedTurn};
 use tool_sdk::{Provider, State, ToolContext, ToolError, ToolRegistry, tool};
 
 /// Temperature unit.
@@ -144,5 +150,80 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "\n== get_weather was called {} times, {} failed",
         stats.calls, stats.failures
     );
+
+    run_agent(Arc::new(registry)).await
+}
+
+/// The same two tools, driven by a model through the agent loop.
+async fn run_agent(registry: Arc<ToolRegistry>) -> Result<(), Box<dyn std::error::Error>> {
+    let (model, source) = pick_model()?;
+    println!("\n== An agent with both tools, on {source}");
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model_arc(model)
+            .with_registry(registry)
+            .with_tools(["get_weather", "save_note"])
+            .with_state(Notes::default())
+            .with_system_prompt("You are a concise assistant. Use the tools when they help."),
+    )
+    .await?;
+    let prompt = "What will the weather be in Lisbon over the next two days? Save a note \
+                  reminding me to pack accordingly.";
+    println!("user: {prompt}");
+    let mut run = agent.run(prompt);
+    while let Some(event) = run.next().await {
+        match event {
+            AgentEvent::TextDelta(text) => print!("{text}"),
+            AgentEvent::ToolRequested { title, .. } => println!("\n  -> {title}"),
+            AgentEvent::ToolCompleted { name, output, .. } => {
+                println!("  <- {name}: {}", output.to_text())
+            }
+            AgentEvent::ToolFailed { name, output, .. } => {
+                println!("  <- {name} failed: {}", output.to_text())
+            }
+            AgentEvent::Finished(result) => {
+                println!(
+                    "\n\n== {} turn(s), {} tool call(s), {} tokens in, {} out",
+                    result.turns,
+                    result.tool_calls,
+                    result.usage.input_tokens,
+                    result.usage.output_tokens
+                );
+                if let Some(error) = result.error {
+                    return Err(error.into());
+                }
+            }
+            _ => {}
+        }
+    }
     Ok(())
+}
+
+/// A real model when a key is set, else a scripted one that plays a plausible run.
+fn pick_model() -> Result<(Arc<dyn Model>, String), Box<dyn std::error::Error>> {
+    use tool_sdk::model::{anthropic::AnthropicModel, openai::OpenAiModel};
+    let chosen = std::env::var("QUICKSTART_MODEL").ok();
+    if std::env::var_os("ANTHROPIC_API_KEY").is_some() {
+        let id = chosen.unwrap_or_else(|| "claude-sonnet-4-5".into());
+        return Ok((Arc::new(AnthropicModel::from_env(&id)?), format!("Anthropic {id}")));
+    }
+    if std::env::var_os("OPENAI_API_KEY").is_some() {
+        let id = chosen.unwrap_or_else(|| "gpt-4.1-mini".into());
+        return Ok((Arc::new(OpenAiModel::from_env(&id)?), format!("OpenAI {id}")));
+    }
+    let script = ScriptedModel::new([
+        ScriptedTurn::tool_call("get_weather", json!({"city": "Lisbon", "days": 2}))
+            .with_text("Let me check the forecast."),
+    ])
+    .with_responder(|request| {
+        // React to the forecast the tool really returned.
+        let last = request.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+        let forecast = serde_json::to_string(&last).unwrap_or_default();
+        if forecast.contains("Saved.") {
+            ScriptedTurn::text("Lisbon will be mild, around 16 degrees. I saved a note to pack a light jacket.")
+        } else {
+            ScriptedTurn::tool_call("save_note", json!({"text": "Lisbon: pack a light jacket"}))
+        }
+    });
+    Ok((Arc::new(script), "a ScriptedModel (offline; set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real one)".into()))
 }
