@@ -1,0 +1,148 @@
+//! The agent over real HTTP clients: a local server replays provider streams (the recorded
+//! ones when `../shared/fixtures` is there, hand-written ones otherwise) and the test checks
+//! what the client sent back: tool schemas, and each tool_result right after its tool_use.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tool_sdk::agent::{Agent, AgentConfig};
+use tool_sdk::model::openai::OpenAiModel;
+use tool_sdk::model::{Model, RetryPolicy};
+use tool_sdk::{ToolRegistry, tool};
+use wiremock::matchers::{body_string_contains, method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+/// Gets the weather for a city.
+#[tool(name = "GetWeatherArgs", register = false, read_only)]
+async fn get_weather(city: String, country: String, units: String) -> String {
+    format!("{city}, {country}: 14 degrees {units}, drizzle")
+}
+
+fn sse(body: String) -> ResponseTemplate {
+    ResponseTemplate::new(200)
+        .insert_header("content-type", "text/event-stream")
+        .set_body_string(body)
+}
+
+/// The recorded OpenAI stream of one `GetWeatherArgs` call, or a hand-written stand-in.
+fn openai_tool_call_stream() -> String {
+    let recorded = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures/openai-chat/single_tool_call.sse");
+    std::fs::read_to_string(recorded).unwrap_or_else(|_| {
+        let chunk = |delta: Value, finish: Value| {
+            format!(
+                "data: {}\n\n",
+                json!({"id": "c1", "object": "chat.completion.chunk", "choices": [
+                    {"index": 0, "delta": delta, "finish_reason": finish}]})
+            )
+        };
+        [
+            chunk(
+                json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1",
+                    "type": "function", "function": {"name": "GetWeatherArgs", "arguments": ""}}]}),
+                Value::Null,
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments":
+                    "{\"city\":\"Edinburgh\",\"country\":\"UK\",\"units\":\"c\"}"}}]}),
+                Value::Null,
+            ),
+            chunk(json!({}), json!("tool_calls")),
+            "data: [DONE]\n\n".to_owned(),
+        ]
+        .concat()
+    })
+}
+
+fn openai_text_stream(text: &str) -> String {
+    format!(
+        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+        json!({"id": "c2", "object": "chat.completion.chunk", "choices": [
+            {"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": null}]}),
+        json!({"id": "c2", "object": "chat.completion.chunk", "choices": [
+            {"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    )
+}
+
+fn body(request: &Request) -> Value {
+    serde_json::from_slice(&request.body).unwrap()
+}
+
+fn agent_config(model: impl Model) -> AgentConfig {
+    let registry = ToolRegistry::new();
+    registry.register(Arc::new(GetWeatherTool)).unwrap();
+    AgentConfig::new()
+        .with_model(model)
+        .with_registry(Arc::new(registry))
+}
+
+#[tokio::test]
+async fn openai_agent_runs_a_tool_and_sends_the_result_back() {
+    let server = MockServer::start().await;
+    // The second request carries the tool result; the first does not.
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(body_string_contains("tool_call_id"))
+        .respond_with(sse(openai_text_stream(
+            "Drizzly and 14 degrees in Edinburgh.",
+        )))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(sse(openai_tool_call_stream()))
+        .expect(1)
+        .mount(&server)
+        .await;
+
+    let model = OpenAiModel::new("gpt-4o", None)
+        .with_base_url(format!("{}/v1", server.uri()))
+        .with_retry(RetryPolicy::none());
+    let agent = Agent::create(agent_config(model)).await.unwrap();
+    let result = agent.prompt("Weather in Edinburgh?").await.unwrap();
+    assert_eq!(result.text, "Drizzly and 14 degrees in Edinburgh.");
+    assert_eq!(result.tool_calls, 1);
+
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    let first = body(&requests[0]);
+    assert_eq!(first["tools"][0]["function"]["name"], "GetWeatherArgs");
+    assert_eq!(
+        first["tools"][0]["function"]["parameters"]["required"],
+        json!(["city", "country", "units"])
+    );
+    let second = body(&requests[1]);
+    let messages = second["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool"]);
+    let call_id = messages[1]["tool_calls"][0]["id"].as_str().unwrap();
+    assert_eq!(messages[2]["tool_call_id"], call_id);
+    assert_eq!(
+        messages[2]["content"],
+        "Edinburgh, UK: 14 degrees c, drizzle"
+    );
+}
+
+#[tokio::test]
+async fn a_provider_error_ends_the_run_with_its_message() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(
+            json!({"error": {"message": "Invalid schema for function 'GetWeatherArgs'", "type": "invalid_request_error"}}),
+        ))
+        .mount(&server)
+        .await;
+    let model = OpenAiModel::new("gpt-4o", None).with_base_url(format!("{}/v1", server.uri()));
+    let agent = Agent::create(agent_config(model)).await.unwrap();
+    let error = agent.prompt("Weather?").await.unwrap_err().to_string();
+    assert!(error.contains("HTTP 400"), "{error}");
+    assert!(
+        error.contains("Invalid schema for function 'GetWeatherArgs'"),
+        "{error}"
+    );
+}
