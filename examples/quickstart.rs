@@ -10,9 +10,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use futures::StreamExt;
 use tool_sdk::agent::{Agent, AgentConfig, AgentEvent};
 use tool_sdk::model::{Model, ScriptedModel, ScriptedTurn};
 use tool_sdk::{Provider, State, ToolContext, ToolError, ToolRegistry, tool};
@@ -205,25 +205,41 @@ fn pick_model() -> Result<(Arc<dyn Model>, String), Box<dyn std::error::Error>> 
     let chosen = std::env::var("QUICKSTART_MODEL").ok();
     if std::env::var_os("ANTHROPIC_API_KEY").is_some() {
         let id = chosen.unwrap_or_else(|| "claude-sonnet-4-5".into());
-        return Ok((Arc::new(AnthropicModel::from_env(&id)?), format!("Anthropic {id}")));
+        return Ok((
+            Arc::new(AnthropicModel::from_env(&id)?),
+            format!("Anthropic {id}"),
+        ));
     }
     if std::env::var_os("OPENAI_API_KEY").is_some() {
         let id = chosen.unwrap_or_else(|| "gpt-4.1-mini".into());
-        return Ok((Arc::new(OpenAiModel::from_env(&id)?), format!("OpenAI {id}")));
+        return Ok((
+            Arc::new(OpenAiModel::from_env(&id)?),
+            format!("OpenAI {id}"),
+        ));
     }
-    let script = ScriptedModel::new([
-        ScriptedTurn::tool_call("get_weather", json!({"city": "Lisbon", "days": 2}))
-            .with_text("Let me check the forecast."),
-    ])
+    let script = ScriptedModel::new([ScriptedTurn::tool_call(
+        "get_weather",
+        json!({"city": "Lisbon", "days": 2}),
+    )
+    .with_text("Let me check the forecast.")])
     .with_responder(|request| {
         // React to the forecast the tool really returned.
-        let last = request.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+        let last = request
+            .messages
+            .last()
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
         let forecast = serde_json::to_string(&last).unwrap_or_default();
         if forecast.contains("Saved.") {
-            ScriptedTurn::text("Lisbon will be mild, around 16 degrees. I saved a note to pack a light jacket.")
+            ScriptedTurn::text(
+                "Lisbon will be mild, around 16 degrees. I saved a note to pack a light jacket.",
+            )
         } else {
             ScriptedTurn::tool_call("save_note", json!({"text": "Lisbon: pack a light jacket"}))
         }
     });
-    Ok((Arc::new(script), "a ScriptedModel (offline; set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real one)".into()))
+    Ok((
+        Arc::new(script),
+        "a ScriptedModel (offline; set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real one)".into(),
+    ))
 }

@@ -16,6 +16,13 @@ impl AnthropicModel {
             base: String::new(),
         }
     }
+    pub fn from_env(id: &str) -> Result<Self, ModelError> {
+        Ok(Self::new(
+            id,
+            std::env::var("ANTHROPIC_API_KEY")
+                .map_err(|_| ModelError::MissingApiKey("ANTHROPIC_API_KEY".into()))?,
+        ))
+    }
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
         self
