@@ -56,9 +56,9 @@ pub use schema::Provider;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     AgentId, BoxFuture, ContentBlock, FileRead, FileStateTracker, PermissionPrompt, ResultDisplay,
-    State, StateMap, StateRequirement, SubagentReport, SubagentRequest, SubagentRunner, Tool,
-    ToolAnnotations, ToolContext, ToolError, ToolErrorKind, ToolOutput, ToolResult, ToolUpdate,
-    ToolUpdateKind,
+    SessionStore, State, StateMap, StateRequirement, SubagentReport, SubagentRequest,
+    SubagentRunner, Tool, ToolAnnotations, ToolContext, ToolError, ToolErrorKind, ToolOutput,
+    ToolResult, ToolUpdate, ToolUpdateKind,
 };
 /// Turns an async fn into a tool an LLM can call.
 ///

@@ -623,6 +623,34 @@ pub struct ToolContext {
     state: Arc<StateMap>,
     files: Arc<FileStateTracker>,
     subagents: Option<Arc<dyn SubagentRunner>>,
+    session: Arc<SessionStore>,
+}
+
+/// Per-session values tools keep between calls (the Bash tool's working directory, the todo
+/// list), one of each type, created on first use. Each agent has its own store.
+#[derive(Default)]
+pub struct SessionStore {
+    values: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl fmt::Debug for SessionStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionStore").finish_non_exhaustive()
+    }
+}
+
+impl SessionStore {
+    /// The session's `T`, created with `T::default()` on first use.
+    pub fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut values = self.values.lock().unwrap_or_else(|p| p.into_inner());
+        let value = values
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()))
+            .clone();
+        // The entry was created for `T::type_id`, so the downcast cannot fail; fall back to a
+        // fresh value rather than panic all the same.
+        value.downcast::<T>().unwrap_or_default()
+    }
 }
 
 /// Runs a sub-agent on behalf of a tool (the Task tool). Agents put one in every call's
@@ -693,7 +721,19 @@ impl ToolContext {
             state: Arc::new(StateMap::new()),
             files: Arc::new(FileStateTracker::default()),
             subagents: None,
+            session: Arc::new(SessionStore::default()),
         }
+    }
+
+    /// Sets the per-session store (shared by all calls of one agent).
+    pub fn with_session_store(mut self, store: Arc<SessionStore>) -> Self {
+        self.session = store;
+        self
+    }
+
+    /// The session's value of type `T`, kept between calls: see [`SessionStore`].
+    pub fn session<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        self.session.get::<T>()
     }
 
     /// Sets who runs sub-agents for tools such as Task.

@@ -44,7 +44,10 @@ use crate::model::{
 use crate::permission::PermissionPolicy;
 use crate::registry::near_matches;
 use crate::validate::ValidationOptions;
-use crate::{AgentId, FileStateTracker, RegistryError, StateMap, Tool, ToolContext, ToolRegistry};
+use crate::{
+    AgentId, FileStateTracker, RegistryError, SessionStore, StateMap, Tool, ToolContext,
+    ToolRegistry,
+};
 
 mod config;
 mod events;
@@ -135,6 +138,7 @@ pub(crate) struct AgentInner {
     pub(crate) policy: Arc<dyn PermissionPolicy>,
     pub(crate) state: Arc<StateMap>,
     pub(crate) files: Arc<FileStateTracker>,
+    pub(crate) session: Arc<SessionStore>,
     pub(crate) session_id: Arc<str>,
     pub(crate) agent_id: AgentId,
     pub(crate) working_dir: PathBuf,
@@ -395,6 +399,7 @@ impl AgentInner {
             policy: config.permission_policy(),
             state: Arc::new(config.state.clone()),
             files: Arc::new(FileStateTracker::default()),
+            session: Arc::new(SessionStore::default()),
             session_id: Arc::from(format!("session-{:016x}", fastrand::u64(..))),
             agent_id,
             working_dir,
@@ -536,6 +541,7 @@ impl AgentInner {
             .with_cancellation(cancel.child_token())
             .with_state(self.state.clone())
             .with_file_tracker(self.files.clone())
+            .with_session_store(self.session.clone())
             .with_subagents(Arc::new(subagent::Subagents::new(
                 self.clone(),
                 emit.clone(),
