@@ -246,35 +246,48 @@ impl Model for AnthropicModel {
                 "anthropic request"
             );
             let response = self.retry.run(|| self.send(&body)).await?;
-
-            // A stream whose last event lacks its blank line still delivers that event.
-            let mut events = std::pin::pin!(response
-                .bytes_stream()
-                .map(|chunk| chunk.map(Chunk::Data))
-                .chain(futures::stream::once(async { Ok(Chunk::End) }))
-                .eventsource());
-            let mut turn = Turn::default();
+            let mut events = std::pin::pin!(read_turn(response.bytes_stream()));
             while let Some(event) = events.next().await {
-                let event = event.map_err(|error| match error {
-                    EventStreamError::Transport(error) => ModelError::Transport(error_chain(&error)),
-                    other => ModelError::Stream(format!("unreadable server-sent events: {other}")),
-                })?;
-                for model_event in turn.on_event(&event.event, &event.data)? {
-                    yield model_event;
-                }
-                if turn.stopped {
-                    break;
-                }
+                yield event?;
             }
-            let response = turn.finish()?;
-            tracing::debug!(
-                stop_reason = ?response.stop_reason,
-                input_tokens = response.usage.input_tokens,
-                output_tokens = response.usage.output_tokens,
-                "anthropic turn completed"
-            );
-            yield ModelEvent::Completed(response);
         })
+    }
+}
+
+/// The events of one streamed turn, read from the response body's bytes (chunked anyhow).
+fn read_turn<S, B, E>(body: S) -> impl futures::Stream<Item = Result<ModelEvent, ModelError>> + Send
+where
+    S: futures::Stream<Item = Result<B, E>> + Send,
+    B: AsRef<[u8]> + Send,
+    E: std::error::Error + Send,
+{
+    async_stream::try_stream! {
+        // A stream whose last event lacks its blank line still delivers that event.
+        let mut events = std::pin::pin!(body
+            .map(|chunk| chunk.map(Chunk::Data))
+            .chain(futures::stream::once(async { Ok(Chunk::End) }))
+            .eventsource());
+        let mut turn = Turn::default();
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|error| match error {
+                EventStreamError::Transport(error) => ModelError::Transport(error_chain(&error)),
+                other => ModelError::Stream(format!("unreadable server-sent events: {other}")),
+            })?;
+            for model_event in turn.on_event(&event.event, &event.data)? {
+                yield model_event;
+            }
+            if turn.stopped {
+                break;
+            }
+        }
+        let response = turn.finish()?;
+        tracing::debug!(
+            stop_reason = ?response.stop_reason,
+            input_tokens = response.usage.input_tokens,
+            output_tokens = response.usage.output_tokens,
+            "anthropic turn completed"
+        );
+        yield ModelEvent::Completed(response);
     }
 }
 
@@ -1066,6 +1079,64 @@ mod tests {
         };
         assert!(
             matches!(turn.finish(), Err(ModelError::Stream(m)) if m.contains("before message_stop"))
+        );
+    }
+
+    #[tokio::test]
+    async fn chunk_boundaries_do_not_matter() {
+        let body = concat!(
+            "event: message_start\r\n",
+            "data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3}}}\r\n\r\n",
+            "event: content_block_start\n",
+            "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+            "event: content_block_delta\n",
+            "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"68\u{b0}F \u{2600}\"}}  \n\n",
+            "event: content_block_stop\n",
+            "data: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+            "event: message_stop\n",
+            "data: {\"type\":\"message_stop\"}",
+        );
+        for size in [1, 2, 3, 7, 64, body.len()] {
+            let chunks: Vec<Result<Vec<u8>, std::io::Error>> = body
+                .as_bytes()
+                .chunks(size)
+                .map(|chunk| Ok(chunk.to_vec()))
+                .collect();
+            let events: Vec<_> = read_turn(futures::stream::iter(chunks)).collect().await;
+            let texts: String = events
+                .iter()
+                .filter_map(|event| match event {
+                    Ok(ModelEvent::TextDelta(text)) => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(texts, "68\u{b0}F \u{2600}", "chunks of {size}");
+            let Some(Ok(ModelEvent::Completed(response))) = events.last() else {
+                panic!("chunks of {size}: {events:?}");
+            };
+            assert_eq!(
+                response.content,
+                [MessageContent::Text {
+                    text: "68\u{b0}F \u{2600}".into()
+                }]
+            );
+            assert_eq!(response.usage.input_tokens, 3);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_broken_connection_mid_stream_is_a_transport_error() {
+        let chunks: Vec<Result<&[u8], std::io::Error>> = vec![
+            Ok(b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n"),
+            Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "reset by peer",
+            )),
+        ];
+        let events: Vec<_> = read_turn(futures::stream::iter(chunks)).collect().await;
+        assert!(
+            matches!(events.as_slice(), [Err(ModelError::Transport(m))] if m.contains("reset by peer")),
+            "{events:?}"
         );
     }
 }
