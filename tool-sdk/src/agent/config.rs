@@ -11,7 +11,7 @@ use super::AgentError;
 use crate::model::{
     Model, ModelError, RetryPolicy, anthropic::AnthropicModel, openai::OpenAiModel,
 };
-use crate::permission::{AllowAll, PermissionPolicy};
+use crate::permission::{AllowAll, PermissionMode, PermissionPolicy};
 use crate::{StateMap, ToolRegistry};
 
 /// How an agent is built. Load it from a file with [`AgentConfig::from_file`] or build it in
@@ -66,6 +66,8 @@ pub struct AgentConfig {
     pub max_result_chars: usize,
     /// Whether `"5"` is coerced to `5` (etc.) where a schema asks for it.
     pub coerce_inputs: bool,
+    /// How much runs without asking; `plan` lets only read-only tools run.
+    pub permission_mode: PermissionMode,
     /// Kinds of sub-agent the Task tool can start, by name.
     pub subagents: BTreeMap<String, SubagentConfig>,
     /// Retries of failed model requests.
@@ -151,6 +153,7 @@ impl Default for AgentConfig {
             max_concurrent_tools: 8,
             max_result_chars: 50_000,
             coerce_inputs: true,
+            permission_mode: PermissionMode::Default,
             subagents: BTreeMap::new(),
             retry: None,
             model_instance: None,
@@ -247,6 +250,20 @@ impl AgentConfig {
     /// Decides which calls run, which are refused and which ask (default: allow all).
     pub fn with_permission_policy(mut self, policy: impl PermissionPolicy + 'static) -> Self {
         self.permission = Some(Arc::new(policy));
+        self
+    }
+
+    /// Sets the permission mode.
+    pub fn with_permission_mode(mut self, mode: PermissionMode) -> Self {
+        self.permission_mode = mode;
+        self
+    }
+
+    /// Lets the AskUserQuestion tool ask the user: `handler` gets the questions and returns
+    /// the answers. Without one, AskUserQuestion tells the model no one can answer.
+    pub fn with_question_handler(mut self, handler: impl crate::builtin::QuestionHandler) -> Self {
+        self.state
+            .insert(crate::builtin::UserQuestions::new(handler));
         self
     }
 

@@ -14,7 +14,10 @@ use tracing::Instrument;
 use super::events::{AgentEvent, PermissionAnswer, PermissionRequest};
 use super::{AgentInner, Emit};
 use crate::model::{MessageContent, ToolUse};
-use crate::permission::PermissionDecision;
+use crate::permission::{ModeState, PermissionDecision, PermissionMode};
+
+/// The one mutating tool plan mode lets through: it is how the plan gets approved.
+const EXIT_PLAN_MODE: &str = "ExitPlanMode";
 use crate::{ContentBlock, Tool, ToolError, ToolOutput};
 
 /// One call's result block, and its error line for the run result.
@@ -186,7 +189,18 @@ async fn checked_call(
     let ctx = agent.tool_context(&call.id, emit, cancel);
     tool.validate_input(&input, &ctx).await?;
 
-    match agent.policy.check(tool, &input, &ctx).await {
+    let mode = ctx.session::<ModeState>().get();
+    let decision = match mode {
+        PermissionMode::Plan if !tool.is_read_only() && tool.name() != EXIT_PLAN_MODE => {
+            PermissionDecision::Deny(format!(
+                "plan mode is on: only read-only tools run until the user approves a plan. \
+                 Finish researching, then present your plan with {EXIT_PLAN_MODE}"
+            ))
+        }
+        PermissionMode::BypassPermissions => PermissionDecision::Allow,
+        _ => agent.policy.check(tool, &input, &ctx).await,
+    };
+    match decision {
         PermissionDecision::Allow => {}
         PermissionDecision::Deny(reason) => return Err(ToolError::permission_denied(reason)),
         PermissionDecision::Ask => {

@@ -44,7 +44,7 @@ use crate::model::{
     Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Role, StopReason,
     ToolSpec, Usage,
 };
-use crate::permission::PermissionPolicy;
+use crate::permission::{ModeState, PermissionPolicy};
 use crate::registry::near_matches;
 use crate::validate::ValidationOptions;
 use crate::{
@@ -395,14 +395,16 @@ impl AgentInner {
                 AgentError::Config(format!("cannot read the current directory: {error}"))
             })?,
         };
+        let session = Arc::new(SessionStore::default());
+        session.get::<ModeState>().set(config.permission_mode);
         Ok(AgentInner {
+            session,
             model,
             registry: Arc::new(registry),
             specs,
             policy: config.permission_policy(),
             state: Arc::new(config.state.clone()),
             files: Arc::new(FileStateTracker::default()),
-            session: Arc::new(SessionStore::default()),
             session_id: Arc::from(format!("session-{:016x}", fastrand::u64(..))),
             agent_id,
             working_dir,

@@ -1,6 +1,16 @@
-//! Built-in tools, written with `#[tool]` like any other and registered under the names
-//! Claude Code uses.
+//! Built-in tools, written with `#[tool]` like any other (Skill by hand, since it is built at
+//! start-up) and registered under the names and parameters Claude Code uses.
 
+mod ask;
+mod plan;
+mod skill;
 mod task;
+mod todo;
 
+pub use ask::{
+    Answer, AskUserQuestionTool, Question, QuestionHandler, QuestionOption, UserQuestions,
+};
+pub use plan::ExitPlanModeTool;
+pub use skill::{Skill, SkillError, SkillTool};
 pub use task::TaskTool;
+pub use todo::{Todo, TodoList, TodoStatus, TodoWriteTool};

@@ -1,9 +1,43 @@
 //! Whether a call may run: the hook point the agent consults after validation and before
 //! running a tool.
 
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{BoxFuture, Tool, ToolContext};
+
+/// How much runs without asking.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PermissionMode {
+    /// The policy decides every call.
+    #[default]
+    Default,
+    /// File edits run without asking (decided by the policy's rules).
+    AcceptEdits,
+    /// Only read-only tools run; the model plans and presents the plan with ExitPlanMode.
+    Plan,
+    /// Everything runs; the policy is not consulted.
+    BypassPermissions,
+}
+
+/// The session's current [`PermissionMode`]; ExitPlanMode changes it.
+#[derive(Debug, Default)]
+pub struct ModeState(Mutex<PermissionMode>);
+
+impl ModeState {
+    /// The current mode.
+    pub fn get(&self) -> PermissionMode {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Switches mode.
+    pub fn set(&self, mode: PermissionMode) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = mode;
+    }
+}
 
 /// The verdict on one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
