@@ -52,7 +52,7 @@ async fn todo_write_keeps_the_list_per_session_and_shows_it_to_the_ui() {
     assert_eq!(list.len(), 3);
     assert_eq!(list[1].status, TodoStatus::InProgress);
     assert_eq!(list[1].active_form, "Fixing the bug");
-    let updates = updates.lock().unwrap();
+    let updates = updates.lock().unwrap().clone();
     assert!(
         matches!(&updates[0].kind, ToolUpdateKind::Metadata(m) if m["todos"] == todos["todos"]),
         "{updates:?}"
