@@ -164,6 +164,8 @@ async fn run_agent(registry: Arc<ToolRegistry>) -> Result<(), Box<dyn std::error
             .with_registry(registry)
             .with_tools(["get_weather", "save_note"])
             .with_state(Notes::default())
+            // Reading the weather needs no permission (read-only); saving a note does.
+            .allow("save_note")
             .with_system_prompt("You are a concise assistant. Use the tools when they help."),
     )
     .await?;

@@ -12,7 +12,7 @@ use tokio::sync::Barrier;
 use tool_sdk::agent::{Agent, AgentConfig, AgentError, AgentEvent, SubagentConfig};
 use tool_sdk::builtin::TaskTool;
 use tool_sdk::model::{Message, MessageContent, ModelError, Role, ScriptedModel, ScriptedTurn};
-use tool_sdk::permission::PermissionDecision;
+use tool_sdk::permission::{HookDecision, PermissionAnswer, PermissionQuestion};
 use tool_sdk::{State, Tool, ToolContext, ToolError, ToolRegistry, tool};
 
 // ---- tools ----
@@ -133,6 +133,7 @@ fn config(model: ScriptedModel) -> AgentConfig {
         .with_registry(all_tools())
         .with_state(Arc::new(Barrier::new(2)))
         .with_state(Activity::default())
+        .allow("write_note")
 }
 
 /// The tool_result blocks of the last user message, in order.
@@ -303,7 +304,8 @@ async fn a_mutating_call_runs_alone_and_order_is_kept() {
             .with_model(model)
             .with_registry(all_tools())
             .with_tools(["look", "write_note"])
-            .with_state(activity.clone()),
+            .with_state(activity.clone())
+            .allow("write_note"),
     )
     .await
     .unwrap();
@@ -534,62 +536,180 @@ async fn the_conversation_carries_over_between_prompts() {
 // ---- permissions ----
 
 #[tokio::test]
-async fn a_denying_policy_refuses_calls_with_its_reason() {
+async fn mutating_calls_ask_and_prompt_refuses_them_saying_which_rule_allows_them() {
+    let activity = Activity::default();
     let model = ScriptedModel::new([
         ScriptedTurn::tool_call("write_note", json!({"text": "x"})),
-        ScriptedTurn::text("refused"),
+        ScriptedTurn::text("could not"),
     ]);
-    let policy = |tool: &dyn Tool, _: &Value| {
-        if tool.is_read_only() {
-            PermissionDecision::Allow
-        } else {
-            PermissionDecision::Deny("writes are off today".into())
-        }
-    };
-    let agent = Agent::create(config(model).with_permission_policy(policy))
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model(model)
+            .with_registry(all_tools())
+            .with_tools(["write_note"])
+            .with_state(activity.clone()),
+    )
+    .await
+    .unwrap();
+    let result = agent.prompt("write").await.unwrap();
+    let (_, text, is_error) = &last_results(&result.messages)[0];
+    assert!(is_error);
+    assert!(
+        text.contains("`write_note` needs the user's permission"),
+        "{text}"
+    );
+    assert!(text.contains("the rule `write_note`"), "{text}");
+    assert!(
+        activity.log.lock().unwrap().is_empty(),
+        "the refused call never ran"
+    );
+}
+
+#[tokio::test]
+async fn deny_rules_beat_allow_rules_and_hooks_can_deny_or_rewrite() {
+    let activity = Activity::default();
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("write_note", json!({"text": "secret"}))
+            .with_tool_call("write_note", json!({"text": "draft"}))
+            .with_tool_call("write_note", json!({"text": "loud"})),
+        ScriptedTurn::text("ok"),
+    ]);
+    let audited = Arc::new(Mutex::new(Vec::new()));
+    let audit = audited.clone();
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model(model)
+            .with_registry(all_tools())
+            .with_tools(["write_note"])
+            .with_state(activity.clone())
+            .allow("write_note")
+            .with_pre_tool_use(|_: &dyn Tool, input: &Value| match input["text"].as_str() {
+                Some("secret") => HookDecision::Deny("secrets stay unwritten".into()),
+                Some("loud") => HookDecision::Rewrite(json!({"text": "LOUD"})),
+                _ => HookDecision::Continue,
+            })
+            .with_post_tool_use(
+                move |tool: &str, input: &Value, output: &tool_sdk::ToolOutput| {
+                    audit.lock().unwrap().push(format!(
+                        "{tool} {} -> {}",
+                        input["text"],
+                        output.to_text()
+                    ))
+                },
+            ),
+    )
+    .await
+    .unwrap();
+    let result = agent.prompt("write three").await.unwrap();
+    let texts: Vec<String> = last_results(&result.messages)
+        .into_iter()
+        .map(|r| r.1)
+        .collect();
+    assert_eq!(texts[0], "Permission denied: secrets stay unwritten");
+    assert_eq!(texts[1], "wrote draft");
+    assert_eq!(texts[2], "wrote LOUD", "the rewritten input ran");
+    assert_eq!(
+        *activity.log.lock().unwrap(),
+        ["write draft", "write LOUD"],
+        "the denied call never ran"
+    );
+    assert_eq!(
+        *audited.lock().unwrap(),
+        [
+            r#"write_note "draft" -> wrote draft"#,
+            r#"write_note "LOUD" -> wrote LOUD"#
+        ]
+    );
+
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("write_note", json!({"text": "x"})),
+        ScriptedTurn::text("ok"),
+    ]);
+    let agent = Agent::create(config(model).with_tools(["write_note"]).deny("write_note"))
+        .await
+        .unwrap();
+    let result = agent.prompt("write").await.unwrap();
+    let (_, text, _) = &last_results(&result.messages)[0];
+    assert_eq!(
+        text,
+        "Permission denied: the rule `write_note` forbids this call"
+    );
+}
+
+#[tokio::test]
+async fn a_hook_rewrite_is_validated_again() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("write_note", json!({"text": "x"})),
+        ScriptedTurn::text("ok"),
+    ]);
+    let agent =
+        Agent::create(config(model).with_tools(["write_note"]).with_pre_tool_use(
+            |_: &dyn Tool, _: &Value| HookDecision::Rewrite(json!({"text": 5})),
+        ))
         .await
         .unwrap();
     let result = agent.prompt("write").await.unwrap();
     let (_, text, is_error) = &last_results(&result.messages)[0];
     assert!(is_error);
-    assert_eq!(text, "Permission denied: writes are off today");
+    assert!(text.contains("/text: must be string, got 5"), "{text}");
 }
 
 #[tokio::test]
-async fn ask_emits_a_permission_request_the_app_answers() {
+async fn a_handler_answers_and_allow_always_is_remembered() {
     let model = ScriptedModel::new([
-        ScriptedTurn::tool_call("write_note", json!({"text": "yes"}))
-            .with_tool_call("write_note", json!({"text": "no"})),
+        ScriptedTurn::tool_call("write_note", json!({"text": "a"})),
+        ScriptedTurn::tool_call("write_note", json!({"text": "a"})),
+        ScriptedTurn::tool_call("write_note", json!({"text": "b"})),
         ScriptedTurn::text("done"),
     ]);
-    let policy = |_: &dyn Tool, _: &Value| PermissionDecision::Ask;
-    let agent = Agent::create(config(model).with_permission_policy(policy))
-        .await
-        .unwrap();
-    let mut run = agent.run("write twice");
-    let mut asked = Vec::new();
-    let mut result = None;
-    while let Some(event) = run.next().await {
-        match event {
-            AgentEvent::PermissionRequested(request) => {
-                asked.push(request.prompt.title.clone());
-                if request.input["text"] == "yes" {
-                    request.allow();
-                } else {
-                    request.deny("not that one");
-                }
-            }
-            AgentEvent::Finished(finished) => result = Some(*finished),
-            _ => {}
-        }
-    }
-    assert_eq!(asked, ["write_note", "write_note"]);
-    let results = last_results(&result.unwrap().messages);
-    assert_eq!(results[0].1, "wrote yes");
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    let refused = Agent::create(
+        config(ScriptedModel::new([
+            ScriptedTurn::tool_call("write_note", json!({"text": "b"})),
+            ScriptedTurn::text("done"),
+        ]))
+        .with_tools(["write_note"])
+        .ask("write_note")
+        .with_permission_handler(|_: &PermissionQuestion| PermissionAnswer::Deny("only a".into())),
+    )
+    .await
+    .unwrap();
+    let result = refused.prompt("write").await.unwrap();
     assert_eq!(
-        results[1].1,
-        "Permission denied: the user refused: not that one"
+        last_results(&result.messages)[0].1,
+        "Permission denied: only a"
     );
+    assert!(refused.remembered_rules().is_empty());
+
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model(model)
+            .with_registry(all_tools())
+            .with_tools(["write_note"])
+            .with_state(Activity::default())
+            .with_permission_handler(move |question: &PermissionQuestion| {
+                count.fetch_add(1, Ordering::SeqCst);
+                if question.input["text"] == "a" {
+                    PermissionAnswer::AllowAlways
+                } else {
+                    PermissionAnswer::Deny("only a".into())
+                }
+            }),
+    )
+    .await
+    .unwrap();
+    let result = agent.prompt("write").await.unwrap();
+    // "Allow always" on a tool without a path or command to narrow it remembers the whole
+    // tool, so neither the second `a` nor `b` asks again.
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    assert_eq!(last_results(&result.messages)[0].1, "wrote b");
+    let remembered: Vec<String> = agent
+        .remembered_rules()
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    assert_eq!(remembered, ["write_note"]);
 }
 
 // ---- events ----

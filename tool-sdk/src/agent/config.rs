@@ -11,7 +11,9 @@ use super::AgentError;
 use crate::model::{
     Model, ModelError, RetryPolicy, anthropic::AnthropicModel, openai::OpenAiModel,
 };
-use crate::permission::{AllowAll, PermissionMode, PermissionPolicy};
+use crate::permission::{
+    PermissionHandler, PermissionMode, PermissionRules, PostToolUse, PreToolUse, Rule,
+};
 use crate::{StateMap, ToolRegistry};
 
 /// How an agent is built. Load it from a file with [`AgentConfig::from_file`] or build it in
@@ -68,6 +70,8 @@ pub struct AgentConfig {
     pub coerce_inputs: bool,
     /// How much runs without asking; `plan` lets only read-only tools run.
     pub permission_mode: PermissionMode,
+    /// Allow, ask and deny rules (`[permissions]` in a file: `allow = ["Bash(git status:*)"]`).
+    pub permissions: PermissionRules,
     /// Kinds of sub-agent the Task tool can start, by name.
     pub subagents: BTreeMap<String, SubagentConfig>,
     /// Retries of failed model requests.
@@ -80,7 +84,14 @@ pub struct AgentConfig {
     #[serde(skip)]
     pub(crate) state: StateMap,
     #[serde(skip)]
-    pub(crate) permission: Option<Arc<dyn PermissionPolicy>>,
+    pub(crate) pre_hooks: Vec<Arc<dyn PreToolUse>>,
+    #[serde(skip)]
+    pub(crate) post_hooks: Vec<Arc<dyn PostToolUse>>,
+    #[serde(skip)]
+    pub(crate) permission_handler: Option<Arc<dyn PermissionHandler>>,
+    /// Mistakes found by builder methods, reported by `Agent::create`.
+    #[serde(skip)]
+    pub(crate) problems: Vec<String>,
 }
 
 /// A kind of sub-agent the Task tool can start.
@@ -154,12 +165,16 @@ impl Default for AgentConfig {
             max_result_chars: 50_000,
             coerce_inputs: true,
             permission_mode: PermissionMode::Default,
+            permissions: PermissionRules::default(),
             subagents: BTreeMap::new(),
             retry: None,
             model_instance: None,
             registry: None,
             state: StateMap::new(),
-            permission: None,
+            pre_hooks: Vec::new(),
+            post_hooks: Vec::new(),
+            permission_handler: None,
+            problems: Vec::new(),
         }
     }
 }
@@ -247,9 +262,50 @@ impl AgentConfig {
         self
     }
 
-    /// Decides which calls run, which are refused and which ask (default: allow all).
-    pub fn with_permission_policy(mut self, policy: impl PermissionPolicy + 'static) -> Self {
-        self.permission = Some(Arc::new(policy));
+    /// Lets calls matching `rule` run without asking, e.g. `Bash(git status:*)`.
+    pub fn allow(self, rule: &str) -> Self {
+        self.add_rule(rule, |rules| &mut rules.allow)
+    }
+
+    /// Makes calls matching `rule` always ask, even when an allow rule matches.
+    pub fn ask(self, rule: &str) -> Self {
+        self.add_rule(rule, |rules| &mut rules.ask)
+    }
+
+    /// Refuses calls matching `rule`, whatever else says.
+    pub fn deny(self, rule: &str) -> Self {
+        self.add_rule(rule, |rules| &mut rules.deny)
+    }
+
+    fn add_rule(
+        mut self,
+        rule: &str,
+        list: impl FnOnce(&mut PermissionRules) -> &mut Vec<Rule>,
+    ) -> Self {
+        match Rule::parse(rule) {
+            Ok(rule) => list(&mut self.permissions).push(rule),
+            Err(error) => self.problems.push(error.to_string()),
+        }
+        self
+    }
+
+    /// Adds a `pre_tool_use` hook (they run in the order added).
+    pub fn with_pre_tool_use(mut self, hook: impl PreToolUse + 'static) -> Self {
+        self.pre_hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// Adds a `post_tool_use` hook.
+    pub fn with_post_tool_use(mut self, hook: impl PostToolUse + 'static) -> Self {
+        self.post_hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// Asks the user through `handler` when a call needs permission. Without one, streaming
+    /// apps get `PermissionRequested` events, and `Agent::prompt` refuses such calls with a
+    /// message saying which rule would allow them.
+    pub fn with_permission_handler(mut self, handler: impl PermissionHandler + 'static) -> Self {
+        self.permission_handler = Some(Arc::new(handler));
         self
     }
 
@@ -308,12 +364,6 @@ impl AgentConfig {
     pub fn with_subagent(mut self, name: impl Into<String>, subagent: SubagentConfig) -> Self {
         self.subagents.insert(name.into(), subagent);
         self
-    }
-
-    pub(crate) fn permission_policy(&self) -> Arc<dyn PermissionPolicy> {
-        self.permission
-            .clone()
-            .unwrap_or_else(|| Arc::new(AllowAll))
     }
 
     pub(crate) fn resolve_model(&self) -> Result<Arc<dyn Model>, AgentError> {

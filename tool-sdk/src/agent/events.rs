@@ -7,7 +7,8 @@ use tokio::sync::oneshot;
 
 use super::{AgentError, RunResult};
 use crate::model::{StopReason, Usage};
-use crate::{AgentId, PermissionPrompt, ResultDisplay, ToolErrorKind, ToolOutput, ToolUpdateKind};
+use crate::permission::{PermissionAnswer, PermissionQuestion};
+use crate::{AgentId, ResultDisplay, ToolErrorKind, ToolOutput, ToolUpdateKind};
 
 /// One thing that happened during a run, in order.
 #[derive(Debug)]
@@ -33,8 +34,9 @@ pub enum AgentEvent {
         /// The tool's display title for this call.
         title: String,
     },
-    /// A call needs the user's permission: answer it with [`PermissionRequest::allow`] or
-    /// [`PermissionRequest::deny`]. Dropping it unanswered denies the call.
+    /// A call needs the user's permission: answer it with [`PermissionRequest::allow`],
+    /// [`allow_always`](PermissionRequest::allow_always) or [`deny`](PermissionRequest::deny).
+    /// Dropping it unanswered denies the call.
     PermissionRequested(PermissionRequest),
     /// A running tool reported progress or metadata (never sent to the model).
     ToolProgress {
@@ -93,33 +95,31 @@ pub enum AgentEvent {
     Finished(Box<RunResult>),
 }
 
-/// A pending permission question.
+/// A pending permission question, for apps that stream events instead of setting a
+/// [`PermissionHandler`](crate::permission::PermissionHandler).
 #[derive(Debug)]
 pub struct PermissionRequest {
     /// The tool_use id.
     pub id: String,
-    /// The tool's name.
-    pub tool: String,
-    /// The (validated) input.
-    pub input: Value,
-    /// What to show the user.
-    pub prompt: PermissionPrompt,
+    /// The tool, its (validated) input, what to show, and the rule "allow always" adds.
+    pub question: PermissionQuestion,
     pub(crate) answer: oneshot::Sender<PermissionAnswer>,
 }
 
-/// The user's answer to a [`PermissionRequest`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PermissionAnswer {
-    /// Run it.
-    Allow,
-    /// Refuse it, with a reason for the model.
-    Deny(String),
-}
-
 impl PermissionRequest {
-    /// Lets the call run.
+    /// Lets the call run, this once.
     pub fn allow(self) {
         let _ = self.answer.send(PermissionAnswer::Allow);
+    }
+
+    /// Lets the call run, and calls like it for the rest of the session.
+    pub fn allow_always(self) {
+        let _ = self.answer.send(PermissionAnswer::AllowAlways);
+    }
+
+    /// Answers with whatever the app decided.
+    pub fn answer(self, answer: PermissionAnswer) {
+        let _ = self.answer.send(answer);
     }
 
     /// Refuses the call; `reason` goes back to the model.

@@ -11,14 +11,19 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::events::{AgentEvent, PermissionAnswer, PermissionRequest};
+use super::events::{AgentEvent, PermissionRequest};
 use super::{AgentInner, Emit};
 use crate::model::{MessageContent, ToolUse};
-use crate::permission::{ModeState, PermissionDecision, PermissionMode};
+use crate::permission::{
+    HookDecision, ModeState, PermissionAnswer, PermissionMode, PermissionQuestion, Rule,
+    RuleVerdict,
+};
+use crate::{ContentBlock, Tool, ToolContext, ToolError, ToolOutput};
 
 /// The one mutating tool plan mode lets through: it is how the plan gets approved.
 const EXIT_PLAN_MODE: &str = "ExitPlanMode";
-use crate::{ContentBlock, Tool, ToolError, ToolOutput};
+/// The tools `AcceptEdits` lets through.
+const EDIT_TOOLS: &[&str] = &["Write", "Edit", "MultiEdit", "NotebookEdit"];
 
 /// One call's result block, and its error line for the run result.
 pub(crate) struct Outcome {
@@ -185,53 +190,10 @@ async fn checked_call(
             tool.input_schema()
         )));
     }
-    let input = agent.registry.validate(&call.name, call.input.clone())?;
+    let mut input = agent.registry.validate(&call.name, call.input.clone())?;
     let ctx = agent.tool_context(&call.id, emit, cancel);
     tool.validate_input(&input, &ctx).await?;
-
-    let mode = ctx.session::<ModeState>().get();
-    let decision = match mode {
-        PermissionMode::Plan if !tool.is_read_only() && tool.name() != EXIT_PLAN_MODE => {
-            PermissionDecision::Deny(format!(
-                "plan mode is on: only read-only tools run until the user approves a plan. \
-                 Finish researching, then present your plan with {EXIT_PLAN_MODE}"
-            ))
-        }
-        PermissionMode::BypassPermissions => PermissionDecision::Allow,
-        _ => agent.policy.check(tool, &input, &ctx).await,
-    };
-    match decision {
-        PermissionDecision::Allow => {}
-        PermissionDecision::Deny(reason) => return Err(ToolError::permission_denied(reason)),
-        PermissionDecision::Ask => {
-            let (answer, answered) = oneshot::channel();
-            emit(AgentEvent::PermissionRequested(PermissionRequest {
-                id: call.id.clone(),
-                tool: call.name.clone(),
-                input: input.clone(),
-                prompt: tool.permission_prompt(&input),
-                answer,
-            }));
-            let answer = tokio::select! {
-                _ = cancel.cancelled() => return Err(ToolError::Cancelled),
-                answer = answered => answer,
-            };
-            match answer {
-                Ok(PermissionAnswer::Allow) => {}
-                Ok(PermissionAnswer::Deny(reason)) => {
-                    return Err(ToolError::permission_denied(format!(
-                        "the user refused: {reason}"
-                    )));
-                }
-                Err(_) => {
-                    return Err(ToolError::permission_denied(
-                        "the permission request was not answered",
-                    ));
-                }
-            }
-        }
-    }
-
+    permit(agent, tool, &mut input, &ctx, &call.id, emit, cancel).await?;
     let limit = timeout_for(agent, tool);
     let run = tool.call(input.clone(), &ctx);
     // Dropping `run` on timeout or cancellation stops the tool; commands it started with
@@ -243,7 +205,145 @@ async fn checked_call(
             Err(_) => return Err(ToolError::Timeout(limit)),
         },
     };
+    for hook in &agent.config.post_hooks {
+        hook.after(tool.name(), &input, &output, &ctx).await;
+    }
     Ok((output, input))
+}
+
+/// The permission chain; see [`crate::permission`]. May rewrite `input` (hooks).
+async fn permit(
+    agent: &Arc<AgentInner>,
+    tool: &dyn Tool,
+    input: &mut Value,
+    ctx: &ToolContext,
+    call_id: &str,
+    emit: &Emit,
+    cancel: &CancellationToken,
+) -> Result<(), ToolError> {
+    let name = tool.name();
+    let rules = &agent.config.permissions;
+    let working_dir = ctx.working_dir();
+    let denied = |input: &Value| {
+        rules
+            .deny_for(name, input, working_dir, &bash_commands)
+            .map(|rule| {
+                ToolError::permission_denied(format!("the rule `{rule}` forbids this call"))
+            })
+    };
+    if let Some(error) = denied(input) {
+        return Err(error);
+    }
+
+    for hook in &agent.config.pre_hooks {
+        match hook.check(tool, input, ctx).await {
+            HookDecision::Continue => {}
+            HookDecision::Allow => return Ok(()),
+            HookDecision::Deny(reason) => return Err(ToolError::permission_denied(reason)),
+            HookDecision::Rewrite(rewritten) => {
+                // A rewritten input is checked like the model's own.
+                *input = agent.registry.validate(name, rewritten)?;
+                tool.validate_input(input, ctx).await?;
+                if let Some(error) = denied(input) {
+                    return Err(error);
+                }
+            }
+        }
+    }
+
+    match ctx.session::<ModeState>().get() {
+        PermissionMode::Plan if !tool.is_read_only() && name != EXIT_PLAN_MODE => {
+            return Err(ToolError::permission_denied(format!(
+                "plan mode is on: only read-only tools run until the user approves a plan. \
+                 Finish researching, then present your plan with {EXIT_PLAN_MODE}"
+            )));
+        }
+        PermissionMode::BypassPermissions => return Ok(()),
+        PermissionMode::AcceptEdits if EDIT_TOOLS.contains(&name) => return Ok(()),
+        _ => {}
+    }
+
+    let remembered = agent
+        .remembered
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let must_ask = match rules.verdict(name, input, working_dir, &bash_commands) {
+        RuleVerdict::Deny(rule) => {
+            return Err(ToolError::permission_denied(format!(
+                "the rule `{rule}` forbids this call"
+            )));
+        }
+        RuleVerdict::Ask(_) => true,
+        RuleVerdict::Allow(_) => return Ok(()),
+        RuleVerdict::None
+            if remembered
+                .iter()
+                .any(|rule| rule.matches(name, input, working_dir, &bash_commands)) =>
+        {
+            return Ok(());
+        }
+        RuleVerdict::None => !tool.is_read_only(),
+    };
+    if !must_ask {
+        return Ok(());
+    }
+
+    let question = PermissionQuestion {
+        tool: name.to_owned(),
+        input: input.clone(),
+        prompt: tool.permission_prompt(input),
+        suggested_rule: Rule::for_call(name, input),
+    };
+    let answer = match &agent.config.permission_handler {
+        Some(handler) => {
+            tokio::select! {
+                _ = cancel.cancelled() => return Err(ToolError::Cancelled),
+                answer = handler.ask(&question) => answer,
+            }
+        }
+        None => {
+            let (answer, answered) = oneshot::channel();
+            emit(AgentEvent::PermissionRequested(PermissionRequest {
+                id: call_id.to_owned(),
+                question: question.clone(),
+                answer,
+            }));
+            tokio::select! {
+                _ = cancel.cancelled() => return Err(ToolError::Cancelled),
+                answer = answered => answer.unwrap_or_else(|_| {
+                    PermissionAnswer::Deny(not_allowed_message(&question))
+                }),
+            }
+        }
+    };
+    match answer {
+        PermissionAnswer::Allow => Ok(()),
+        PermissionAnswer::AllowAlways => {
+            agent
+                .remembered
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(question.suggested_rule);
+            Ok(())
+        }
+        PermissionAnswer::Deny(reason) => Err(ToolError::permission_denied(reason)),
+    }
+}
+
+/// What the model is told when no one could be asked.
+pub(crate) fn not_allowed_message(question: &PermissionQuestion) -> String {
+    format!(
+        "`{}` needs the user's permission and no one could be asked. The app can allow it \
+         with the rule `{}` (or run in another permission mode)",
+        question.tool, question.suggested_rule
+    )
+}
+
+/// The simple commands of a shell command, for Bash rules; `None` when unsure, which makes
+/// specific Bash rules not match (so the call asks).
+fn bash_commands(command: &str) -> Option<Vec<String>> {
+    crate::permission::bash_simple_commands(command)
 }
 
 fn timeout_for(agent: &AgentInner, tool: &dyn Tool) -> Duration {

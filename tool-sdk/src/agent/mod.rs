@@ -44,7 +44,7 @@ use crate::model::{
     Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Role, StopReason,
     ToolSpec, Usage,
 };
-use crate::permission::{ModeState, PermissionPolicy};
+use crate::permission::{ModeState, Rule};
 use crate::registry::near_matches;
 use crate::validate::ValidationOptions;
 use crate::{
@@ -58,7 +58,7 @@ mod executor;
 mod subagent;
 
 pub use config::{AgentConfig, ModelSpec, ProviderKind, SubagentConfig};
-pub use events::{AgentEvent, PermissionAnswer, PermissionRequest};
+pub use events::{AgentEvent, PermissionRequest};
 
 /// Why an agent could not be built, or a run failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -138,7 +138,7 @@ pub(crate) struct AgentInner {
     pub(crate) registry: Arc<ToolRegistry>,
     pub(crate) specs: Vec<ToolSpec>,
     pub(crate) config: AgentConfig,
-    pub(crate) policy: Arc<dyn PermissionPolicy>,
+    pub(crate) remembered: std::sync::Mutex<Vec<Rule>>,
     pub(crate) state: Arc<StateMap>,
     pub(crate) files: Arc<FileStateTracker>,
     pub(crate) session: Arc<SessionStore>,
@@ -175,6 +175,16 @@ impl Agent {
     /// The agent's own registry: its tools, their validators and call statistics.
     pub fn registry(&self) -> &ToolRegistry {
         &self.inner.registry
+    }
+
+    /// The rules the user added this session by answering "allow always", to persist in the
+    /// config file if the app wants them next time.
+    pub fn remembered_rules(&self) -> Vec<Rule> {
+        self.inner
+            .remembered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The conversation so far.
@@ -262,10 +272,10 @@ impl AgentRun {
         let mut last = None;
         while let Some(event) = self.events.recv().await {
             match event {
-                AgentEvent::PermissionRequested(request) => request.deny(
-                    "no one was asked: the app ran the agent without answering permission \
-                     requests",
-                ),
+                AgentEvent::PermissionRequested(request) => {
+                    let message = executor::not_allowed_message(&request.question);
+                    request.deny(message)
+                }
                 AgentEvent::Finished(result) => last = Some(*result),
                 _ => {}
             }
@@ -363,6 +373,9 @@ impl AgentInner {
         config: AgentConfig,
         agent_id: AgentId,
     ) -> Result<Self, AgentError> {
+        if let Some(problem) = config.problems.first() {
+            return Err(AgentError::Config(problem.clone()));
+        }
         if config.max_turns == 0 {
             return Err(AgentError::Config("max_turns must be at least 1".into()));
         }
@@ -402,7 +415,7 @@ impl AgentInner {
             model,
             registry: Arc::new(registry),
             specs,
-            policy: config.permission_policy(),
+            remembered: std::sync::Mutex::new(Vec::new()),
             state: Arc::new(config.state.clone()),
             files: Arc::new(FileStateTracker::default()),
             session_id: Arc::from(format!("session-{:016x}", fastrand::u64(..))),

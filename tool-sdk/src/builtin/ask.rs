@@ -75,7 +75,13 @@ impl std::fmt::Debug for UserQuestions {
 /// you need the user's preference or a decision you cannot make yourself: which approach,
 /// which library, what to name something, whether an assumption holds. Do not use it to ask
 /// for permission to run tools, or for things you can find out yourself.
-#[tool(name = "AskUserQuestion", category = "builtin", title = "Ask the user")]
+// `read_only`: asking changes nothing, and needs no permission of its own.
+#[tool(
+    name = "AskUserQuestion",
+    category = "builtin",
+    read_only,
+    title = "Ask the user"
+)]
 pub async fn ask_user_question(
     /// The questions, one to four.
     questions: Vec<Question>,

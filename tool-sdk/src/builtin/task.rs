@@ -6,7 +6,14 @@ use crate::{SubagentRequest, ToolContext, ToolError, tool};
 /// Use it for open-ended searches or work that would take many tool calls. The sub-agent sees
 /// none of this conversation: put everything it needs into `prompt`, and say exactly what it
 /// should report back. Independent tasks can be launched in parallel.
-#[tool(name = "Task", category = "builtin", title = "Task: {description}")]
+// `read_only`: delegating changes nothing by itself (every call the sub-agent makes passes
+// the permission chain on its own), and independent tasks should run side by side.
+#[tool(
+    name = "Task",
+    category = "builtin",
+    read_only,
+    title = "Task: {description}"
+)]
 pub async fn task(
     /// A short (3-5 word) description of the task.
     description: String,

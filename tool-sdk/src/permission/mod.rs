@@ -1,25 +1,36 @@
-//! Whether a call may run: the hook point the agent consults after validation and before
-//! running a tool.
+//! Whether a call may run.
+//!
+//! The agent asks, for every call that passed validation, in this order (the first answer
+//! wins): deny rules -> `pre_tool_use` hooks (deny, allow, or rewrite the input, which is then
+//! validated again) -> the mode (`Plan` refuses all but read-only tools, `BypassPermissions`
+//! allows, `AcceptEdits` allows file edits) -> ask rules -> allow rules -> the tool's default
+//! (read-only tools run, others ask) -> the app's [`PermissionHandler`] (or a
+//! `PermissionRequested` event when streaming). `post_tool_use` hooks see every result.
+//! Approval only ever comes from rules, hooks or the user, never from the tool's arguments.
 
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{BoxFuture, Tool, ToolContext};
+use crate::{BoxFuture, PermissionPrompt, Tool, ToolContext, ToolOutput};
+
+mod rules;
+
+pub use rules::{PermissionRules, Rule, RuleError, RuleVerdict};
 
 /// How much runs without asking.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum PermissionMode {
-    /// The policy decides every call.
+    /// Rules decide; read-only tools run, others ask.
     #[default]
     Default,
-    /// File edits run without asking (decided by the policy's rules).
+    /// File edits (Write, Edit, NotebookEdit) run without asking; the rest as `Default`.
     AcceptEdits,
     /// Only read-only tools run; the model plans and presents the plan with ExitPlanMode.
     Plan,
-    /// Everything runs; the policy is not consulted.
+    /// Everything runs except what deny rules and hooks refuse.
     BypassPermissions,
 }
 
@@ -39,53 +50,123 @@ impl ModeState {
     }
 }
 
-/// The verdict on one call.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PermissionDecision {
-    /// Run it.
+/// What a `pre_tool_use` hook says about a call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HookDecision {
+    /// No opinion: go on down the chain.
+    Continue,
+    /// Run it without asking (deny rules were already checked).
     Allow,
-    /// Refuse it; the reason goes back to the model.
+    /// Refuse it; the reason goes to the model.
     Deny(String),
-    /// Ask the user (through the agent's `PermissionRequested` event).
-    Ask,
+    /// Use this input instead; it is validated again, then the chain goes on.
+    Rewrite(Value),
 }
 
-/// Decides whether calls may run. Implement it to plug in rules, modes or hooks.
-pub trait PermissionPolicy: Send + Sync {
-    /// The verdict on calling `tool` with `input`.
+/// A `pre_tool_use` hook: sees every call before it runs.
+pub trait PreToolUse: Send + Sync {
+    /// Decides about one call.
     fn check<'a>(
         &'a self,
         tool: &'a dyn Tool,
         input: &'a Value,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, PermissionDecision>;
+    ) -> BoxFuture<'a, HookDecision>;
 }
 
-/// Allows every call.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct AllowAll;
-
-impl PermissionPolicy for AllowAll {
-    fn check<'a>(
-        &'a self,
-        _tool: &'a dyn Tool,
-        _input: &'a Value,
-        _ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, PermissionDecision> {
-        Box::pin(std::future::ready(PermissionDecision::Allow))
-    }
-}
-
-impl<F> PermissionPolicy for F
+impl<F> PreToolUse for F
 where
-    F: Fn(&dyn Tool, &Value) -> PermissionDecision + Send + Sync,
+    F: Fn(&dyn Tool, &Value) -> HookDecision + Send + Sync,
 {
     fn check<'a>(
         &'a self,
         tool: &'a dyn Tool,
         input: &'a Value,
         _ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, PermissionDecision> {
+    ) -> BoxFuture<'a, HookDecision> {
         Box::pin(std::future::ready(self(tool, input)))
     }
+}
+
+/// A `post_tool_use` hook: sees every result (for logging, auditing, notifications).
+pub trait PostToolUse: Send + Sync {
+    /// Called after a call finished, successfully or not.
+    fn after<'a>(
+        &'a self,
+        tool: &'a str,
+        input: &'a Value,
+        output: &'a ToolOutput,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ()>;
+}
+
+impl<F> PostToolUse for F
+where
+    F: Fn(&str, &Value, &ToolOutput) + Send + Sync,
+{
+    fn after<'a>(
+        &'a self,
+        tool: &'a str,
+        input: &'a Value,
+        output: &'a ToolOutput,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, ()> {
+        self(tool, input, output);
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// A call waiting for the user's decision.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PermissionQuestion {
+    /// The tool.
+    pub tool: String,
+    /// The input it would run with.
+    pub input: Value,
+    /// What to show: title, summary, content.
+    pub prompt: PermissionPrompt,
+    /// The rule "allow always" would remember.
+    pub suggested_rule: Rule,
+}
+
+/// The user's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PermissionAnswer {
+    /// Run it this once.
+    Allow,
+    /// Run it, and calls like it for the rest of the session (the rule can be persisted).
+    AllowAlways,
+    /// Refuse it, with a message for the model.
+    Deny(String),
+}
+
+/// The app's way of asking the user.
+pub trait PermissionHandler: Send + Sync {
+    /// Asks and waits.
+    fn ask<'a>(&'a self, question: &'a PermissionQuestion) -> BoxFuture<'a, PermissionAnswer>;
+}
+
+impl<F> PermissionHandler for F
+where
+    F: Fn(&PermissionQuestion) -> PermissionAnswer + Send + Sync,
+{
+    fn ask<'a>(&'a self, question: &'a PermissionQuestion) -> BoxFuture<'a, PermissionAnswer> {
+        Box::pin(std::future::ready(self(question)))
+    }
+}
+
+/// The simple commands of a shell command, or `None` when it is not plainly one command.
+///
+/// Conservative stand-in until the shell-grammar classifier lands: anything with shell
+/// syntax beyond words and spaces is "unsure", so specific Bash rules do not match it.
+pub(crate) fn bash_simple_commands(command: &str) -> Option<Vec<String>> {
+    let plain = command.chars().all(|c| {
+        c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                ' ' | '-' | '_' | '.' | '/' | '=' | ':' | ',' | '+' | '@' | '%'
+            )
+    });
+    (plain && !command.trim().is_empty())
+        .then(|| vec![command.split_whitespace().collect::<Vec<_>>().join(" ")])
 }
