@@ -2,6 +2,8 @@
 //! start-up) and registered under the names and parameters Claude Code uses.
 
 mod ask;
+mod glob;
+mod grep;
 mod plan;
 mod skill;
 mod task;
@@ -10,6 +12,8 @@ mod todo;
 pub use ask::{
     Answer, AskUserQuestionTool, Question, QuestionHandler, QuestionOption, UserQuestions,
 };
+pub use glob::GlobTool;
+pub use grep::{GrepOutputMode, GrepTool};
 pub use plan::ExitPlanModeTool;
 pub use skill::{Skill, SkillError, SkillTool};
 pub use task::TaskTool;

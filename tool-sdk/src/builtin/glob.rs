@@ -1,0 +1,162 @@
+use std::cmp::Reverse;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use globset::GlobBuilder;
+use ignore::WalkBuilder;
+
+use crate::{CancellationToken, ToolContext, ToolError, tool};
+
+/// How many paths Glob returns at most.
+const MAX_FILES: usize = 100;
+
+/// Finds files by name with a glob pattern, in any codebase size, fast.
+///
+/// Patterns use glob syntax: `*` matches within one directory level, `**` across levels,
+/// `?` one character, `[abc]` a class, `{a,b}` alternatives, e.g. `**/*.rs` or
+/// `src/**/*.{ts,tsx}`. The pattern is matched against paths relative to `path`. Files that
+/// .gitignore or .ignore exclude, and hidden files, are skipped. Returns absolute paths, the
+/// most recently modified first, at most 100. Use it when you know roughly what a file is
+/// called; to search inside files use Grep; for open-ended searches that need several rounds
+/// of globbing and grepping, use the Task tool. Several searches that might be useful can be
+/// run in parallel.
+#[tool(
+    name = "Glob",
+    category = "builtin",
+    read_only,
+    idempotent,
+    title = "Glob {pattern}"
+)]
+pub async fn glob(
+    /// The glob pattern to match files against, e.g. `**/*.rs`.
+    pattern: String,
+    /// The directory to search in (default: the working directory). Omit it for the default;
+    /// do not pass "undefined" or "null".
+    path: Option<String>,
+    ctx: &ToolContext,
+) -> Result<String, ToolError> {
+    let root = search_root(ctx, path.as_deref())?;
+    if !root.is_dir() {
+        return Err(ToolError::invalid_input(format!(
+            "{} is not a directory; pass a directory as `path`",
+            root.display()
+        )));
+    }
+    let relative = pattern.strip_prefix("./").unwrap_or(&pattern);
+    let absolute = Path::new(relative).is_absolute();
+    let matcher = GlobBuilder::new(relative)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|e| ToolError::invalid_input(format!("invalid glob pattern: {e}")))?
+        .compile_matcher();
+
+    let progress = ctx.clone();
+    let mut files = run_blocking(ctx, move |cancel| {
+        let mut found = Vec::new();
+        let mut seen = 0usize;
+        for entry in walker(&root).build() {
+            if cancel.is_cancelled() {
+                return Err(ToolError::Cancelled);
+            }
+            let Ok(entry) = entry else { continue };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            seen += 1;
+            if seen.is_multiple_of(1000) {
+                progress.progress(format!("Looked at {seen} files"));
+            }
+            let full = entry.path();
+            let candidate = if absolute {
+                full
+            } else {
+                full.strip_prefix(&root).unwrap_or(full)
+            };
+            if matcher.is_match(candidate) {
+                found.push((modified(full), full.to_path_buf()));
+            }
+        }
+        Ok(found)
+    })
+    .await?;
+
+    if files.is_empty() {
+        return Ok("No files found".to_owned());
+    }
+    sort_newest_first(&mut files);
+    let total = files.len();
+    let mut text = files
+        .iter()
+        .take(MAX_FILES)
+        .map(|(_, path)| path.display().to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    if total > MAX_FILES {
+        text.push_str(&format!(
+            "\n(Results are truncated: {} more files matched. Use a more specific pattern or \
+             path.)",
+            total - MAX_FILES
+        ));
+    }
+    Ok(text)
+}
+
+/// Where a search starts: `path` resolved against the working directory, which must exist.
+pub(crate) fn search_root(ctx: &ToolContext, path: Option<&str>) -> Result<PathBuf, ToolError> {
+    let root = match path.map(str::trim) {
+        None | Some("") => ctx.working_dir().to_path_buf(),
+        Some(path) => ctx.resolve(path),
+    };
+    if !root.exists() {
+        return Err(ToolError::not_found(format!(
+            "{} does not exist",
+            root.display()
+        )));
+    }
+    Ok(root)
+}
+
+/// A walker that skips what ripgrep skips by default: hidden files and whatever .gitignore,
+/// .ignore, .rgignore, .git/info/exclude and the global git excludes say. Unlike ripgrep,
+/// .gitignore files count outside git repositories too.
+pub(crate) fn walker(root: &Path) -> WalkBuilder {
+    let mut builder = WalkBuilder::new(root);
+    builder
+        .standard_filters(true)
+        .require_git(false)
+        .follow_links(false)
+        .add_custom_ignore_filename(".rgignore");
+    builder
+}
+
+/// The file's modification time, or the epoch when it cannot be read.
+pub(crate) fn modified(path: &Path) -> SystemTime {
+    std::fs::metadata(path)
+        .and_then(|meta| meta.modified())
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+/// Newest first; equal times by path.
+pub(crate) fn sort_newest_first(files: &mut [(SystemTime, PathBuf)]) {
+    files.sort_by(|(a_time, a_path), (b_time, b_path)| {
+        (Reverse(a_time), a_path).cmp(&(Reverse(b_time), b_path))
+    });
+}
+
+/// Runs blocking filesystem work off the async threads. The work gets a token that fires
+/// when the call is cancelled or its future is dropped (a timeout), so it can stop early.
+pub(crate) async fn run_blocking<T: Send + 'static>(
+    ctx: &ToolContext,
+    work: impl FnOnce(&CancellationToken) -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    let token = ctx.cancellation().child_token();
+    let _stop_when_dropped = token.clone().drop_guard();
+    let result = tokio::task::spawn_blocking(move || work(&token))
+        .await
+        .map_err(|e| ToolError::failed(format!("the search stopped unexpectedly: {e}")))?;
+    if ctx.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+    result
+}
