@@ -1,6 +1,9 @@
 //! The agent: a model, the tools it may call, and the loop between them.
 //!
-//! ```
+//! (`standalone_crate`: merged doctests would share one global registry, where two examples'
+//! tools could clash by name.)
+//!
+//! ```standalone_crate
 //! use serde_json::json;
 //! use tool_sdk::agent::{Agent, AgentConfig};
 //! use tool_sdk::model::{ScriptedModel, ScriptedTurn};
