@@ -11,11 +11,12 @@ use tool_sdk::{
     ToolRegistry, tool,
 };
 
+// Not "Read": the built-in Read tool holds that name in the global registry.
 /// Reads a file from the local filesystem.
 ///
 /// Second paragraph.
 #[tool(
-    name = "Read",
+    name = "ReadFile",
     read_only,
     title = "Read {file_path}",
     permission = "Allow reading {file_path}?"
@@ -53,7 +54,7 @@ async fn the_fn_stays_callable_as_written() {
 
 #[tokio::test]
 async fn generated_tool_has_name_description_and_annotations() {
-    assert_eq!(ReadTool.name(), "Read");
+    assert_eq!(ReadTool.name(), "ReadFile");
     assert_eq!(
         ReadTool.description(),
         "Reads a file from the local filesystem.\n\nSecond paragraph."
@@ -406,7 +407,7 @@ fn tools_without_parameters_take_an_empty_object() {
 #[test]
 fn registered_tools_are_in_the_global_registry_and_opted_out_ones_are_not() {
     let global = ToolRegistry::global().unwrap();
-    for name in ["Read", "search", "plan_trip", "bump"] {
+    for name in ["ReadFile", "search", "plan_trip", "bump"] {
         assert!(
             global.contains(name),
             "{name} missing: {:?}",
@@ -416,7 +417,7 @@ fn registered_tools_are_in_the_global_registry_and_opted_out_ones_are_not() {
     for name in ["plain", "picture", "full", "nothing"] {
         assert!(!global.contains(name), "{name} has register = false");
     }
-    let defined_at = global.defined_at("Read").unwrap();
+    let defined_at = global.defined_at("ReadFile").unwrap();
     assert!(defined_at.contains("macro::read"), "{defined_at}");
     assert!(defined_at.contains("macro.rs"), "{defined_at}");
 }

@@ -18,3 +18,13 @@ pub use plan::ExitPlanModeTool;
 pub use skill::{Skill, SkillError, SkillTool};
 pub use task::TaskTool;
 pub use todo::{Todo, TodoList, TodoStatus, TodoWriteTool};
+mod edit;
+mod fs_util;
+mod notebook_edit;
+mod read;
+mod write;
+
+pub use edit::EditTool;
+pub use notebook_edit::{CellType, EditMode, NotebookEditTool};
+pub use read::ReadTool;
+pub use write::WriteTool;
