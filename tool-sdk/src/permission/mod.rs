@@ -1,6 +1,8 @@
 //! Whether a call may run: the hook point the agent consults after validation and before
 //! running a tool.
 
+pub mod bash;
+
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
