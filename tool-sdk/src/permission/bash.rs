@@ -264,6 +264,13 @@ fn analyze(command: &str, depth: usize, verdict: &mut Verdict, out: &mut Vec<Sim
             c as u32
         ));
     }
+    // Bash joins `r\<newline>m` into `rm`; the grammar splits it into two words.
+    let bytes = command.as_bytes();
+    if bytes.windows(4).any(|w| {
+        w[1] == b'\\' && w[2] == b'\n' && !w[0].is_ascii_whitespace() && !w[3].is_ascii_whitespace()
+    }) {
+        verdict.ask("a line continuation splits a word".into());
+    }
     let tree = PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
@@ -1180,7 +1187,7 @@ fn unwrap(base: &str, args: &[Arg]) -> Unwrap {
         Ok(i) => i + lead,
         Err(why) => return Unwrap::Refuse(format!("`{base}`: {why}")),
     };
-    match base {
+    let unwrapped = match base {
         "env" => {
             let mut sets = false;
             while start < args.len() && args[start].value.contains('=') && !args[start].lead_unknown
@@ -1213,7 +1220,21 @@ fn unwrap(base: &str, args: &[Arg]) -> Unwrap {
             }
         }
         _ => inner_at(args, start, false, None),
+    };
+    // A word only known at run time before the wrapped command could split into more
+    // words and change what runs (`timeout $T ls` with T="5 rm -rf ~").
+    let fixed = match &unwrapped {
+        Unwrap::Inner { start, .. } => &args[..*start],
+        Unwrap::Alone => args,
+        _ => &[],
+    };
+    if let Some(a) = fixed.iter().find(|a| a.opaque()) {
+        return Unwrap::Refuse(format!(
+            "`{base}` gets `{}`, only known at run time",
+            short(&a.value)
+        ));
     }
+    unwrapped
 }
 
 /// For shells given `-c SCRIPT` and `eval`: `Some(Some(script))` when the script is static.
@@ -1353,7 +1374,7 @@ fn safe_check(base: &str, args: &[Arg]) -> Option<Result<(), String>> {
         | "which" | "whereis" | "type" | "seq" | "sleep" | "cmp" | "comm" | "diff" | "md5sum"
         | "sha1sum" | "sha224sum" | "sha256sum" | "sha384sum" | "sha512sum" | "b2sum" | "cksum"
         | "sum" | "free" | "ps" | "locale" | "getconf" | "base64" | "base32" | "cd" | "jq"
-        | "grep" | "egrep" | "fgrep" | "zgrep" | "look" | "numfmt" => harmless_args(args, base),
+        | "grep" | "egrep" | "fgrep" | "look" | "numfmt" => harmless_args(args, base),
         "test" | "[" => harmless_args(args, base).and_then(|()| {
             match args.iter().find(|a| {
                 a.value.contains(['[', '$', '`']) && !(base == "[" && a.value == "]")
