@@ -14,14 +14,17 @@ use tracing::Instrument;
 use super::events::{AgentEvent, PermissionRequest};
 use super::{AgentInner, Emit};
 use crate::model::{MessageContent, ToolUse};
+use crate::permission::bash::{Classification, Decision, classify};
 use crate::permission::{
     HookDecision, ModeState, PermissionAnswer, PermissionMode, PermissionQuestion, Rule,
-    RuleVerdict,
+    RuleVerdict, bash_commands_for_allow, bash_commands_for_deny,
 };
 use crate::{ContentBlock, Tool, ToolContext, ToolError, ToolOutput};
 
 /// The one mutating tool plan mode lets through: it is how the plan gets approved.
 const EXIT_PLAN_MODE: &str = "ExitPlanMode";
+/// The shell tool, whose commands the classifier judges.
+const BASH: &str = "Bash";
 /// The tools `AcceptEdits` lets through.
 const EDIT_TOOLS: &[&str] = &["Write", "Edit", "MultiEdit", "NotebookEdit"];
 
@@ -225,11 +228,15 @@ async fn permit(
     let rules = &agent.config.permissions;
     let working_dir = ctx.working_dir();
     let denied = |input: &Value| {
-        rules
-            .deny_for(name, input, working_dir, &bash_commands)
-            .map(|rule| {
-                ToolError::permission_denied(format!("the rule `{rule}` forbids this call"))
-            })
+        if let Some(rule) = rules.deny_for(name, input, working_dir, &bash_commands_for_deny) {
+            return Some(ToolError::permission_denied(format!(
+                "the rule `{rule}` forbids this call"
+            )));
+        }
+        // Forbidden shell commands are refused whatever rules, hooks or modes say.
+        let verdict = shell_verdict(name, input)?;
+        (verdict.decision == Decision::Deny)
+            .then(|| ToolError::permission_denied(format!("refused: {}", verdict.reason)))
     };
     if let Some(error) = denied(input) {
         return Err(error);
@@ -268,7 +275,7 @@ async fn permit(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clone();
-    let must_ask = match rules.verdict(name, input, working_dir, &bash_commands) {
+    let must_ask = match rules.verdict(name, input, working_dir, &bash_commands_for_allow) {
         RuleVerdict::Deny(rule) => {
             return Err(ToolError::permission_denied(format!(
                 "the rule `{rule}` forbids this call"
@@ -279,11 +286,15 @@ async fn permit(
         RuleVerdict::None
             if remembered
                 .iter()
-                .any(|rule| rule.matches(name, input, working_dir, &bash_commands)) =>
+                .any(|rule| rule.matches(name, input, working_dir, &bash_commands_for_allow)) =>
         {
             return Ok(());
         }
-        RuleVerdict::None => !tool.is_read_only(),
+        // A shell command the classifier vouches for runs; any other asks.
+        RuleVerdict::None => match shell_verdict(name, input) {
+            Some(verdict) => verdict.decision != Decision::Allow,
+            None => !tool.is_read_only(),
+        },
     };
     if !must_ask {
         return Ok(());
@@ -340,10 +351,9 @@ pub(crate) fn not_allowed_message(question: &PermissionQuestion) -> String {
     )
 }
 
-/// The simple commands of a shell command, for Bash rules; `None` when unsure, which makes
-/// specific Bash rules not match (so the call asks).
-fn bash_commands(command: &str) -> Option<Vec<String>> {
-    crate::permission::bash_simple_commands(command)
+/// The classifier's verdict on a Bash call, `None` for other tools.
+fn shell_verdict(tool: &str, input: &Value) -> Option<Classification> {
+    (tool == BASH).then(|| classify(input["command"].as_str().unwrap_or_default()))
 }
 
 fn timeout_for(agent: &AgentInner, tool: &dyn Tool) -> Duration {

@@ -8,6 +8,8 @@
 //! `PermissionRequested` event when streaming). `post_tool_use` hooks see every result.
 //! Approval only ever comes from rules, hooks or the user, never from the tool's arguments.
 
+pub mod bash;
+
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -155,18 +157,29 @@ where
     }
 }
 
-/// The simple commands of a shell command, or `None` when it is not plainly one command.
-///
-/// Conservative stand-in until the shell-grammar classifier lands: anything with shell
-/// syntax beyond words and spaces is "unsure", so specific Bash rules do not match it.
-pub(crate) fn bash_simple_commands(command: &str) -> Option<Vec<String>> {
-    let plain = command.chars().all(|c| {
-        c.is_ascii_alphanumeric()
-            || matches!(
-                c,
-                ' ' | '-' | '_' | '.' | '/' | '=' | ':' | ',' | '+' | '@' | '%'
-            )
-    });
-    (plain && !command.trim().is_empty())
-        .then(|| vec![command.split_whitespace().collect::<Vec<_>>().join(" ")])
+/// The simple commands of a shell command as allow rules see them: `None` when any word is
+/// only known at run time or the command does not parse, so that no specific allow rule
+/// matches (and the call asks).
+pub(crate) fn bash_commands_for_allow(command: &str) -> Option<Vec<String>> {
+    let commands = bash::simple_commands(command).ok()?;
+    if commands.iter().any(|c| c.dynamic || c.argv.is_empty()) {
+        return None;
+    }
+    Some(commands.into_iter().map(|c| c.argv.join(" ")).collect())
+}
+
+/// The simple commands as deny rules see them: every command, run-time words kept as
+/// written; when the command does not parse, the raw text, so `Bash(rm:*)` still catches
+/// `rm -rf x; (`.
+pub(crate) fn bash_commands_for_deny(command: &str) -> Option<Vec<String>> {
+    match bash::simple_commands(command) {
+        Ok(commands) => Some(
+            commands
+                .into_iter()
+                .filter(|c| !c.argv.is_empty())
+                .map(|c| c.argv.join(" "))
+                .collect(),
+        ),
+        Err(_) => Some(vec![command.trim().to_owned()]),
+    }
 }
