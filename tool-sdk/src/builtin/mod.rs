@@ -3,6 +3,8 @@
 
 mod bash;
 mod task;
+mod web;
 
 pub use bash::{BashOutputTool, BashTool, KillShellTool, ShellState};
 pub use task::TaskTool;
+pub use web::WebFetchTool;
