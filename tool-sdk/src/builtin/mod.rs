@@ -5,6 +5,8 @@ mod bash;
 mod task;
 mod web;
 
+pub mod utils;
+
 pub use bash::{BashOutputTool, BashTool, KillShellTool, ShellState};
 pub use task::TaskTool;
 pub use web::WebFetchTool;
