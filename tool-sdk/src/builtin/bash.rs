@@ -561,8 +561,9 @@ pub async fn kill_shell(
 static INNER: BashCommandTool = BashCommandTool;
 
 /// The `Bash` tool: runs a command in bash, in a working directory that persists between the
-/// calls of one agent. See the [module docs](self) for how it tracks the directory and stops
-/// commands.
+/// calls of one agent (kept in [`ShellState`], learnt from an `EXIT` trap that records
+/// `pwd -P`). A timeout, a cancellation or a dropped call kills the command's whole process
+/// group.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BashTool;
 
