@@ -28,3 +28,10 @@ pub use edit::EditTool;
 pub use notebook_edit::{CellType, EditMode, NotebookEditTool};
 pub use read::ReadTool;
 pub use write::WriteTool;
+mod bash;
+mod web;
+
+pub mod utils;
+
+pub use bash::{BashOutputTool, BashTool, KillShellTool, ShellState};
+pub use web::WebFetchTool;

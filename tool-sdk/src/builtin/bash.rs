@@ -1,0 +1,649 @@
+//! `Bash`, and its companions for commands run in the background: `BashOutput` and
+//! `KillShell`.
+//!
+//! Each command runs as `/bin/bash --noprofile --norc -c <script>` in a process group of its
+//! own, with stderr merged into stdout (`exec 2>&1`, so the two keep their real order).
+//!
+//! **Working directory.** A `cd` persists between the calls of one agent: the script sets an
+//! `EXIT` trap that writes `pwd -P` to a private temporary file, and the next call starts
+//! there (kept in [`ShellState`], the agent's session value). A trap rather than a marker in
+//! the output because it also runs after `exit 3`, `set -e` failures and syntax errors, keeps
+//! the command's exit status, and cannot be confused with, or cut off from, what the command
+//! prints. A command killed by its timeout leaves the directory as it was.
+//!
+//! **Stopping.** A timeout, a cancellation, or the call's future being dropped sends SIGKILL
+//! to the whole process group (`kill(-pgid)` through `rustix`'s safe wrapper: no `unsafe`, no
+//! extra process to spawn), so `sleep 60 & sleep 60` leaves nothing behind. Processes a
+//! command that finished normally left running in the background are not touched.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use crate::{
+    BoxFuture, PermissionPrompt, ResultDisplay, StateRequirement, Tool, ToolAnnotations,
+    ToolContext, ToolError, ToolOutput, ToolResult, tool,
+};
+
+const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+const MAX_TIMEOUT_MS: u64 = 600_000;
+/// The most characters of output one result carries; the head and tail are kept.
+pub(crate) const MAX_OUTPUT_CHARS: usize = 30_000;
+/// Bytes kept at each end while a command runs: enough for `MAX_OUTPUT_CHARS / 2` characters
+/// of any UTF-8.
+const KEEP_BYTES: usize = MAX_OUTPUT_CHARS / 2 * 4;
+/// How long output is still read after bash exited, for what its last writes left in the pipe.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(100);
+
+/// What the Bash tools keep for one agent: the shell's working directory and the commands
+/// started in the background. Dropping it (the agent's session ends) kills the background
+/// commands still running.
+#[derive(Debug, Default)]
+pub struct ShellState {
+    cwd: Mutex<Option<PathBuf>>,
+    shells: Mutex<HashMap<String, Arc<BackgroundShell>>>,
+    next_id: AtomicU64,
+}
+
+impl ShellState {
+    /// The directory the next command starts in, once a command has run.
+    pub fn cwd(&self) -> Option<PathBuf> {
+        lock(&self.cwd).clone()
+    }
+
+    fn start_dir(&self, ctx: &ToolContext) -> (PathBuf, Option<String>) {
+        match self.cwd() {
+            Some(dir) if dir.is_dir() => (dir, None),
+            Some(gone) => {
+                *lock(&self.cwd) = None;
+                let note = format!(
+                    "[the shell's directory {} no longer exists; ran in {} instead]",
+                    gone.display(),
+                    ctx.working_dir().display()
+                );
+                (ctx.working_dir().to_owned(), Some(note))
+            }
+            None => (ctx.working_dir().to_owned(), None),
+        }
+    }
+
+    fn shell(&self, id: &str) -> Result<Arc<BackgroundShell>, ToolError> {
+        let shells = lock(&self.shells);
+        shells.get(id).cloned().ok_or_else(|| {
+            let mut known: Vec<String> = shells.keys().cloned().collect();
+            known.sort();
+            ToolError::not_found(format!(
+                "no background shell `{id}` (known: {})",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ))
+        })
+    }
+}
+
+impl Drop for ShellState {
+    fn drop(&mut self) {
+        for shell in lock(&self.shells).values() {
+            shell.kill();
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+// ---- output ----
+
+/// Output kept within bounds while it streams in: the first and the last `KEEP_BYTES`, and a
+/// count of what was dropped between them.
+#[derive(Debug, Default)]
+struct Capture {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    dropped: usize,
+}
+
+impl Capture {
+    fn push(&mut self, mut data: &[u8]) {
+        let room = KEEP_BYTES.saturating_sub(self.head.len()).min(data.len());
+        self.head.extend_from_slice(&data[..room]);
+        data = &data[room..];
+        self.tail.extend(data);
+        if self.tail.len() > KEEP_BYTES {
+            let excess = self.tail.len() - KEEP_BYTES;
+            self.tail.drain(..excess);
+            self.dropped += excess;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.head.is_empty()
+    }
+
+    /// The text, at most [`MAX_OUTPUT_CHARS`] characters of it plus a note of what was cut.
+    fn render(&self) -> String {
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        if self.dropped == 0 {
+            let mut all = self.head.clone();
+            all.extend_from_slice(&tail);
+            return cap_middle(&String::from_utf8_lossy(&all), MAX_OUTPUT_CHARS);
+        }
+        let half = MAX_OUTPUT_CHARS / 2;
+        let head = String::from_utf8_lossy(&self.head);
+        let tail = String::from_utf8_lossy(&tail);
+        let head_chars = head.chars().count();
+        let tail_chars = tail.chars().count();
+        let omitted =
+            head_chars.saturating_sub(half) + self.dropped + tail_chars.saturating_sub(half);
+        let kept_head: String = head.chars().take(half).collect();
+        let kept_tail: String = tail.chars().skip(tail_chars.saturating_sub(half)).collect();
+        format!("{kept_head}{}{kept_tail}", truncation_note(omitted))
+    }
+}
+
+fn truncation_note(omitted: usize) -> String {
+    format!("\n\n[... output truncated: about {omitted} characters omitted ...]\n\n")
+}
+
+/// Keeps the first and last `max / 2` characters of `text`, noting how many were cut.
+fn cap_middle(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_owned();
+    }
+    let half = max / 2;
+    let head: String = text.chars().take(half).collect();
+    let tail: String = text.chars().skip(total - half).collect();
+    format!("{head}{}{tail}", truncation_note(total - 2 * half))
+}
+
+/// Reads `reader` to its end (or first error) into `into`.
+async fn pump(mut reader: impl AsyncRead + Unpin, into: &Mutex<Capture>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => lock(into).push(&buf[..n]),
+        }
+    }
+}
+
+// ---- processes ----
+
+/// Sends SIGKILL to the process group `pgid` (its leader's pid), ignoring a group already gone.
+fn kill_group(pgid: Option<u32>) {
+    #[cfg(unix)]
+    if let Some(pid) = pgid
+        .and_then(|pid| i32::try_from(pid).ok())
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+    #[cfg(not(unix))]
+    let _ = pgid;
+}
+
+/// Kills a process group when dropped, unless disarmed: covers the call's future being dropped
+/// by an agent's own timeout, where no code of ours runs otherwise.
+struct GroupGuard {
+    pgid: Option<u32>,
+}
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        kill_group(self.pgid.take());
+    }
+
+    fn disarm(&mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A file path that is removed when dropped.
+struct TempPath(PathBuf);
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `text` as one single-quoted bash word.
+fn sh_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+fn bash(script: &str, dir: &Path, ctx: &ToolContext) -> tokio::process::Command {
+    let mut command = ctx.command("/bin/bash");
+    command
+        .args(["--noprofile", "--norc", "-c", script])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        // The script's first line sends stderr to stdout.
+        .stderr(Stdio::null());
+    command
+}
+
+fn describe_status(status: &ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        return format!("Exit code: {code}");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("Killed by signal {signal}");
+        }
+    }
+    format!("Exited: {status}")
+}
+
+fn start_failed(error: std::io::Error) -> ToolError {
+    ToolError::failed(format!("could not start /bin/bash: {error}"))
+}
+
+// ---- Bash ----
+
+/// Runs a bash command in a persistent shell session and returns its output and exit code.
+#[tool(
+    name = "Bash",
+    register = false,
+    category = "builtin",
+    destructive,
+    open_world,
+    timeout = "11m",
+    description = "Runs a bash command and returns its combined stdout and stderr followed by \
+its exit code.\n\n\
+- The working directory carries over between calls: after `cd some/dir`, later commands run \
+there. Other shell state (variables, functions, aliases) does not; prefer absolute paths and \
+avoid needless `cd`.\n\
+- Quote paths that contain spaces, e.g. `cd \"my dir\"`.\n\
+- `timeout` is in milliseconds: 120000 (2 minutes) unless given, at most 600000 (10 minutes). \
+A command that runs out of time is killed together with every process it started.\n\
+- A non-zero exit code is reported, not treated as a failure of the tool: read the output \
+to see what went wrong.\n\
+- Output longer than 30000 characters is cut in the middle; the start and the end are kept. \
+Pipe long output through `head`, `tail` or `grep`, or write it to a file.\n\
+- The command gets no input: avoid interactive programs and pagers (use `git --no-pager`, \
+`-y` flags and the like).\n\
+- For servers, watchers and other long-running commands set `run_in_background: true`: you \
+get a shell id at once, read new output with BashOutput and stop it with KillShell. Do not \
+append `&` for that.\n\
+- Chain dependent commands with `&&`; use `;` when later ones should run even if earlier \
+ones fail.\n\
+- Prefer the dedicated tools for reading, searching and editing files where they exist.\n\
+- `description` is a short (5-10 word) summary of what the command does, shown to the user."
+)]
+async fn bash_command(
+    /// The command to run.
+    command: String,
+    /// Optional timeout in milliseconds (default 120000, max 600000).
+    timeout: Option<u64>,
+    /// What the command does, in 5-10 words, e.g. "List files in the current directory".
+    description: Option<String>,
+    /// Start the command in the background and return a shell id at once; read its output
+    /// with BashOutput.
+    run_in_background: Option<bool>,
+    ctx: &ToolContext,
+) -> Result<String, ToolError> {
+    let _ = description;
+    if command.trim().is_empty() {
+        return Err(ToolError::invalid_input("`command` is empty"));
+    }
+    let timeout_ms = timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
+    if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
+        return Err(ToolError::invalid_input(format!(
+            "`timeout` must be between 1 and {MAX_TIMEOUT_MS} milliseconds, not {timeout_ms}"
+        )));
+    }
+    if run_in_background == Some(true) {
+        return start_background(command, ctx);
+    }
+    run_foreground(&command, Duration::from_millis(timeout_ms), ctx).await
+}
+
+async fn run_foreground(
+    command: &str,
+    timeout: Duration,
+    ctx: &ToolContext,
+) -> Result<String, ToolError> {
+    let state = ctx.session::<ShellState>();
+    let (dir, note) = state.start_dir(ctx);
+    let cwd_file = TempPath(std::env::temp_dir().join(format!(
+        "tool-sdk-bash-cwd-{}-{:016x}",
+        std::process::id(),
+        fastrand::u64(..)
+    )));
+    // A newline, not `;`, before the command: a syntax error in it then still runs the trap.
+    let script = format!(
+        "exec 2>&1\ntrap 'pwd -P > {} 2>/dev/null' EXIT\n{command}",
+        sh_quote(&cwd_file.0.to_string_lossy())
+    );
+    let mut child = bash(&script, &dir, ctx).spawn().map_err(start_failed)?;
+    let mut group = GroupGuard { pgid: child.id() };
+    let stdout = child.stdout.take();
+    let capture = Mutex::new(Capture::default());
+
+    let run = async {
+        let reading = async {
+            if let Some(stdout) = stdout {
+                pump(stdout, &capture).await;
+            }
+        };
+        tokio::pin!(reading);
+        let mut read_all = false;
+        let status = loop {
+            tokio::select! {
+                status = child.wait() => break status,
+                () = &mut reading, if !read_all => read_all = true,
+            }
+        };
+        // Something the command left running may hold the pipe open: do not wait for it.
+        if !read_all {
+            let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, &mut reading).await;
+        }
+        status
+    };
+    let status = tokio::select! {
+        status = run => status.map_err(|e| ToolError::failed(format!("waiting for bash: {e}")))?,
+        () = tokio::time::sleep(timeout) => {
+            group.kill();
+            return Err(ToolError::Timeout(timeout));
+        }
+        () = ctx.cancellation().cancelled() => {
+            group.kill();
+            return Err(ToolError::Cancelled);
+        }
+    };
+    group.disarm();
+
+    if let Ok(text) = std::fs::read_to_string(&cwd_file.0) {
+        let new_dir = PathBuf::from(text.trim_end_matches('\n'));
+        if new_dir.is_absolute() && new_dir.is_dir() {
+            *lock(&state.cwd) = Some(new_dir);
+        }
+    }
+
+    let capture = capture.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut text = if capture.is_empty() {
+        "(no output)".to_owned()
+    } else {
+        capture.render()
+    };
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    if let Some(note) = note {
+        text.push_str(&note);
+        text.push('\n');
+    }
+    text.push_str(&describe_status(&status));
+    Ok(text)
+}
+
+// ---- background shells ----
+
+#[derive(Debug)]
+struct BackgroundShell {
+    command: String,
+    pgid: Option<u32>,
+    /// Output not read yet by BashOutput.
+    unread: Mutex<Capture>,
+    status: Mutex<ShellStatus>,
+}
+
+#[derive(Clone, Debug)]
+enum ShellStatus {
+    Running,
+    Exited(String),
+    Killed,
+}
+
+impl BackgroundShell {
+    /// Kills it if it still runs; says whether it did.
+    fn kill(&self) -> bool {
+        let mut status = lock(&self.status);
+        if matches!(*status, ShellStatus::Running) {
+            kill_group(self.pgid);
+            *status = ShellStatus::Killed;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+fn start_background(command: String, ctx: &ToolContext) -> Result<String, ToolError> {
+    let state = ctx.session::<ShellState>();
+    let (dir, note) = state.start_dir(ctx);
+    let script = format!("exec 2>&1\n{command}");
+    let mut child = bash(&script, &dir, ctx).spawn().map_err(start_failed)?;
+    let id = format!("bash_{}", state.next_id.fetch_add(1, Ordering::Relaxed) + 1);
+    let shell = Arc::new(BackgroundShell {
+        command,
+        pgid: child.id(),
+        unread: Mutex::new(Capture::default()),
+        status: Mutex::new(ShellStatus::Running),
+    });
+    lock(&state.shells).insert(id.clone(), shell.clone());
+    let stdout = child.stdout.take();
+    tokio::spawn(async move {
+        let reading = async {
+            if let Some(stdout) = stdout {
+                pump(stdout, &shell.unread).await;
+            }
+        };
+        let (status, ()) = tokio::join!(child.wait(), reading);
+        let mut current = lock(&shell.status);
+        if matches!(*current, ShellStatus::Running) {
+            *current = match status {
+                Ok(status) => ShellStatus::Exited(describe_status(&status)),
+                Err(error) => ShellStatus::Exited(format!("unknown ({error})")),
+            };
+        }
+    });
+    let mut text = format!(
+        "Started in the background with shell id {id}. Read its output with BashOutput \
+         (bash_id: \"{id}\") and stop it with KillShell."
+    );
+    if let Some(note) = note {
+        text.push('\n');
+        text.push_str(&note);
+    }
+    Ok(text)
+}
+
+/// Reads what a background command printed since the last read, and whether it still runs.
+///
+/// Takes the shell id that Bash returned for a command started with `run_in_background`.
+/// Each call returns only new output (stdout and stderr together) and the status: running,
+/// or exited with its exit code, or killed. With `filter`, a regular expression, only
+/// matching lines are returned; the other lines of this read are discarded.
+#[tool(
+    name = "BashOutput",
+    category = "builtin",
+    read_only,
+    title = "Output of {bash_id}"
+)]
+pub async fn bash_output(
+    /// The id of the background shell, as returned by Bash.
+    bash_id: String,
+    /// A regular expression: only output lines matching it are returned.
+    filter: Option<String>,
+    ctx: &ToolContext,
+) -> Result<String, ToolError> {
+    let filter = filter
+        .map(|pattern| {
+            regex::Regex::new(&pattern)
+                .map_err(|e| ToolError::invalid_input(format!("`filter` is not a regex: {e}")))
+        })
+        .transpose()?;
+    let shell = ctx.session::<ShellState>().shell(&bash_id)?;
+    // The status first: output read after seeing "exited" is then complete.
+    let status = lock(&shell.status).clone();
+    let unread = std::mem::take(&mut *lock(&shell.unread));
+    let mut output = if unread.is_empty() {
+        String::new()
+    } else {
+        unread.render()
+    };
+    if let Some(filter) = filter {
+        output = output
+            .lines()
+            .filter(|line| filter.is_match(line))
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
+    let status = match status {
+        ShellStatus::Running => "running".to_owned(),
+        ShellStatus::Exited(how) => format!("exited ({how})"),
+        ShellStatus::Killed => "killed".to_owned(),
+    };
+    let output = if output.trim().is_empty() {
+        "(no new output)".to_owned()
+    } else {
+        output.trim_end_matches('\n').to_owned()
+    };
+    Ok(format!("Shell {bash_id}: {status}\n\n{output}"))
+}
+
+/// Stops a command started with `run_in_background`, with every process it started.
+///
+/// Takes the shell id Bash returned. Killing a shell that already finished does nothing and
+/// says so.
+#[tool(
+    name = "KillShell",
+    category = "builtin",
+    destructive,
+    idempotent,
+    title = "Kill {shell_id}"
+)]
+pub async fn kill_shell(
+    /// The id of the background shell to stop.
+    shell_id: String,
+    ctx: &ToolContext,
+) -> Result<String, ToolError> {
+    let shell = ctx.session::<ShellState>().shell(&shell_id)?;
+    if shell.kill() {
+        Ok(format!("Killed shell {shell_id} ({}).", shell.command))
+    } else {
+        let status = match lock(&shell.status).clone() {
+            ShellStatus::Exited(how) => format!("it had already exited ({how})"),
+            _ => "it had already been killed".to_owned(),
+        };
+        Ok(format!("Shell {shell_id} was not running: {status}."))
+    }
+}
+
+// ---- the registered Bash tool ----
+
+/// The `#[tool]`-generated Bash, wrapped so its title can be "the description, or else the
+/// command" (a title template has no fallback).
+static INNER: BashCommandTool = BashCommandTool;
+
+/// The `Bash` tool: runs a command in bash, in a working directory that persists between the
+/// calls of one agent (kept in [`ShellState`], learnt from an `EXIT` trap that records
+/// `pwd -P`). A timeout, a cancellation or a dropped call kills the command's whole process
+/// group.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BashTool;
+
+impl Tool for BashTool {
+    fn name(&self) -> &str {
+        INNER.name()
+    }
+
+    fn description(&self) -> &str {
+        INNER.description()
+    }
+
+    fn input_schema(&self) -> &Value {
+        INNER.input_schema()
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        INNER.output_schema()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        INNER.annotations()
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        INNER.timeout()
+    }
+
+    fn category(&self) -> Option<&str> {
+        INNER.category()
+    }
+
+    fn required_state(&self) -> Vec<StateRequirement> {
+        INNER.required_state()
+    }
+
+    fn validate_input<'a>(
+        &'a self,
+        input: &'a Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<(), ToolError>> {
+        INNER.validate_input(input, ctx)
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        INNER.call(input, ctx)
+    }
+
+    fn display_title(&self, input: &Value) -> String {
+        let description = input["description"]
+            .as_str()
+            .filter(|d| !d.trim().is_empty());
+        match description {
+            Some(description) => description.to_owned(),
+            None => input["command"].as_str().unwrap_or("Bash").to_owned(),
+        }
+    }
+
+    fn permission_prompt(&self, input: &Value) -> PermissionPrompt {
+        let command = input["command"].as_str().unwrap_or_default();
+        PermissionPrompt {
+            title: format!("Bash: {command}"),
+            summary: input["description"].as_str().map(str::to_owned),
+            content: input.clone(),
+        }
+    }
+
+    fn result_display(&self, input: &Value, output: &ToolOutput) -> ResultDisplay {
+        let mut display = INNER.result_display(input, output);
+        display.title = self.display_title(input);
+        display
+    }
+}
+
+crate::__private::inventory::submit! {
+    crate::__private::ToolRegistration::new(
+        "Bash",
+        module_path!(),
+        file!(),
+        line!(),
+        || Arc::new(BashTool),
+    )
+}
