@@ -1,6 +1,9 @@
 //! Whether a call may run: the hook point the agent consults after validation and before
 //! running a tool.
 
+mod sandbox;
+pub use sandbox::{PROTECTED_DIRS, PROTECTED_FILES, ProtectedPattern, Sandbox, SandboxError};
+
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
