@@ -35,6 +35,7 @@ use cap_std::fs::{Dir, OpenOptions};
 /// Why the sandbox refused a path. The message says what was refused and why, in words a
 /// model can act on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SandboxError {
     /// The path is empty, contains a NUL byte, or climbs (`..`) out of a directory that does
     /// not exist.
@@ -656,7 +657,11 @@ fn open_beneath(
         .map_err(|e| SandboxError::io(shown, &e))?;
     dir.open_with(rel, opts)
         .map(|f| f.into_std())
-        .map_err(|e| SandboxError::io(shown, &e))
+        .map_err(|e| SandboxError::Io {
+            path: shown.to_path_buf(),
+            kind: e.kind(),
+            message: format!("refused by the open confined to {}: {e}", root.display()),
+        })
 }
 
 /// Non-blocking (a FIFO must not hang the agent; it is refused once opened) and, for writes,
