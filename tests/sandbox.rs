@@ -16,7 +16,7 @@ use tool_sdk::permission::{ProtectedPattern, Sandbox, SandboxError};
 /// ```text
 /// T/ws                      working directory
 ///   a.txt sub/b.txt sub/deep/c.txt sub/.zshrc empty/
-///   link_in -> sub/b.txt    linkdir_in -> sub
+///   link_in -> sub/b.txt    linkdir_in -> sub    loop -> loop
 ///   out_dir -> T/outside    passwd_link -> /etc/passwd    dangling -> T/outside/missing
 ///   hard1, hard2 (one file) fifo  sock
 ///   .git/config .git/HEAD .gitignore .bashrc .bash_profile .ssh/id_rsa .claude/settings.json
@@ -67,6 +67,7 @@ fn tree() -> Tree {
     symlink(t.join("outside"), ws.join("out_dir")).unwrap();
     symlink("/etc/passwd", ws.join("passwd_link")).unwrap();
     symlink(t.join("outside/missing"), ws.join("dangling")).unwrap();
+    symlink("loop", ws.join("loop")).unwrap();
     let status = Command::new("mkfifo")
         .arg(ws.join("fifo"))
         .status()
@@ -181,6 +182,8 @@ const TABLE: &[(&str, E, E)] = &[
     ("passwd_link", E::Outside, E::Outside),
     ("dangling", E::Dangling, E::Dangling),
     ("dangling/x", E::Dangling, E::Dangling),
+    ("loop", E::Io, E::Io),
+    ("loop/x", E::Io, E::Io),
     // hard links
     ("hard1", E::Ok, E::HardLinked),
     ("hard2", E::Ok, E::HardLinked),
@@ -372,6 +375,22 @@ fn caller_patterns_and_nested_roots() {
     assert!(matches!(
         sb.check_read(&tree.t.join("ws-evil/x")),
         Err(SandboxError::Outside { .. })
+    ));
+    // Re-allowing the working directory read-only keeps it the working directory.
+    let sb = Sandbox::new(&tree.ws)
+        .unwrap()
+        .allow_dir(&tree.ro)
+        .unwrap()
+        .allow_read_dir(".")
+        .unwrap();
+    assert_eq!(sb.working_dir(), tree.ws);
+    assert_eq!(
+        sb.allowed_dirs().collect::<Vec<_>>(),
+        [(tree.ro.as_path(), true)]
+    );
+    assert!(matches!(
+        sb.check_write(Path::new("a.txt")),
+        Err(SandboxError::ReadOnly { .. })
     ));
     assert!(Sandbox::new(tree.ws.join("a.txt")).is_err());
     assert!(Sandbox::new(tree.ws.join("missing")).is_err());

@@ -238,6 +238,26 @@ struct Root {
 /// [`allow_read_dir`](Sandbox::allow_read_dir); the most specific root containing a path
 /// decides whether it may be written (a read-only directory inside the working directory stays
 /// read-only). Roots are canonicalised once, at construction, and trusted from then on.
+///
+/// File tools call [`check_read`](Sandbox::check_read) or [`check_write`](Sandbox::check_write)
+/// on the path the model gave and report the error to the model on refusal; they open through
+/// [`open_read`](Sandbox::open_read), [`open_write`](Sandbox::open_write) or
+/// [`write_atomic`](Sandbox::write_atomic) rather than `std::fs`, so that a path changed after
+/// the check cannot lead outside. Tools walking a checked directory (Glob, Grep) open what they
+/// find with [`open_read_resolved`](Sandbox::open_read_resolved).
+///
+/// ```no_run
+/// use std::path::Path;
+/// use tool_sdk::permission::Sandbox;
+///
+/// let sandbox = Sandbox::new("/ws")?.allow_read_dir("/usr/share/doc")?;
+/// match sandbox.check_write(Path::new("../etc/passwd")) {
+///     Ok(path) => println!("may write {}", path.display()),
+///     Err(refusal) => println!("tell the model: {refusal}"),
+/// }
+/// sandbox.write_atomic(Path::new("src/new.rs"), b"fn main() {}\n")?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Sandbox {
     working_dir: PathBuf,
@@ -291,8 +311,11 @@ impl Sandbox {
 
     fn add_root(mut self, dir: &Path, writable: bool) -> io::Result<Self> {
         let path = canonical_dir(&self.working_dir.join(dir))?;
-        self.roots.retain(|r| r.path != path);
-        self.roots.push(Root { path, writable });
+        // The last call for a directory decides; the working directory stays first.
+        match self.roots.iter_mut().find(|r| r.path == path) {
+            Some(root) => root.writable = writable,
+            None => self.roots.push(Root { path, writable }),
+        }
         Ok(self)
     }
 
@@ -451,9 +474,8 @@ impl Sandbox {
             Err(e) => return Err(io_err(e)),
         };
 
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".{:016x}.tmp", fastrand::u64(..)));
+        // Not derived from the target's name, which may already be as long as a name can be.
+        let tmp_name = format!(".tool-sdk-{:016x}.tmp", fastrand::u64(..));
         let mut opts = OpenOptions::new();
         opts.write(true).create_new(true);
         set_flags(&mut opts, true);
