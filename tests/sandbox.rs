@@ -348,7 +348,7 @@ fn caller_patterns_and_nested_roots() {
         .allow_read_dir("sub/deep")
         .unwrap()
         .protect(ProtectedPattern::FileName("Secrets.toml".into()))
-        .protect(ProtectedPattern::Path("ünïcødé".into()))
+        .protect(ProtectedPattern::Under("ünïcødé".into()))
         .protect(ProtectedPattern::Component("agent-config".into()));
     let refused = |p: &str| sb.check_write(Path::new(p)).unwrap_err();
     assert!(matches!(

@@ -189,7 +189,7 @@ pub enum ProtectedPattern {
     /// Any entry whose last component has this name.
     FileName(String),
     /// This path and everything under it (canonicalised when added, if it exists).
-    Path(PathBuf),
+    Under(PathBuf),
 }
 
 impl fmt::Display for ProtectedPattern {
@@ -197,7 +197,7 @@ impl fmt::Display for ProtectedPattern {
         match self {
             ProtectedPattern::Component(name) => write!(f, "anything in or named {name}"),
             ProtectedPattern::FileName(name) => write!(f, "files named {name}"),
-            ProtectedPattern::Path(path) => write!(f, "{} and what is under it", path.display()),
+            ProtectedPattern::Under(path) => write!(f, "{} and what is under it", path.display()),
         }
     }
 }
@@ -322,9 +322,9 @@ impl Sandbox {
     /// Adds a protected pattern.
     pub fn protect(mut self, pattern: ProtectedPattern) -> Self {
         let pattern = match pattern {
-            ProtectedPattern::Path(p) => {
+            ProtectedPattern::Under(p) => {
                 let p = self.working_dir.join(p);
-                ProtectedPattern::Path(fs::canonicalize(&p).unwrap_or(p))
+                ProtectedPattern::Under(fs::canonicalize(&p).unwrap_or(p))
             }
             other => other,
         };
@@ -368,13 +368,16 @@ impl Sandbox {
         let (resolved, exists) = self.resolve(path, Access::Write)?;
         let lexical = self.lexical(path);
         // The last component as named must not be a link (see the module docs).
-        if let Ok(meta) = fs::symlink_metadata(&lexical)
-            && meta.file_type().is_symlink()
-        {
-            return Err(SandboxError::Symlink {
-                path: path.to_path_buf(),
-                target: resolved,
-            });
+        match fs::symlink_metadata(&lexical) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(SandboxError::Symlink {
+                    path: path.to_path_buf(),
+                    target: resolved,
+                });
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(SandboxError::io(path, &e)),
         }
         self.check_protected(path, &lexical)?;
         self.check_protected(path, &resolved)?;
@@ -394,7 +397,8 @@ impl Sandbox {
     /// Opens a path previously returned by [`check_read`](Self::check_read) without resolving
     /// it again: the kernel keeps the open beneath the root, so a directory swapped for a link
     /// to outside since the check makes the open fail. Only regular files open (FIFOs are
-    /// opened non-blocking, then refused).
+    /// opened non-blocking, then refused; the flag stays on the handle, where it has no effect
+    /// on a regular file).
     pub fn open_read_resolved(&self, resolved: &Path) -> Result<fs::File, SandboxError> {
         let (root, rel) = self.split_resolved(resolved)?;
         let mut opts = OpenOptions::new();
@@ -604,7 +608,7 @@ impl Sandbox {
                     names.contains(&name)
                 }
                 ProtectedPattern::FileName(name) => names.last() == Some(&fold_name(name)),
-                ProtectedPattern::Path(p) => candidate.starts_with(p),
+                ProtectedPattern::Under(p) => candidate.starts_with(p),
             };
             if hit {
                 return Err(SandboxError::Protected {
