@@ -1,7 +1,7 @@
 //! The path sandbox on a real temporary tree: a table of paths with the expected verdict for
 //! reading and writing, the confined opens (including a check-then-swap race), and a
 //! deterministic fuzz-style smoke test.
-#![cfg(unix)]
+#![cfg(target_os = "linux")]
 
 use std::fs;
 use std::io::{Read, Write};
