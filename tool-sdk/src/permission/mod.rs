@@ -10,6 +10,9 @@
 
 pub mod bash;
 
+mod sandbox;
+pub use sandbox::{PROTECTED_DIRS, PROTECTED_FILES, ProtectedPattern, Sandbox, SandboxError};
+
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
