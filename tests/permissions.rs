@@ -28,7 +28,16 @@ async fn fake_edit(file_path: String, ran: State<Ran>) -> String {
 }
 
 /// Each command as its own call, then a final answer.
+/// `/ws` in commands and results stands for a real temporary working directory.
 async fn run(config: AgentConfig, commands: &[&str]) -> (Vec<String>, Vec<String>) {
+    let workspace = tempfile::tempdir().unwrap();
+    let ws = workspace
+        .path()
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string();
+    let commands: Vec<String> = commands.iter().map(|c| c.replace("/ws", &ws)).collect();
     let ran = Ran::default();
     let mut turns: Vec<ScriptedTurn> = commands
         .iter()
@@ -48,13 +57,13 @@ async fn run(config: AgentConfig, commands: &[&str]) -> (Vec<String>, Vec<String
         config
             .with_model(ScriptedModel::new(turns))
             .with_registry(Arc::new(registry))
-            .with_working_dir("/ws")
+            .with_working_dir(&ws)
             .with_state(ran.clone()),
     )
     .await
     .unwrap();
     let result = agent.prompt("go").await.unwrap();
-    let results = result
+    let results: Vec<String> = result
         .messages
         .iter()
         .flat_map(|m| m.content.iter())
@@ -71,7 +80,9 @@ async fn run(config: AgentConfig, commands: &[&str]) -> (Vec<String>, Vec<String
             _ => None,
         })
         .collect();
-    let ran = ran.0.lock().unwrap().clone();
+    let back = |text: &String| text.replace(&ws, "/ws");
+    let results = results.iter().map(back).collect();
+    let ran = ran.0.lock().unwrap().iter().map(back).collect();
     (results, ran)
 }
 
@@ -224,5 +235,57 @@ async fn rules_load_from_the_config_file() {
     assert!(
         error.to_string().contains("invalid permission rule"),
         "{error}"
+    );
+}
+
+#[tokio::test]
+async fn file_tools_stay_inside_the_sandbox() {
+    let workspace = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let ws = workspace.path().canonicalize().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "top secret").unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.join("link")).unwrap();
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("Read", json!({"file_path": "/etc/passwd"}))
+            .with_tool_call("Read", json!({"file_path": "link/secret.txt"}))
+            .with_tool_call(
+                "Read",
+                json!({"file_path": format!("{}/../x", ws.display())}),
+            ),
+        ScriptedTurn::tool_call(
+            "Write",
+            json!({"file_path": "link/planted.txt", "content": "x"}),
+        )
+        .with_tool_call(
+            "Write",
+            json!({"file_path": "inside.txt", "content": "fine"}),
+        ),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model(model)
+            .with_tools(["Read", "Write"])
+            .with_working_dir(&ws)
+            .allow("Write"),
+    )
+    .await
+    .unwrap();
+    let result = agent.prompt("poke around").await.unwrap();
+    let errors = result.errors.join("\n");
+    assert_eq!(result.errors.len(), 4, "{errors}");
+    assert!(errors.contains("/etc/passwd"), "{errors}");
+    assert!(
+        !serde_json::to_string(&result.messages)
+            .unwrap()
+            .contains("top secret")
+    );
+    assert!(
+        !outside.path().join("planted.txt").exists(),
+        "nothing written outside"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("inside.txt")).unwrap(),
+        "fine"
     );
 }

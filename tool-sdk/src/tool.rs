@@ -624,6 +624,7 @@ pub struct ToolContext {
     files: Arc<FileStateTracker>,
     subagents: Option<Arc<dyn SubagentRunner>>,
     session: Arc<SessionStore>,
+    sandbox: Option<Arc<crate::permission::Sandbox>>,
 }
 
 /// Per-session values tools keep between calls (the Bash tool's working directory, the todo
@@ -722,7 +723,19 @@ impl ToolContext {
             files: Arc::new(FileStateTracker::default()),
             subagents: None,
             session: Arc::new(SessionStore::default()),
+            sandbox: None,
         }
+    }
+
+    /// Confines file tools to these directories (agents always set one).
+    pub fn with_sandbox(mut self, sandbox: Arc<crate::permission::Sandbox>) -> Self {
+        self.sandbox = Some(sandbox);
+        self
+    }
+
+    /// The directories file tools may use, inside an agent.
+    pub fn sandbox(&self) -> Option<&crate::permission::Sandbox> {
+        self.sandbox.as_deref()
     }
 
     /// Sets the per-session store (shared by all calls of one agent).

@@ -44,7 +44,7 @@ use crate::model::{
     Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Role, StopReason,
     ToolSpec, Usage,
 };
-use crate::permission::{ModeState, Rule};
+use crate::permission::{ModeState, Rule, Sandbox};
 use crate::registry::near_matches;
 use crate::validate::ValidationOptions;
 use crate::{
@@ -142,6 +142,7 @@ pub(crate) struct AgentInner {
     pub(crate) state: Arc<StateMap>,
     pub(crate) files: Arc<FileStateTracker>,
     pub(crate) session: Arc<SessionStore>,
+    pub(crate) sandbox: Arc<Sandbox>,
     pub(crate) session_id: Arc<str>,
     pub(crate) agent_id: AgentId,
     pub(crate) working_dir: PathBuf,
@@ -408,9 +409,24 @@ impl AgentInner {
                 AgentError::Config(format!("cannot read the current directory: {error}"))
             })?,
         };
+        let mut sandbox = Sandbox::new(&working_dir).map_err(|error| {
+            AgentError::Config(format!(
+                "the working directory {} cannot be used: {error}",
+                working_dir.display()
+            ))
+        })?;
+        for dir in &config.additional_dirs {
+            sandbox = sandbox.allow_dir(dir).map_err(|error| {
+                AgentError::Config(format!(
+                    "the additional directory {} cannot be used: {error}",
+                    dir.display()
+                ))
+            })?;
+        }
         let session = Arc::new(SessionStore::default());
         session.get::<ModeState>().set(config.permission_mode);
         Ok(AgentInner {
+            sandbox: Arc::new(sandbox),
             session,
             model,
             registry: Arc::new(registry),
@@ -560,6 +576,7 @@ impl AgentInner {
             .with_state(self.state.clone())
             .with_file_tracker(self.files.clone())
             .with_session_store(self.session.clone())
+            .with_sandbox(self.sandbox.clone())
             .with_subagents(Arc::new(subagent::Subagents::new(
                 self.clone(),
                 emit.clone(),

@@ -36,7 +36,7 @@ pub async fn edit(
     replace_all: bool,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let path = fs_util::resolve(ctx, &file_path);
+    let path = fs_util::resolve_for_write(ctx, &file_path)?;
     let ctx = ctx.clone();
     blocking(move || edit_file(&path, old_string, new_string, replace_all, &ctx)).await
 }

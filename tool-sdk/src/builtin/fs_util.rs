@@ -35,6 +35,28 @@ pub(crate) fn resolve(ctx: &ToolContext, path: &str) -> PathBuf {
     clean
 }
 
+/// [`resolve`], then the sandbox's read check (by resolved path, symlinks followed).
+pub(crate) fn resolve_for_read(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> {
+    let resolved = resolve(ctx, path);
+    if let Some(sandbox) = ctx.sandbox() {
+        sandbox
+            .check_read(&resolved)
+            .map_err(|error| ToolError::permission_denied(error.to_string()))?;
+    }
+    Ok(resolved)
+}
+
+/// [`resolve`], then the sandbox's write check (outside, symlinks, hard links, protected).
+pub(crate) fn resolve_for_write(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> {
+    let resolved = resolve(ctx, path);
+    if let Some(sandbox) = ctx.sandbox() {
+        sandbox
+            .check_write(&resolved)
+            .map_err(|error| ToolError::permission_denied(error.to_string()))?;
+    }
+    Ok(resolved)
+}
+
 /// The key a file is tracked under: its canonical path when it exists (so symlinks and
 /// different spellings of one file agree), else the resolved path.
 pub(crate) fn tracking_key(path: &Path) -> PathBuf {

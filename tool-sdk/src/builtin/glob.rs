@@ -114,6 +114,11 @@ pub(crate) fn search_root(ctx: &ToolContext, path: Option<&str>) -> Result<PathB
             root.display()
         )));
     }
+    if let Some(sandbox) = ctx.sandbox() {
+        sandbox
+            .check_read(&root)
+            .map_err(|error| ToolError::permission_denied(error.to_string()))?;
+    }
     Ok(root)
 }
 

@@ -73,7 +73,7 @@ pub async fn notebook_edit(
     edit_mode: Option<EditMode>,
     ctx: &ToolContext,
 ) -> Result<String, ToolError> {
-    let path = fs_util::resolve(ctx, &notebook_path);
+    let path = fs_util::resolve_for_write(ctx, &notebook_path)?;
     let ctx = ctx.clone();
     let edit = CellEdit {
         cell_id,

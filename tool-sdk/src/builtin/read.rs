@@ -49,7 +49,7 @@ pub async fn read(
     limit: Option<u64>,
     ctx: &ToolContext,
 ) -> Result<Vec<ContentBlock>, ToolError> {
-    let path = fs_util::resolve(ctx, &file_path);
+    let path = fs_util::resolve_for_read(ctx, &file_path)?;
     let ctx = ctx.clone();
     blocking(move || read_file(&path, offset, limit, &ctx)).await
 }
@@ -63,7 +63,14 @@ fn read_file(
     // Checked by type before opening, so a FIFO is refused instead of blocking the call.
     let metadata = fs::metadata(path).map_err(|e| fs_util::io_error(path, "read", &e))?;
     fs_util::ensure_regular_file(path, &metadata)?;
-    let mut file = fs::File::open(path).map_err(|e| fs_util::io_error(path, "open", &e))?;
+    // Inside an agent the open is confined by the kernel to the sandbox's directories, so a
+    // path swapped for a symlink after the check cannot lead outside.
+    let mut file = match ctx.sandbox() {
+        Some(sandbox) => sandbox
+            .open_read(path)
+            .map_err(|error| ToolError::permission_denied(error.to_string()))?,
+        None => fs::File::open(path).map_err(|e| fs_util::io_error(path, "open", &e))?,
+    };
     // The path may have been swapped between the check and the open: check what was opened.
     let metadata = file
         .metadata()

@@ -27,7 +27,7 @@ pub async fn write(
     content: String,
     ctx: &ToolContext,
 ) -> Result<String, ToolError> {
-    let path = fs_util::resolve(ctx, &file_path);
+    let path = fs_util::resolve_for_write(ctx, &file_path)?;
     let ctx = ctx.clone();
     blocking(move || write_file(&path, &content, &ctx)).await
 }
