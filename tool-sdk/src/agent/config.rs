@@ -22,7 +22,7 @@ use crate::{StateMap, ToolRegistry};
 ///
 /// Two lists answer two different questions, and mixing them up is the classic mistake:
 /// - [`tools`](Self::tools) is what the model can **see** and call at all;
-/// - permission rules (the [`PermissionPolicy`]) decide which of those calls run **without
+/// - permission rules ([`crate::permission`]) decide which of those calls run **without
 ///   asking**.
 ///
 /// ```
