@@ -431,18 +431,7 @@ fn http_error(status: u16, retry_after: Option<std::time::Duration>, body: &str)
                 truncate(body, 500)
             }
         });
-    match status {
-        429 => ModelError::RateLimited {
-            message,
-            retry_after,
-        },
-        529 => ModelError::Overloaded {
-            message,
-            retry_after,
-        },
-        500..=599 => ModelError::Server { status, message },
-        _ => ModelError::Api { status, message },
-    }
+    ModelError::from_status(status, message, retry_after)
 }
 
 /// The error of an `error` event in the stream, by its `error.type`.

@@ -322,6 +322,23 @@ fn retry_hint(retry_after: Option<Duration>) -> String {
 }
 
 impl ModelError {
+    /// The error of a non-2xx HTTP response: 429 rate limited, 529 overloaded, other 5xx
+    /// server errors, anything else an API error.
+    pub fn from_status(status: u16, message: String, retry_after: Option<Duration>) -> Self {
+        match status {
+            429 => ModelError::RateLimited {
+                message,
+                retry_after,
+            },
+            529 => ModelError::Overloaded {
+                message,
+                retry_after,
+            },
+            500..=599 => ModelError::Server { status, message },
+            _ => ModelError::Api { status, message },
+        }
+    }
+
     /// Whether trying again later may succeed: 429, 5xx, overloaded, transport failures.
     pub fn is_retryable(&self) -> bool {
         matches!(

@@ -244,15 +244,7 @@ impl OpenAiModel {
                 .unwrap_or("no error message")
                 .to_owned()
         });
-        let status = status.as_u16();
-        Err(match status {
-            429 => ModelError::RateLimited {
-                message,
-                retry_after,
-            },
-            500.. => ModelError::Server { status, message },
-            _ => ModelError::Api { status, message },
-        })
+        Err(ModelError::from_status(status.as_u16(), message, retry_after))
     }
 }
 
