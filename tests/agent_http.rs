@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tool_sdk::agent::{Agent, AgentConfig};
+use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::openai::OpenAiModel;
 use tool_sdk::model::{Model, RetryPolicy};
 use tool_sdk::{ToolRegistry, tool};
@@ -144,5 +145,137 @@ async fn a_provider_error_ends_the_run_with_its_message() {
     assert!(
         error.contains("Invalid schema for function 'GetWeatherArgs'"),
         "{error}"
+    );
+}
+
+/// Gets the weather for a location (the tool the recorded Anthropic stream calls).
+#[tool(name = "get_weather", register = false, read_only)]
+async fn get_weather_at(location: String) -> String {
+    format!("{location}: 18 degrees, clear")
+}
+
+/// The recorded Anthropic stream of one `get_weather` call, or a hand-written stand-in.
+fn anthropic_tool_use_stream() -> String {
+    let recorded = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures/anthropic/tool_use_response.sse");
+    std::fs::read_to_string(recorded).unwrap_or_else(|_| {
+        let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+        [
+            event("message_start", json!({"type": "message_start", "message": {"id": "m1",
+                "type": "message", "role": "assistant", "model": "claude", "content": [],
+                "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}})),
+            event("content_block_start", json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                "input": {}}})),
+            event("content_block_delta", json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": ""}})),
+            event("content_block_delta", json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": "{\"location\": \"Paris\"}"}})),
+            event("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
+            event("message_delta", json!({"type": "message_delta",
+                "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 20}})),
+            event("message_stop", json!({"type": "message_stop"})),
+        ]
+        .concat()
+    })
+}
+
+fn anthropic_text_stream(text: &str) -> String {
+    let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    [
+        event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "m2",
+            "type": "message", "role": "assistant", "model": "claude", "content": [],
+            "stop_reason": null, "usage": {"input_tokens": 30, "output_tokens": 1}}}),
+        ),
+        event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}}),
+        ),
+        event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": text}}),
+        ),
+        event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        event(
+            "message_delta",
+            json!({"type": "message_delta",
+            "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 8}}),
+        ),
+        event("message_stop", json!({"type": "message_stop"})),
+    ]
+    .concat()
+}
+
+#[tokio::test]
+async fn anthropic_agent_runs_a_tool_and_sends_the_result_right_after_its_tool_use() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .and(body_string_contains("tool_result"))
+        .respond_with(sse(anthropic_text_stream(
+            "Clear skies in Paris, 18 degrees.",
+        )))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(sse(anthropic_tool_use_stream()))
+        .expect(1)
+        .mount(&server)
+        .await;
+
+    let model = AnthropicModel::new("claude-sonnet-4-5", "test-key")
+        .with_base_url(server.uri())
+        .with_retry(RetryPolicy::none());
+    let registry = ToolRegistry::new();
+    registry.register(Arc::new(GetWeatherAtTool)).unwrap();
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model(model)
+            .with_registry(Arc::new(registry)),
+    )
+    .await
+    .unwrap();
+    let result = agent.prompt("Weather in Paris?").await.unwrap();
+    assert_eq!(result.text, "Clear skies in Paris, 18 degrees.");
+    assert!(result.usage.input_tokens >= 30, "{:?}", result.usage);
+
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].headers["x-api-key"], "test-key");
+    let first = body(&requests[0]);
+    assert_eq!(first["tools"][0]["name"], "get_weather");
+    assert_eq!(
+        first["tools"][0]["input_schema"]["required"],
+        json!(["location"])
+    );
+    let second = body(&requests[1]);
+    let messages = second["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user"]);
+    let tool_use = messages[1]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|block| block["type"] == "tool_use")
+        .unwrap();
+    assert_eq!(tool_use["input"], json!({"location": "Paris"}));
+    let result_block = &messages[2]["content"][0];
+    assert_eq!(result_block["type"], "tool_result");
+    assert_eq!(result_block["tool_use_id"], tool_use["id"]);
+    assert_eq!(
+        result_block["content"][0]["text"],
+        "Paris: 18 degrees, clear"
     );
 }

@@ -244,7 +244,11 @@ impl OpenAiModel {
                 .unwrap_or("no error message")
                 .to_owned()
         });
-        Err(ModelError::from_status(status.as_u16(), message, retry_after))
+        Err(ModelError::from_status(
+            status.as_u16(),
+            message,
+            retry_after,
+        ))
     }
 }
 
