@@ -11,6 +11,10 @@
 //! the command's exit status, and cannot be confused with, or cut off from, what the command
 //! prints. A command killed by its timeout leaves the directory as it was.
 //!
+//! **Git.** Every command runs with git configuration overrides that keep a hostile
+//! repository's `.git/config` (`core.fsmonitor`, `diff.external`, hooks, pagers...) from
+//! running programs: see `shell_env`.
+//!
 //! **Stopping.** A timeout, a cancellation, or the call's future being dropped sends SIGKILL
 //! to the whole process group (`kill(-pgid)` through `rustix`'s safe wrapper: no `unsafe`, no
 //! extra process to spawn), so `sleep 60 & sleep 60` leaves nothing behind. Processes a
@@ -26,6 +30,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::shell_env;
 use crate::{
     BoxFuture, PermissionPrompt, ResultDisplay, StateRequirement, Tool, ToolAnnotations,
     ToolContext, ToolError, ToolOutput, ToolResult, tool,
@@ -240,6 +245,7 @@ fn bash(script: &str, dir: &Path, ctx: &ToolContext) -> tokio::process::Command 
         .stdout(Stdio::piped())
         // The script's first line sends stderr to stdout.
         .stderr(Stdio::null());
+    shell_env::apply(&mut command);
     command
 }
 

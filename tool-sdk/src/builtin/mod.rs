@@ -29,6 +29,7 @@ pub use notebook_edit::{CellType, EditMode, NotebookEditTool};
 pub use read::ReadTool;
 pub use write::WriteTool;
 mod bash;
+mod shell_env;
 mod web;
 
 pub mod utils;
