@@ -99,3 +99,149 @@ async fn a_hostile_git_config_runs_nothing() {
         "diff.external did not run directly"
     );
 }
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use super::*;
+    use tool_sdk::StateMap;
+    use tool_sdk::builtin::ShellPolicy;
+    use tool_sdk::permission::Sandbox;
+
+    /// Where the directories of these tests live: the target directory, not under the
+    /// temporary directory (which the shell may write).
+    fn outside_tmp(name: &str) -> PathBuf {
+        fresh(Path::new(env!("CARGO_TARGET_TMPDIR")), name)
+    }
+
+    fn contained(ws: &Path, policy: Option<ShellPolicy>) -> ToolContext {
+        let sandbox = Sandbox::new(ws).unwrap();
+        let mut ctx = ToolContext::new(ws).with_sandbox(Arc::new(sandbox));
+        if let Some(policy) = policy {
+            let mut state = StateMap::new();
+            state.insert(policy);
+            ctx = ctx.with_state(state);
+        }
+        ctx
+    }
+
+    /// Whether this kernel enforced the containment; when not, the result must say so.
+    fn enforced(output: &str) -> bool {
+        if output.contains("[not OS-contained:") {
+            eprintln!("skipped: no OS containment on this kernel ({output})");
+            false
+        } else {
+            true
+        }
+    }
+
+    #[tokio::test]
+    async fn the_shell_writes_only_inside_the_sandbox_and_the_temp_dir() {
+        let ws = outside_tmp("ws");
+        let outside = outside_tmp("outside");
+        let registry = registry();
+        let ctx = contained(&ws, None);
+
+        let inside = bash(&registry, "echo fine > ok && cat ok", &ctx).await;
+        if !enforced(&inside) {
+            return;
+        }
+        assert!(inside.starts_with("fine\n"), "{inside}");
+        assert!(inside.ends_with("Exit code: 0"), "{inside}");
+        assert!(ws.join("ok").exists());
+
+        let tmp_file = std::env::temp_dir().join(format!("bash-contained-{}", std::process::id()));
+        let tmp = bash(
+            &registry,
+            &format!(
+                "echo temp > '{0}' && cat '{0}' && echo x > /dev/null && echo err >&2",
+                tmp_file.display()
+            ),
+            &ctx,
+        )
+        .await;
+        assert!(tmp.starts_with("temp\nerr\n"), "{tmp}");
+        assert!(tmp.ends_with("Exit code: 0"), "{tmp}");
+        let _ = std::fs::remove_file(&tmp_file);
+
+        let blocked_file = outside.join("blocked");
+        let blocked = bash(
+            &registry,
+            &format!("echo no > '{}'", blocked_file.display()),
+            &ctx,
+        )
+        .await;
+        assert!(blocked.contains("Permission denied"), "{blocked}");
+        assert!(blocked.ends_with("Exit code: 1"), "{blocked}");
+        assert!(!blocked_file.exists());
+        let mkdir = bash(
+            &registry,
+            &format!("mkdir '{}/sub'", outside.display()),
+            &ctx,
+        )
+        .await;
+        assert!(mkdir.contains("Permission denied"), "{mkdir}");
+
+        // Background commands are contained the same way.
+        let started = registry
+            .execute(
+                "Bash",
+                json!({
+                    "command": format!("echo no > '{}'", blocked_file.display()),
+                    "run_in_background": true
+                }),
+                &ctx,
+            )
+            .await
+            .unwrap();
+        assert!(!started.is_error, "{started:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert!(!blocked_file.exists());
+
+        // Only the spawning thread was restricted: this process still writes there.
+        std::fs::write(&blocked_file, "yes").unwrap();
+        let reads = bash(
+            &registry,
+            &format!("cat '{}'", blocked_file.display()),
+            &ctx,
+        )
+        .await;
+        assert!(reads.starts_with("yes"), "{reads}");
+    }
+
+    #[tokio::test]
+    async fn network_sockets_are_blocked_unless_the_policy_allows_them() {
+        let ws = outside_tmp("net");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+        let registry = registry();
+
+        let off = bash(&registry, &connect, &contained(&ws, None)).await;
+        if !enforced(&off) {
+            return;
+        }
+        assert!(!off.contains("connected"), "{off}");
+        assert!(off.contains("Permission denied"), "{off}");
+        // Unix sockets and pipes still work.
+        let local = bash(&registry, "echo piped | cat", &contained(&ws, None)).await;
+        assert!(local.starts_with("piped"), "{local}");
+
+        let policy = ShellPolicy {
+            network: true,
+            ..ShellPolicy::default()
+        };
+        let on = bash(&registry, &connect, &contained(&ws, Some(policy))).await;
+        assert!(on.starts_with("connected"), "{on}");
+        assert!(on.ends_with("Exit code: 0"), "{on}");
+    }
+
+    #[tokio::test]
+    async fn without_a_sandbox_nothing_is_confined() {
+        let outside = outside_tmp("free");
+        let registry = registry();
+        let ctx = ToolContext::new(&outside);
+        let free = bash(&registry, "echo free > f && cat f", &ctx).await;
+        assert!(free.starts_with("free\n"), "{free}");
+        assert!(!free.contains("OS-contained"), "{free}");
+    }
+}
