@@ -11,6 +11,15 @@
 //! the command's exit status, and cannot be confused with, or cut off from, what the command
 //! prints. A command killed by its timeout leaves the directory as it was.
 //!
+//! **Git.** Every command runs with git configuration overrides that keep a hostile
+//! repository's `.git/config` (`core.fsmonitor`, `diff.external`, hooks, pagers...) from
+//! running programs: see `shell_env`.
+//!
+//! **OS containment.** With a sandbox in the context, on Linux, the shell may write only
+//! inside the sandbox, the temporary directory and [`ShellPolicy::writable`], and opens no
+//! IPv4/IPv6 sockets unless [`ShellPolicy::network`]: see `containment`. Where the kernel
+//! cannot enforce that, the command runs anyway and the result says so.
+//!
 //! **Stopping.** A timeout, a cancellation, or the call's future being dropped sends SIGKILL
 //! to the whole process group (`kill(-pgid)` through `rustix`'s safe wrapper: no `unsafe`, no
 //! extra process to spawn), so `sleep 60 & sleep 60` leaves nothing behind. Processes a
@@ -19,13 +28,15 @@
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::containment::{self, Outcome, Plan, ShellPolicy};
+use super::shell_env;
 use crate::{
     BoxFuture, PermissionPrompt, ResultDisplay, StateRequirement, Tool, ToolAnnotations,
     ToolContext, ToolError, ToolOutput, ToolResult, tool,
@@ -49,6 +60,8 @@ pub struct ShellState {
     cwd: Mutex<Option<PathBuf>>,
     shells: Mutex<HashMap<String, Arc<BackgroundShell>>>,
     next_id: AtomicU64,
+    /// Whether the session was already warned that containment is not in force.
+    warned: AtomicBool,
 }
 
 impl ShellState {
@@ -240,7 +253,38 @@ fn bash(script: &str, dir: &Path, ctx: &ToolContext) -> tokio::process::Command 
         .stdout(Stdio::piped())
         // The script's first line sends stderr to stdout.
         .stderr(Stdio::null());
+    shell_env::apply(&mut command);
     command
+}
+
+/// Spawns the shell for `script`, OS-contained when the context has a sandbox; the one-line
+/// note for the result when containment is not (fully) in force, after warning the UI once
+/// per session.
+fn spawn_shell(
+    script: &str,
+    dir: &Path,
+    ctx: &ToolContext,
+    state: &ShellState,
+) -> Result<(tokio::process::Child, Option<String>), ToolError> {
+    let plan = ctx
+        .sandbox()
+        .map(|sandbox| Plan::new(sandbox, ctx.state::<ShellPolicy>()));
+    let (child, outcome): (_, Outcome) =
+        containment::spawn(&mut bash(script, dir, ctx), plan.as_ref()).map_err(start_failed)?;
+    let note = outcome.note();
+    if let Some(note) = &note
+        && !state.warned.swap(true, Ordering::Relaxed)
+    {
+        ctx.progress(format!("warning: {note}"));
+        ctx.metadata(serde_json::json!({
+            "containment": {
+                "filesystem": outcome.fs_missing.is_none(),
+                "network": outcome.net_missing.is_none(),
+                "note": note,
+            }
+        }));
+    }
+    Ok((child, note))
 }
 
 fn describe_status(status: &ExitStatus) -> String {
@@ -338,7 +382,7 @@ async fn run_foreground(
         "exec 2>&1\ntrap 'pwd -P > {} 2>/dev/null' EXIT\n{command}",
         sh_quote(&cwd_file.0.to_string_lossy())
     );
-    let mut child = bash(&script, &dir, ctx).spawn().map_err(start_failed)?;
+    let (mut child, contained_note) = spawn_shell(&script, &dir, ctx, &state)?;
     let mut group = GroupGuard { pgid: child.id() };
     let stdout = child.stdout.take();
     let capture = Mutex::new(Capture::default());
@@ -392,7 +436,7 @@ async fn run_foreground(
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    if let Some(note) = note {
+    for note in [note, contained_note].into_iter().flatten() {
         text.push_str(&note);
         text.push('\n');
     }
@@ -436,7 +480,7 @@ fn start_background(command: String, ctx: &ToolContext) -> Result<String, ToolEr
     let state = ctx.session::<ShellState>();
     let (dir, note) = state.start_dir(ctx);
     let script = format!("exec 2>&1\n{command}");
-    let mut child = bash(&script, &dir, ctx).spawn().map_err(start_failed)?;
+    let (mut child, contained_note) = spawn_shell(&script, &dir, ctx, &state)?;
     let id = format!("bash_{}", state.next_id.fetch_add(1, Ordering::Relaxed) + 1);
     let shell = Arc::new(BackgroundShell {
         command,
@@ -465,7 +509,7 @@ fn start_background(command: String, ctx: &ToolContext) -> Result<String, ToolEr
         "Started in the background with shell id {id}. Read its output with BashOutput \
          (bash_id: \"{id}\") and stop it with KillShell."
     );
-    if let Some(note) = note {
+    for note in [note, contained_note].into_iter().flatten() {
         text.push('\n');
         text.push_str(&note);
     }

@@ -29,9 +29,12 @@ pub use notebook_edit::{CellType, EditMode, NotebookEditTool};
 pub use read::ReadTool;
 pub use write::WriteTool;
 mod bash;
+mod containment;
+mod shell_env;
 mod web;
 
 pub mod utils;
 
 pub use bash::{BashOutputTool, BashTool, KillShellTool, ShellState};
+pub use containment::ShellPolicy;
 pub use web::WebFetchTool;

@@ -1,0 +1,247 @@
+//! The Bash tool's hardening: git configuration of a hostile repository does not run programs,
+//! and (on Linux, with a sandbox in the context) the shell may write only inside the sandbox
+//! and the temporary directory, and opens no network sockets unless allowed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tool_sdk::builtin::BashTool;
+use tool_sdk::{ToolContext, ToolOutput, ToolRegistry};
+
+fn registry() -> ToolRegistry {
+    let registry = ToolRegistry::new();
+    registry.register(Arc::new(BashTool)).unwrap();
+    registry
+}
+
+/// A fresh, canonical directory under `parent`.
+fn fresh(parent: &Path, name: &str) -> PathBuf {
+    let dir = parent.join(format!("bash-containment-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.canonicalize().unwrap()
+}
+
+async fn bash(registry: &ToolRegistry, command: &str, ctx: &ToolContext) -> String {
+    let input: Value = json!({ "command": command });
+    let output: ToolOutput = registry.execute("Bash", input, ctx).await.unwrap();
+    assert!(!output.is_error, "{output:?}");
+    output.to_text().into_owned()
+}
+
+fn have_git() -> bool {
+    std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+#[tokio::test]
+async fn a_hostile_git_config_runs_nothing() {
+    if !have_git() {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let repo = fresh(&std::env::temp_dir(), "git");
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["config", "user.email", "test@example.com"]);
+    git(&repo, &["config", "user.name", "Test"]);
+    std::fs::write(repo.join("file.txt"), "one\n").unwrap();
+    git(&repo, &["add", "file.txt"]);
+    git(&repo, &["commit", "-q", "-m", "first"]);
+    // Set after the commit, so the setup itself runs none of them.
+    git(&repo, &["config", "core.fsmonitor", "touch FSMONITOR_RAN"]);
+    git(&repo, &["config", "core.pager", "touch PAGER_RAN; cat"]);
+    git(
+        &repo,
+        &["config", "diff.external", "touch EXTDIFF_RAN; true"],
+    );
+    git(&repo, &["config", "core.hooksPath", ".git/hooks"]);
+    std::fs::write(repo.join("file.txt"), "two\n").unwrap();
+
+    let registry = registry();
+    let ctx = ToolContext::new(&repo);
+    let status = bash(&registry, "git status --short", &ctx).await;
+    assert!(status.contains(" M file.txt"), "{status}");
+    assert!(status.ends_with("Exit code: 0"), "{status}");
+    let diff = bash(&registry, "git diff", &ctx).await;
+    assert!(diff.contains("diff --git a/file.txt b/file.txt"), "{diff}");
+    assert!(diff.contains("-one") && diff.contains("+two"), "{diff}");
+    assert!(diff.ends_with("Exit code: 0"), "{diff}");
+
+    for marker in ["FSMONITOR_RAN", "PAGER_RAN", "EXTDIFF_RAN"] {
+        assert!(
+            !repo.join(marker).exists(),
+            "{marker} exists: the repository's config ran a program"
+        );
+    }
+    // The same repository does run them outside the Bash tool: the test is not vacuous.
+    let direct = std::process::Command::new("git")
+        .arg("diff")
+        .current_dir(&repo)
+        .env_remove("GIT_EXTERNAL_DIFF")
+        .output()
+        .unwrap();
+    assert!(direct.status.success());
+    assert!(
+        repo.join("EXTDIFF_RAN").exists(),
+        "diff.external did not run directly"
+    );
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use super::*;
+    use tool_sdk::StateMap;
+    use tool_sdk::builtin::ShellPolicy;
+    use tool_sdk::permission::Sandbox;
+
+    /// Where the directories of these tests live: the target directory, not under the
+    /// temporary directory (which the shell may write).
+    fn outside_tmp(name: &str) -> PathBuf {
+        fresh(Path::new(env!("CARGO_TARGET_TMPDIR")), name)
+    }
+
+    fn contained(ws: &Path, policy: Option<ShellPolicy>) -> ToolContext {
+        let sandbox = Sandbox::new(ws).unwrap();
+        let mut ctx = ToolContext::new(ws).with_sandbox(Arc::new(sandbox));
+        if let Some(policy) = policy {
+            let mut state = StateMap::new();
+            state.insert(policy);
+            ctx = ctx.with_state(state);
+        }
+        ctx
+    }
+
+    /// Whether this kernel enforced the containment; when not, the result must say so.
+    fn enforced(output: &str) -> bool {
+        if output.contains("[not OS-contained:") {
+            eprintln!("skipped: no OS containment on this kernel ({output})");
+            false
+        } else {
+            true
+        }
+    }
+
+    #[tokio::test]
+    async fn the_shell_writes_only_inside_the_sandbox_and_the_temp_dir() {
+        let ws = outside_tmp("ws");
+        let outside = outside_tmp("outside");
+        let registry = registry();
+        let ctx = contained(&ws, None);
+
+        let inside = bash(&registry, "echo fine > ok && cat ok", &ctx).await;
+        if !enforced(&inside) {
+            return;
+        }
+        assert!(inside.starts_with("fine\n"), "{inside}");
+        assert!(inside.ends_with("Exit code: 0"), "{inside}");
+        assert!(ws.join("ok").exists());
+
+        let tmp_file = std::env::temp_dir().join(format!("bash-contained-{}", std::process::id()));
+        let tmp = bash(
+            &registry,
+            &format!(
+                "echo temp > '{0}' && cat '{0}' && echo x > /dev/null && echo err >&2",
+                tmp_file.display()
+            ),
+            &ctx,
+        )
+        .await;
+        assert!(tmp.starts_with("temp\nerr\n"), "{tmp}");
+        assert!(tmp.ends_with("Exit code: 0"), "{tmp}");
+        let _ = std::fs::remove_file(&tmp_file);
+
+        let blocked_file = outside.join("blocked");
+        let blocked = bash(
+            &registry,
+            &format!("echo no > '{}'", blocked_file.display()),
+            &ctx,
+        )
+        .await;
+        assert!(blocked.contains("Permission denied"), "{blocked}");
+        assert!(blocked.ends_with("Exit code: 1"), "{blocked}");
+        assert!(!blocked_file.exists());
+        let mkdir = bash(
+            &registry,
+            &format!("mkdir '{}/sub'", outside.display()),
+            &ctx,
+        )
+        .await;
+        assert!(mkdir.contains("Permission denied"), "{mkdir}");
+
+        // Background commands are contained the same way.
+        let started = registry
+            .execute(
+                "Bash",
+                json!({
+                    "command": format!("echo no > '{}'", blocked_file.display()),
+                    "run_in_background": true
+                }),
+                &ctx,
+            )
+            .await
+            .unwrap();
+        assert!(!started.is_error, "{started:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert!(!blocked_file.exists());
+
+        // Only the spawning thread was restricted: this process still writes there.
+        std::fs::write(&blocked_file, "yes").unwrap();
+        let reads = bash(
+            &registry,
+            &format!("cat '{}'", blocked_file.display()),
+            &ctx,
+        )
+        .await;
+        assert!(reads.starts_with("yes"), "{reads}");
+    }
+
+    #[tokio::test]
+    async fn network_sockets_are_blocked_unless_the_policy_allows_them() {
+        let ws = outside_tmp("net");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+        let registry = registry();
+
+        let off = bash(&registry, &connect, &contained(&ws, None)).await;
+        if !enforced(&off) {
+            return;
+        }
+        assert!(!off.contains("connected"), "{off}");
+        assert!(off.contains("Permission denied"), "{off}");
+        // Unix sockets and pipes still work.
+        let local = bash(&registry, "echo piped | cat", &contained(&ws, None)).await;
+        assert!(local.starts_with("piped"), "{local}");
+
+        let policy = ShellPolicy {
+            network: true,
+            ..ShellPolicy::default()
+        };
+        let on = bash(&registry, &connect, &contained(&ws, Some(policy))).await;
+        assert!(on.starts_with("connected"), "{on}");
+        assert!(on.ends_with("Exit code: 0"), "{on}");
+    }
+
+    #[tokio::test]
+    async fn without_a_sandbox_nothing_is_confined() {
+        let outside = outside_tmp("free");
+        let registry = registry();
+        let ctx = ToolContext::new(&outside);
+        let free = bash(&registry, "echo free > f && cat f", &ctx).await;
+        assert!(free.starts_with("free\n"), "{free}");
+        assert!(!free.contains("OS-contained"), "{free}");
+    }
+}
