@@ -56,7 +56,7 @@ fn edit_file(
     let Some(metadata) = fs_util::metadata_if_exists(path)? else {
         if old_string.is_empty() {
             // An empty old_string on a missing file creates it.
-            fs_util::write_atomic(path, new_string.as_bytes())?;
+            fs_util::write_atomic(ctx, path, new_string.as_bytes())?;
             fs_util::record_written(ctx, path);
             let diff = unified_diff(path, "", &new_string);
             return Ok(output(
@@ -115,7 +115,7 @@ fn edit_file(
             }
         }
     };
-    fs_util::write_atomic(path, updated.as_bytes())?;
+    fs_util::write_atomic(ctx, path, updated.as_bytes())?;
     fs_util::record_written(ctx, path);
     let diff = unified_diff(path, &content, &updated);
     ctx.metadata(json!({ "diff": diff }));

@@ -205,7 +205,21 @@ pub(crate) fn record_written(ctx: &ToolContext, path: &Path) {
 /// written, flushed and renamed over it, so readers see the old or the new contents, never a
 /// mix. An existing file keeps its permissions; a symlink is written through, to its target.
 /// A new file gets the usual permissions (0666 less the umask).
-pub(crate) fn write_atomic(path: &Path, content: &[u8]) -> Result<(), ToolError> {
+///
+/// Inside an agent the write goes through the sandbox instead, whose temp-file-and-rename is
+/// confined by the kernel to the sandbox's directories: a directory swapped for a symlink
+/// after the path was checked cannot lead the write outside.
+pub(crate) fn write_atomic(
+    ctx: &ToolContext,
+    path: &Path,
+    content: &[u8],
+) -> Result<(), ToolError> {
+    if let Some(sandbox) = ctx.sandbox() {
+        return sandbox
+            .write_atomic(path, content)
+            .map(|_| ())
+            .map_err(|error| ToolError::permission_denied(error.to_string()));
+    }
     let existing = metadata_if_exists(path)?;
     let target = match &existing {
         Some(_) => fs::canonicalize(path).map_err(|e| io_error(path, "resolve", &e))?,

@@ -187,7 +187,7 @@ fn edit_notebook(path: &Path, edit: CellEdit, ctx: &ToolContext) -> Result<Strin
     };
 
     let serialized = serialize_like(&notebook, &text)?;
-    fs_util::write_atomic(path, serialized.as_bytes())?;
+    fs_util::write_atomic(ctx, path, serialized.as_bytes())?;
     fs_util::record_written(ctx, path);
     Ok(format!("{summary} in {}.", path.display()))
 }

@@ -38,7 +38,7 @@ fn write_file(path: &Path, content: &str, ctx: &ToolContext) -> Result<String, T
         fs_util::ensure_regular_file(path, metadata)?;
         fs_util::ensure_read_and_unchanged(ctx, path, metadata)?;
     }
-    fs_util::write_atomic(path, content.as_bytes())?;
+    fs_util::write_atomic(ctx, path, content.as_bytes())?;
     fs_util::record_written(ctx, path);
     let verb = if existing.is_some() {
         "Updated"
