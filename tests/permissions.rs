@@ -289,3 +289,46 @@ async fn file_tools_stay_inside_the_sandbox() {
         "fine"
     );
 }
+
+#[tokio::test]
+async fn an_allowed_shell_command_still_cannot_write_outside_the_sandbox() {
+    let workspace = tempfile::tempdir().unwrap();
+    let ws = workspace.path().canonicalize().unwrap();
+    // Outside the sandbox and outside the temp dir (which the shell may write).
+    let outside = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("agent-containment-{}", std::process::id()));
+    std::fs::create_dir_all(&outside).unwrap();
+    let planted = outside.join("planted");
+    let command = format!("touch {} ; touch inside; echo finished", planted.display());
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("Bash", json!({"command": command})),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model(model)
+            .with_tools(["Bash"])
+            .with_working_dir(&ws)
+            // The user allowed every command: containment is what still holds.
+            .allow("Bash"),
+    )
+    .await
+    .unwrap();
+    let result = agent.prompt("plant a file").await.unwrap();
+    let transcript = serde_json::to_string(&result.messages).unwrap();
+    assert!(
+        transcript.contains("finished"),
+        "the command ran: {transcript}"
+    );
+    assert!(
+        ws.join("inside").exists(),
+        "writing inside the sandbox works"
+    );
+    if transcript.contains("[not OS-contained:") {
+        eprintln!("skipped: no OS containment on this kernel");
+    } else {
+        assert!(!planted.exists(), "Landlock stopped the write outside");
+        assert!(transcript.contains("Permission denied"), "{transcript}");
+    }
+    std::fs::remove_dir_all(outside).ok();
+}
