@@ -107,10 +107,27 @@ mod linux {
     use tool_sdk::builtin::ShellPolicy;
     use tool_sdk::permission::Sandbox;
 
-    /// Where the directories of these tests live: the target directory, not under the
-    /// temporary directory (which the shell may write).
+    /// Where the directories of these tests live: somewhere NOT under a directory the shell
+    /// may always write (the temp dirs). The target directory usually is such a place, but
+    /// not when the checkout itself sits under /tmp; then the home directory is used.
     fn outside_tmp(name: &str) -> PathBuf {
-        fresh(Path::new(env!("CARGO_TARGET_TMPDIR")), name)
+        let always_writable = [std::env::temp_dir(), "/tmp".into(), "/dev/shm".into()];
+        let candidates = [
+            Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")),
+        ];
+        let parent = candidates
+            .into_iter()
+            .flatten()
+            .find(|dir| {
+                let dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+                !always_writable
+                    .iter()
+                    .any(|tmp| dir.starts_with(tmp.canonicalize().unwrap_or_else(|_| tmp.clone())))
+            })
+            .expect("a directory outside the temp dirs (the target dir or $HOME/.cache)");
+        std::fs::create_dir_all(&parent).unwrap();
+        fresh(&parent, name)
     }
 
     fn contained(ws: &Path, policy: Option<ShellPolicy>) -> ToolContext {

@@ -294,9 +294,20 @@ async fn file_tools_stay_inside_the_sandbox() {
 async fn an_allowed_shell_command_still_cannot_write_outside_the_sandbox() {
     let workspace = tempfile::tempdir().unwrap();
     let ws = workspace.path().canonicalize().unwrap();
-    // Outside the sandbox and outside the temp dir (which the shell may write).
-    let outside = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("agent-containment-{}", std::process::id()));
+    // Outside the sandbox and outside the temp dirs (which the shell may write): the target
+    // directory, or the home directory when the checkout sits under /tmp.
+    let target = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let parent = if target
+        .canonicalize()
+        .unwrap_or(target.clone())
+        .starts_with("/tmp")
+        || target.starts_with(std::env::temp_dir())
+    {
+        std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache")
+    } else {
+        target
+    };
+    let outside = parent.join(format!("agent-containment-{}", std::process::id()));
     std::fs::create_dir_all(&outside).unwrap();
     let planted = outside.join("planted");
     let command = format!("touch {} ; touch inside; echo finished", planted.display());
