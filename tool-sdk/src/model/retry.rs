@@ -72,7 +72,6 @@ impl RetryPolicy {
 }
 
 /// Parses a `retry-after` header: seconds (possibly fractional). HTTP dates are ignored.
-#[allow(dead_code)] // used by the HTTP clients
 pub(crate) fn parse_retry_after(value: Option<&str>) -> Option<Duration> {
     let seconds: f64 = value?.trim().parse().ok()?;
     (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
