@@ -44,7 +44,7 @@ use crate::model::{
     Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Role, StopReason,
     ToolSpec, Usage,
 };
-use crate::permission::{ModeState, Rule, Sandbox};
+use crate::permission::{ModeState, PermissionMode, Rule, Sandbox};
 use crate::registry::near_matches;
 use crate::validate::ValidationOptions;
 use crate::{
@@ -186,6 +186,19 @@ impl Agent {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// The session's permission mode now (ExitPlanMode and [`set_permission_mode`] change it).
+    ///
+    /// [`set_permission_mode`]: Agent::set_permission_mode
+    pub fn permission_mode(&self) -> PermissionMode {
+        self.inner.session.get::<ModeState>().get()
+    }
+
+    /// Switches the session's permission mode, for a `/mode plan` command or a Shift+Tab key:
+    /// it applies from the next permission decision on, also to a run in progress.
+    pub fn set_permission_mode(&self, mode: PermissionMode) {
+        self.inner.session.get::<ModeState>().set(mode);
     }
 
     /// The conversation so far.
