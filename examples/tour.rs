@@ -2,11 +2,11 @@
 //! for a good call and for a bad one, and then an agent that uses both.
 //!
 //! ```text
-//! cargo run --example quickstart
+//! cargo run --example tour
 //! ```
 //!
 //! Offline by default: the agent runs on a `ScriptedModel`. With `ANTHROPIC_API_KEY` (or
-//! `OPENAI_API_KEY`) set, it runs on the real model instead (`QUICKSTART_MODEL` picks the id).
+//! `OPENAI_API_KEY`) set, it runs on the real model instead (`TOUR_MODEL` picks the id).
 
 use std::sync::{Arc, Mutex};
 
@@ -91,7 +91,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Every #[tool] in the program registered itself; pick the two this app wants.
     let registry = ToolRegistry::new();
     for tool in tool_sdk::get_tools(Some(&["get_weather", "save_note"]))? {
-        registry.register_from(tool, "quickstart")?;
+        registry.register_from(tool, "tour")?;
     }
 
     println!("== The registry holds");
@@ -204,7 +204,7 @@ async fn run_agent(registry: Arc<ToolRegistry>) -> Result<(), Box<dyn std::error
 /// A real model when a key is set, else a scripted one that plays a plausible run.
 fn pick_model() -> Result<(Arc<dyn Model>, String), Box<dyn std::error::Error>> {
     use tool_sdk::model::{anthropic::AnthropicModel, openai::OpenAiModel};
-    let chosen = std::env::var("QUICKSTART_MODEL").ok();
+    let chosen = std::env::var("TOUR_MODEL").ok();
     if std::env::var_os("ANTHROPIC_API_KEY").is_some() {
         let id = chosen.unwrap_or_else(|| "claude-sonnet-4-5".into());
         return Ok((

@@ -1,0 +1,57 @@
+//! Line input on a thread of its own: rustyline blocks, the agent's run must not.
+
+use std::sync::mpsc;
+use std::thread;
+
+use rustyline::DefaultEditor;
+use rustyline::error::ReadlineError;
+use tokio::sync::oneshot;
+
+/// What the user typed.
+pub enum Line {
+    /// A line (without its newline).
+    Text(String),
+    /// Ctrl-C at the prompt.
+    Interrupted,
+    /// Ctrl-D, or the end of piped input.
+    Eof,
+}
+
+type Request = (String, oneshot::Sender<Line>);
+
+/// Reads lines with history and editing; each [`read`](LineReader::read) shows its prompt.
+pub struct LineReader {
+    requests: mpsc::Sender<Request>,
+}
+
+impl LineReader {
+    pub fn new() -> Result<Self, ReadlineError> {
+        let mut editor = DefaultEditor::new()?;
+        let (requests, incoming) = mpsc::channel::<Request>();
+        thread::spawn(move || {
+            for (prompt, reply) in incoming {
+                let line = match editor.readline(&prompt) {
+                    Ok(line) => {
+                        if !line.trim().is_empty() {
+                            let _ = editor.add_history_entry(line.as_str());
+                        }
+                        Line::Text(line)
+                    }
+                    Err(ReadlineError::Interrupted) => Line::Interrupted,
+                    Err(_) => Line::Eof,
+                };
+                let _ = reply.send(line);
+            }
+        });
+        Ok(LineReader { requests })
+    }
+
+    /// Shows `prompt` and waits for a line.
+    pub async fn read(&self, prompt: String) -> Line {
+        let (reply, answer) = oneshot::channel();
+        if self.requests.send((prompt, reply)).is_err() {
+            return Line::Eof;
+        }
+        answer.await.unwrap_or(Line::Eof)
+    }
+}

@@ -1,0 +1,293 @@
+//! `coder`: an interactive terminal coding agent in a few hundred lines, on top of tool-sdk.
+//!
+//! ```text
+//! cargo run --example coder                      # offline: a scripted demo on this directory
+//! ANTHROPIC_API_KEY=... cargo run --example coder -- --cwd ~/my-project
+//! OPENAI_BASE_URL=http://localhost:11434/v1 cargo run --example coder -- --model qwen3
+//! cargo run --example coder -- --print "How many Rust files are there?" --allow Bash
+//! ```
+//!
+//! The SDK does the work: the built-in tools, schemas and validation, the permission chain,
+//! concurrency, timeouts, cancellation. This file only wires them to a terminal.
+
+mod demo;
+mod input;
+mod ui;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use clap::{Parser, ValueEnum};
+use console::style;
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+use tool_sdk::agent::{Agent, AgentConfig, RunResult};
+use tool_sdk::model::anthropic::AnthropicModel;
+use tool_sdk::model::openai::OpenAiModel;
+use tool_sdk::model::{Model, ModelError};
+use tool_sdk::permission::{PermissionAnswer, PermissionMode};
+
+use input::{Line, LineReader};
+use ui::{Answer, RunView};
+
+/// A terminal coding agent built on tool-sdk. With no API key it runs a scripted demo.
+#[derive(Parser, Debug)]
+#[command(name = "coder", version)]
+struct Args {
+    /// The model id (default: claude-sonnet-4-5 for Anthropic, gpt-4.1 for OpenAI-compatible).
+    #[arg(long)]
+    model: Option<String>,
+    /// Which provider (default: anthropic if ANTHROPIC_API_KEY is set, openai if OPENAI_API_KEY
+    /// or OPENAI_BASE_URL is, else the scripted demo).
+    #[arg(long, value_enum)]
+    provider: Option<ProviderChoice>,
+    /// The project directory the agent works in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// A permission rule that runs without asking, e.g. "Bash(cargo test:*)" (repeatable).
+    #[arg(long, value_name = "RULE")]
+    allow: Vec<String>,
+    /// A permission rule that is always refused, e.g. "Bash(rm:*)" (repeatable).
+    #[arg(long, value_name = "RULE")]
+    deny: Vec<String>,
+    /// Answers one prompt without asking anything, prints the answer and exits: status 0 when
+    /// the run succeeded. Calls that would ask are refused (use --allow).
+    #[arg(long, short, value_name = "PROMPT")]
+    print: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ProviderChoice {
+    Anthropic,
+    Openai,
+    Demo,
+}
+
+/// The tools a coding agent needs; the model sees these and nothing else.
+const TOOLS: &[&str] = &[
+    "Read",
+    "Write",
+    "Edit",
+    "Glob",
+    "Grep",
+    "Bash",
+    "BashOutput",
+    "KillShell",
+    "TodoWrite",
+    "WebFetch",
+];
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args).await {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("{} {message}", style("error:").red().bold());
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<ExitCode, String> {
+    let cwd = match &args.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|e| format!("cannot read the current dir: {e}"))?,
+    };
+    let cwd = cwd
+        .canonicalize()
+        .map_err(|e| format!("--cwd {}: {e}", cwd.display()))?;
+    let (model, demo) = choose_model(&args, &cwd).map_err(|e| e.to_string())?;
+
+    let mut config = AgentConfig::new()
+        .with_model_arc(model.clone())
+        .with_tools(TOOLS.iter().copied())
+        .with_working_dir(&cwd)
+        .with_system_prompt(system_prompt(&cwd));
+    for rule in &args.allow {
+        config = config.allow(rule);
+    }
+    for rule in &args.deny {
+        config = config.deny(rule);
+    }
+    let agent = Agent::create(config).await.map_err(|e| e.to_string())?;
+
+    // Ctrl-C cancels the running turn, if any; at the prompt rustyline sees it as a key.
+    let current_turn: Arc<Mutex<Option<CancellationToken>>> = Arc::default();
+    let on_interrupt = current_turn.clone();
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            if let Some(token) = on_interrupt.lock().unwrap().as_ref() {
+                token.cancel();
+            }
+        }
+    });
+
+    if let Some(prompt) = &args.print {
+        let result = one_turn(&agent, prompt, None, &current_turn).await;
+        return Ok(if result.error.is_none() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
+
+    println!(
+        "{} {} · {} · {}",
+        style("coder").bold(),
+        style(model.model_id()).cyan(),
+        cwd.display(),
+        style("/help for commands, Ctrl-C cancels a turn, Ctrl-D quits").dim()
+    );
+    let input = LineReader::new().map_err(|e| format!("cannot read the terminal: {e}"))?;
+    let mut next = None;
+    if demo {
+        println!(
+            "{}",
+            style(
+                "No ANTHROPIC_API_KEY or OPENAI_API_KEY: this is a SCRIPTED DEMO. A scripted model \
+                 plays the turns; the tools are real and work on the directory above."
+            )
+            .yellow()
+        );
+        println!("> {}", demo::FIRST_PROMPT);
+        next = Some(demo::FIRST_PROMPT.to_owned());
+    }
+    loop {
+        let line = match next.take() {
+            Some(line) => line,
+            None => match input.read("> ".to_owned()).await {
+                Line::Text(line) => line,
+                Line::Interrupted => continue,
+                Line::Eof => break,
+            },
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(command) = line.strip_prefix('/') {
+            if !slash_command(&agent, command) {
+                break;
+            }
+            continue;
+        }
+        one_turn(&agent, line, Some(&input), &current_turn).await;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs one user turn to the end, showing it; `input` is where permission answers come from
+/// (none in --print mode: calls that ask are refused).
+async fn one_turn(
+    agent: &Agent,
+    prompt: &str,
+    input: Option<&LineReader>,
+    current_turn: &Mutex<Option<CancellationToken>>,
+) -> RunResult {
+    let mut run = agent.run(prompt);
+    *current_turn.lock().unwrap() = Some(run.cancellation_token());
+    let mut view = RunView::new();
+    let mut result = RunResult::default();
+    while let Some(event) = run.next().await {
+        if let tool_sdk::agent::AgentEvent::Finished(finished) = event {
+            result = *finished;
+            break;
+        }
+        let Some(request) = view.show(event) else {
+            continue;
+        };
+        match input {
+            None => request.deny("Not allowed in --print mode; the user can pass --allow."),
+            Some(input) => match view.ask(&request.question, input).await {
+                Answer::Given(answer) => request.answer(answer),
+                Answer::CancelTurn => {
+                    request.answer(PermissionAnswer::Deny("The user cancelled.".into()));
+                    run.cancel();
+                }
+            },
+        }
+    }
+    *current_turn.lock().unwrap() = None;
+    view.finish(&result);
+    result
+}
+
+/// `/tools`, `/mode`, `/help`; false for `/exit`.
+fn slash_command(agent: &Agent, command: &str) -> bool {
+    let mut words = command.split_whitespace();
+    match words.next().unwrap_or_default() {
+        "exit" | "quit" => return false,
+        "tools" => {
+            for name in agent.tool_names() {
+                let read_only = agent
+                    .registry()
+                    .get(&name)
+                    .is_some_and(|t| t.is_read_only());
+                let note = if read_only { "read-only" } else { "asks" };
+                println!("  {name:<12} {}", style(note).dim());
+            }
+        }
+        "mode" => {
+            let mode = match words.next() {
+                Some("plan") => Some(PermissionMode::Plan),
+                Some("default") => Some(PermissionMode::Default),
+                Some("acceptEdits") => Some(PermissionMode::AcceptEdits),
+                Some("bypass") => Some(PermissionMode::BypassPermissions),
+                None => None,
+                Some(other) => {
+                    println!("  unknown mode {other:?}: plan, default, acceptEdits or bypass");
+                    return true;
+                }
+            };
+            if let Some(mode) = mode {
+                agent.set_permission_mode(mode);
+            }
+            println!("  mode: {:?}", agent.permission_mode());
+        }
+        _ => println!(
+            "  /tools            the tools the model can use\n  \
+             /mode plan|default|acceptEdits|bypass\n  \
+             /exit             quit (or Ctrl-D)"
+        ),
+    }
+    true
+}
+
+/// The provider from the flags, else from the environment, else the scripted demo.
+fn choose_model(args: &Args, cwd: &std::path::Path) -> Result<(Arc<dyn Model>, bool), ModelError> {
+    let env = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+    let provider = args.provider.unwrap_or(if env("ANTHROPIC_API_KEY") {
+        ProviderChoice::Anthropic
+    } else if env("OPENAI_API_KEY") || env("OPENAI_BASE_URL") {
+        ProviderChoice::Openai
+    } else {
+        ProviderChoice::Demo
+    });
+    let model_id = args.model.clone();
+    Ok(match provider {
+        ProviderChoice::Anthropic => (
+            Arc::new(AnthropicModel::from_env(
+                model_id.unwrap_or_else(|| "claude-sonnet-4-5".into()),
+            )?),
+            false,
+        ),
+        ProviderChoice::Openai => (
+            Arc::new(OpenAiModel::from_env(
+                model_id.unwrap_or_else(|| "gpt-4.1".into()),
+            )?),
+            false,
+        ),
+        ProviderChoice::Demo => (Arc::new(demo::model(cwd)), true),
+    })
+}
+
+fn system_prompt(cwd: &std::path::Path) -> String {
+    format!(
+        "You are a coding agent working in {}. Use the tools to read, search and change the \
+         project; read a file before editing it; keep changes small and explain them briefly. \
+         Prefer Grep and Glob over shell commands for searching.",
+        cwd.display()
+    )
+}

@@ -1,0 +1,291 @@
+//! How a run looks in the terminal: streamed text, a spinner per running tool, results with
+//! their display titles, Edit diffs in colour, permission questions, a summary per turn.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::time::Duration;
+
+use console::{Style, style};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::Value;
+use tool_sdk::ToolUpdateKind;
+use tool_sdk::agent::{AgentError, AgentEvent, PermissionRequest, RunResult};
+use tool_sdk::permission::{PermissionAnswer, PermissionQuestion};
+
+use crate::input::{Line, LineReader};
+
+/// The terminal side of one run.
+pub struct RunView {
+    spinners: MultiProgress,
+    running: HashMap<String, ProgressBar>,
+    titles: HashMap<String, String>,
+    mid_line: bool,
+}
+
+impl RunView {
+    pub fn new() -> Self {
+        RunView {
+            spinners: MultiProgress::new(),
+            running: HashMap::new(),
+            titles: HashMap::new(),
+            mid_line: false,
+        }
+    }
+
+    /// Shows one event. Permission questions come back to the caller, which asks the user.
+    pub fn show(&mut self, event: AgentEvent) -> Option<PermissionRequest> {
+        match event {
+            AgentEvent::TextDelta(text) => {
+                self.spinners.suspend(|| {
+                    print!("{text}");
+                    let _ = std::io::stdout().flush();
+                });
+                self.mid_line = !text.ends_with('\n');
+            }
+            AgentEvent::ToolRequested { id, title, .. } => {
+                self.end_line();
+                let spinner = self.spinners.add(ProgressBar::new_spinner());
+                spinner.set_style(
+                    ProgressStyle::with_template("{spinner:.cyan} {msg} {elapsed:.dim}")
+                        .expect("a valid template"),
+                );
+                spinner.set_message(title.clone());
+                spinner.enable_steady_tick(Duration::from_millis(100));
+                self.running.insert(id.clone(), spinner);
+                self.titles.insert(id, title);
+            }
+            AgentEvent::ToolProgress {
+                id,
+                update: ToolUpdateKind::Progress(line),
+            } => {
+                if let (Some(spinner), Some(title)) = (self.running.get(&id), self.titles.get(&id))
+                {
+                    spinner.set_message(format!("{title} {}", style(line).dim()));
+                }
+            }
+            AgentEvent::ToolCompleted {
+                id,
+                output,
+                display,
+                ..
+            } => {
+                self.stop_spinner(&id);
+                self.println(format!(
+                    "{} {} {}",
+                    style("●").green(),
+                    style(&display.title).bold(),
+                    style(format!("· {}", display.summary)).dim()
+                ));
+                if let Some(diff) = output.structured.as_ref().and_then(|s| s["diff"].as_str()) {
+                    self.println(coloured_diff(diff));
+                }
+            }
+            AgentEvent::ToolFailed {
+                id, name, output, ..
+            } => {
+                self.stop_spinner(&id);
+                let title = self.titles.get(&id).cloned().unwrap_or(name);
+                let text = output.to_text();
+                self.println(format!(
+                    "{} {} {}",
+                    style("●").red(),
+                    style(title).bold(),
+                    style(text.lines().next().unwrap_or("failed")).red()
+                ));
+            }
+            AgentEvent::PermissionRequested(request) => {
+                self.end_line();
+                return Some(request);
+            }
+            AgentEvent::Error(AgentError::Cancelled) => {
+                self.end_line();
+                self.println(style("Cancelled.").yellow().to_string());
+            }
+            AgentEvent::Error(error) => {
+                self.end_line();
+                self.println(format!("{} {error}", style("error:").red().bold()));
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// The run is over: its summary line.
+    pub fn finish(&mut self, result: &RunResult) {
+        self.end_line();
+        for (_, spinner) in self.running.drain() {
+            spinner.finish_and_clear();
+        }
+        println!(
+            "{}",
+            style(format!(
+                "── {} turn{} · {} tool call{} · {} in / {} out tokens · {:.1}s",
+                result.turns,
+                plural(result.turns as usize),
+                result.tool_calls,
+                plural(result.tool_calls),
+                result.usage.input_tokens,
+                result.usage.output_tokens,
+                result.duration.as_secs_f64()
+            ))
+            .dim()
+        );
+    }
+
+    fn stop_spinner(&mut self, id: &str) {
+        if let Some(spinner) = self.running.remove(id) {
+            spinner.finish_and_clear();
+            self.spinners.remove(&spinner);
+        }
+    }
+
+    fn println(&self, line: String) {
+        if self.running.is_empty() {
+            println!("{line}");
+        } else {
+            self.spinners.suspend(|| println!("{line}"));
+        }
+    }
+
+    fn end_line(&mut self) {
+        if self.mid_line {
+            println!();
+            self.mid_line = false;
+        }
+    }
+
+    /// Asks the user about a call: y (once), n (refuse), a (always, for the session).
+    pub async fn ask(&mut self, question: &PermissionQuestion, input: &LineReader) -> Answer {
+        // The spinners would draw over the question; they come back with the answer.
+        self.spinners.clear().ok();
+        self.spinners.set_draw_target(ProgressDrawTarget::hidden());
+        let answer = self.ask_hidden(question, input).await;
+        self.spinners.set_draw_target(ProgressDrawTarget::stderr());
+        answer
+    }
+
+    async fn ask_hidden(&self, question: &PermissionQuestion, input: &LineReader) -> Answer {
+        {
+            println!(
+                "{} {}",
+                style("?").yellow().bold(),
+                style(&question.prompt.title).bold()
+            );
+            if let Some(summary) = &question.prompt.summary {
+                println!("  {summary}");
+            }
+            println!("{}", preview(&question.tool, &question.input));
+        }
+        loop {
+            let prompt = "  Allow? [y]es / [n]o / [a]lways: ".to_owned();
+            match input.read(prompt).await {
+                Line::Text(answer) => match answer.trim().to_lowercase().as_str() {
+                    "y" | "yes" => return Answer::Given(PermissionAnswer::Allow),
+                    "a" | "always" => {
+                        println!(
+                            "  {}",
+                            style(format!(
+                                "allowed for this session: {}",
+                                question.suggested_rule
+                            ))
+                            .dim()
+                        );
+                        return Answer::Given(PermissionAnswer::AllowAlways);
+                    }
+                    "n" | "no" => {
+                        return Answer::Given(PermissionAnswer::Deny(
+                            "The user refused this call.".into(),
+                        ));
+                    }
+                    _ => println!("  Please answer y, n or a."),
+                },
+                Line::Interrupted => return Answer::CancelTurn,
+                Line::Eof => {
+                    return Answer::Given(PermissionAnswer::Deny(
+                        "No one could be asked (end of input), so the call was refused.".into(),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// What the user said to a permission question.
+pub enum Answer {
+    /// An answer for the call.
+    Given(PermissionAnswer),
+    /// Ctrl-C: refuse it and stop the turn.
+    CancelTurn,
+}
+
+/// The call as the user should judge it: an Edit as the diff it would make, a Bash command
+/// as the command, anything else as its input.
+fn preview(tool: &str, input: &Value) -> String {
+    let field = |name: &str| input[name].as_str().unwrap_or_default();
+    match tool {
+        "Edit" => {
+            // Whole lines, so the preview has no "no newline at end of file" markers.
+            let (old, new) = (
+                format!("{}\n", field("old_string")),
+                format!("{}\n", field("new_string")),
+            );
+            let diff = similar::TextDiff::from_lines(&old, &new);
+            let text = diff
+                .unified_diff()
+                .header(field("file_path"), field("file_path"))
+                .to_string();
+            coloured_diff(&text)
+        }
+        "Bash" => format!("  {}", style(format!("$ {}", field("command"))).cyan()),
+        "Write" => {
+            let content = field("content");
+            let mut lines: Vec<String> = content
+                .lines()
+                .take(8)
+                .map(|l| format!("  {}", style(format!("+{l}")).green()))
+                .collect();
+            if content.lines().count() > 8 {
+                lines.push(format!("  … {} lines in all", content.lines().count()));
+            }
+            lines.join("\n")
+        }
+        _ => serde_json::to_string_pretty(input)
+            .unwrap_or_default()
+            .lines()
+            .take(12)
+            .map(|l| format!("  {}", style(l).dim()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+/// A unified diff with removed lines red, added lines green and hunk headers cyan.
+pub fn coloured_diff(diff: &str) -> String {
+    let (removed, added, hunk, header) = (
+        Style::new().red(),
+        Style::new().green(),
+        Style::new().cyan(),
+        Style::new().bold(),
+    );
+    diff.lines()
+        .map(|line| {
+            let style = if line.starts_with("+++") || line.starts_with("---") {
+                &header
+            } else if line.starts_with('+') {
+                &added
+            } else if line.starts_with('-') {
+                &removed
+            } else if line.starts_with("@@") {
+                &hunk
+            } else {
+                return format!("  {line}");
+            };
+            format!("  {}", style.apply_to(line))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}

@@ -1,0 +1,207 @@
+//! The `coder` example driven in a pseudo-terminal, as a user would: the offline demo asks
+//! before editing, `n` leaves the file alone, `y` changes it, and Ctrl-C during a long Bash
+//! call cancels the turn (and kills the command) without ending the program.
+//!
+//! `cargo test --workspace` builds the example before running tests; run alone, this test
+//! needs `cargo build -p examples --example coder` first.
+
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use expectrl::process::unix::WaitStatus;
+use expectrl::session::OsSession as Session;
+use expectrl::{ControlCode, Expect};
+
+/// Spelt in pieces so that the demo, run on this repository, does not find it.
+const TODO_LINE: &str = concat!("    // TO", "DO: greet the user");
+
+fn coder_binary() -> PathBuf {
+    // The test runs from target/<profile>/deps; examples are built into target/<profile>/examples.
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let coder = profile_dir.join("examples").join("coder");
+    assert!(
+        coder.is_file(),
+        "{} is missing: build it with `cargo build -p examples --example coder` (cargo test \
+         --workspace does)",
+        coder.display()
+    );
+    coder
+}
+
+/// A small project with one TODO comment.
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join("src/main.rs"),
+        format!("fn main() {{\n{TODO_LINE}\n    println!(\"hi\");\n}}\n"),
+    )
+    .unwrap();
+    dir
+}
+
+fn coder_command(dir: &Path, extra: &[&str]) -> Command {
+    let mut command = Command::new(coder_binary());
+    command.arg("--cwd").arg(dir).args(extra);
+    for key in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"] {
+        command.env_remove(key);
+    }
+    command.env("TERM", "xterm-256color");
+    command
+}
+
+fn start(dir: &Path) -> Session {
+    let mut session = Session::spawn(coder_command(dir, &[])).expect("coder starts in a pty");
+    session.set_expect_timeout(Some(Duration::from_secs(30)));
+    session
+}
+
+fn main_rs(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("src/main.rs")).unwrap()
+}
+
+#[test]
+fn the_demo_asks_before_editing_and_no_leaves_the_file_unchanged() {
+    let dir = project();
+    let before = main_rs(dir.path());
+    let mut coder = start(dir.path());
+    coder.expect("SCRIPTED DEMO").unwrap();
+    coder.expect("Edit ").unwrap();
+    // The question shows the change it would make.
+    coder.expect("TODO(reviewed)").unwrap();
+    coder.expect("Allow? [y]es / [n]o / [a]lways").unwrap();
+    coder.send_line("n").unwrap();
+    coder.expect("the file is unchanged").unwrap();
+    coder.expect("tool calls").unwrap();
+    assert_eq!(main_rs(dir.path()), before);
+    coder.send(ControlCode::EndOfTransmission).unwrap();
+    assert_eq!(
+        coder.get_process().wait().unwrap(),
+        WaitStatus::Exited(coder.get_process().pid(), 0)
+    );
+}
+
+#[test]
+fn yes_applies_the_edit_and_shows_its_diff() {
+    let dir = project();
+    let mut coder = start(dir.path());
+    coder.expect("Allow? [y]es / [n]o / [a]lways").unwrap();
+    coder.send_line("y").unwrap();
+    coder.expect("the TODO is marked as reviewed").unwrap();
+    coder.expect("tool calls").unwrap();
+    let after = main_rs(dir.path());
+    assert!(
+        after.contains("    // TODO(reviewed): greet the user\n"),
+        "{after}"
+    );
+    assert!(!after.contains(TODO_LINE), "{after}");
+    coder.send_line("/exit").unwrap();
+    assert_eq!(
+        coder.get_process().wait().unwrap(),
+        WaitStatus::Exited(coder.get_process().pid(), 0)
+    );
+}
+
+#[test]
+fn ctrl_c_cancels_a_long_bash_call_and_returns_to_the_prompt() {
+    let dir = project();
+    let mut coder = start(dir.path());
+    coder.expect("Allow? [y]es / [n]o / [a]lways").unwrap();
+    coder.send_line("n").unwrap();
+    coder.expect("tool calls").unwrap();
+
+    // An odd duration, to find this very process in /proc.
+    coder.send_line("run sleep 41.37").unwrap();
+    coder.expect("Run sleep 41.37").unwrap();
+    let sleeper = wait_for(|| find_process("sleep", "41.37"), "the sleep to start");
+    let interrupted = Instant::now();
+    coder.send(ControlCode::EndOfText).unwrap();
+    coder.expect("Cancelled.").unwrap();
+    coder.expect("> ").unwrap();
+    assert!(
+        interrupted.elapsed() < Duration::from_secs(10),
+        "cancelling took {:?}",
+        interrupted.elapsed()
+    );
+    wait_for(
+        || (!Path::new(&format!("/proc/{sleeper}")).exists()).then_some(()),
+        "the cancelled command to be killed",
+    );
+
+    // Still alive and answering.
+    coder.send_line("/tools").unwrap();
+    coder.expect("read-only").unwrap();
+    coder.send(ControlCode::EndOfTransmission).unwrap();
+    assert_eq!(
+        coder.get_process().wait().unwrap(),
+        WaitStatus::Exited(coder.get_process().pid(), 0)
+    );
+}
+
+#[test]
+fn print_mode_runs_one_prompt_and_its_exit_code_tells_how_it_went() {
+    let dir = project();
+    let ok = coder_command(
+        dir.path(),
+        &["--allow", "Bash", "--print", "run echo printed-$((6*7))"],
+    )
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    assert!(ok.status.success(), "{stdout}");
+    assert!(stdout.contains("printed-42"), "{stdout}");
+
+    // Nobody to ask in --print mode: the edit is refused, the file stays as it was.
+    let before = main_rs(dir.path());
+    let refused = coder_command(dir.path(), &["-p", "Find a TODO and resolve it"])
+        .output()
+        .unwrap();
+    assert!(refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stdout).contains("not applied"));
+    assert_eq!(main_rs(dir.path()), before);
+
+    // A provider that cannot start is an error with a reason, and a failing exit code.
+    let no_key = coder_command(dir.path(), &["--provider", "anthropic", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert!(!no_key.status.success());
+    assert!(
+        String::from_utf8_lossy(&no_key.stderr).contains("ANTHROPIC_API_KEY"),
+        "{}",
+        String::from_utf8_lossy(&no_key.stderr)
+    );
+}
+
+fn wait_for<T>(mut probe: impl FnMut() -> Option<T>, what: &str) -> T {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The pid of a running `program arg` process.
+fn find_process(program: &str, arg: &str) -> Option<u32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            let is_it = words.len() >= 2
+                && words[0].ends_with(program.as_bytes())
+                && words[1] == arg.as_bytes();
+            is_it.then_some(pid)
+        })
+}
