@@ -110,6 +110,26 @@ fn yes_applies_the_edit_and_shows_its_diff() {
 }
 
 #[test]
+fn plan_mode_refuses_the_edit_without_asking() {
+    let dir = project();
+    let before = main_rs(dir.path());
+    let mut coder = start(dir.path());
+    coder.expect("Allow? [y]es / [n]o / [a]lways").unwrap();
+    coder.send_line("n").unwrap();
+    coder.expect("tool calls").unwrap();
+    coder.send_line("/mode plan").unwrap();
+    coder.expect("mode: Plan").unwrap();
+    coder.send_line("find a TODO").unwrap();
+    // Read-only tools still run; the edit is refused by the mode, and nobody is asked.
+    let refusal = coder.expect("not applied").unwrap();
+    let shown = String::from_utf8_lossy(refusal.before());
+    assert!(shown.contains("Read "), "{shown}");
+    assert!(!shown.contains("Allow?"), "{shown}");
+    assert_eq!(main_rs(dir.path()), before);
+    coder.send_line("/exit").unwrap();
+}
+
+#[test]
 fn ctrl_c_cancels_a_long_bash_call_and_returns_to_the_prompt() {
     let dir = project();
     let mut coder = start(dir.path());

@@ -65,6 +65,9 @@ fn the_configuration_file_reference_loads_and_means_what_it_says() {
     assert_eq!(config.coerce_inputs, defaults.coerce_inputs);
     assert_eq!(config.permission_mode, defaults.permission_mode);
     assert_eq!(config.permissions.deny.len(), 2);
-    assert_eq!(config.subagents["reviewer"].tools.as_ref().unwrap().len(), 3);
+    assert_eq!(
+        config.subagents["reviewer"].tools.as_ref().unwrap().len(),
+        3
+    );
     assert_eq!(config.model.unwrap().id, "claude-sonnet-4-5");
 }
