@@ -1,0 +1,62 @@
+//! The MCP server the MCP server tests run: the built-in file tools rooted at a directory,
+//! plus a few tools that exercise validation, progress and cancellation.
+//!
+//! `mcp-test-server ROOT` serves on stdio; `mcp-test-server ROOT --http 127.0.0.1:PORT`
+//! serves Streamable HTTP and prints its URL on stdout.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tool_sdk::builtin::{GlobTool, GrepTool, ReadTool, WriteTool};
+use tool_sdk::mcp::McpToolServer;
+use tool_sdk::{ToolContext, ToolError, ToolRegistry, tool};
+
+/// Adds two integers.
+#[tool(read_only, register = false)]
+async fn add(a: i64, b: i64) -> Result<i64, ToolError> {
+    a.checked_add(b)
+        .ok_or_else(|| ToolError::failed("the sum overflows"))
+}
+
+/// Counts to `to`, one step every 50 ms, reporting progress; writes `cancelled` into the root
+/// if it is cancelled first.
+#[tool(read_only, register = false)]
+async fn count_slowly(to: u32, ctx: &ToolContext) -> Result<String, ToolError> {
+    for step in 1..=to {
+        tokio::select! {
+            _ = ctx.cancellation().cancelled() => {
+                let _ = std::fs::write(ctx.resolve("cancelled"), format!("at step {step}"));
+                return Err(ToolError::Cancelled);
+            }
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+        ctx.progress(format!("step {step} of {to}"));
+    }
+    Ok(format!("counted to {to}"))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let root = args
+        .next()
+        .ok_or("usage: mcp-test-server ROOT [--http ADDR]")?;
+    let registry = Arc::new(ToolRegistry::new());
+    registry.register(Arc::new(ReadTool))?;
+    registry.register(Arc::new(WriteTool))?;
+    registry.register(Arc::new(GlobTool))?;
+    registry.register(Arc::new(GrepTool))?;
+    registry.register(Arc::new(AddTool))?;
+    registry.register(Arc::new(CountSlowlyTool))?;
+    let server = McpToolServer::new(registry).with_root(&root)?;
+    match (args.next().as_deref(), args.next()) {
+        (Some("--http"), Some(addr)) => {
+            let running = server.serve_http(addr.parse()?).await?;
+            println!("{}", running.url());
+            std::future::pending::<()>().await;
+        }
+        (None, _) => server.serve_stdio().await?,
+        _ => return Err("usage: mcp-test-server ROOT [--http ADDR]".into()),
+    }
+    Ok(())
+}
