@@ -34,7 +34,15 @@ fn python_client(args: &[&str]) -> Value {
 
 fn check_report(report: &Value) {
     let tools = &report["tools"];
-    for name in ["Read", "Write", "Glob", "Grep", "add", "count_slowly"] {
+    for name in [
+        "Read",
+        "Write",
+        "Glob",
+        "Grep",
+        "add",
+        "count_slowly",
+        "learn_tool",
+    ] {
         assert!(tools.get(name).is_some(), "{name} is listed: {tools}");
     }
     assert_eq!(tools["Read"]["read_only"], true);
@@ -235,4 +243,43 @@ async fn our_client_against_our_server_cancels_for_real() {
     }
     assert!(marker.exists(), "the server-side tool was not cancelled");
     client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_are_listed_again_on_list_changed_and_the_agent_sees_them() {
+    use tool_sdk::agent::{Agent, AgentConfig};
+    use tool_sdk::model::ScriptedModel;
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model(ScriptedModel::new([]))
+            .with_tools(["mcp__ours__*"])
+            .with_mcp_server("ours", McpServerConfig::stdio(SERVER, [root.as_str()])),
+    )
+    .await
+    .unwrap();
+    assert!(!agent.tool_names().contains(&"mcp__ours__greet".to_owned()));
+    let learn = agent.registry().get("mcp__ours__learn_tool").unwrap();
+    learn
+        .call(json!({}), &ToolContext::default())
+        .await
+        .unwrap();
+    // notifications/tools/list_changed -> tools/list -> the agent's tool set.
+    let mut seen = false;
+    for _ in 0..60 {
+        if agent.tool_names().contains(&"mcp__ours__greet".to_owned()) {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(seen, "greet never appeared: {:?}", agent.tool_names());
+    let greet = agent.registry().get("mcp__ours__greet").unwrap();
+    let out = greet
+        .call(json!({"name": "Ada"}), &ToolContext::default())
+        .await
+        .unwrap();
+    assert_eq!(out.to_text(), "Hello, Ada!");
 }

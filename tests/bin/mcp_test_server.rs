@@ -35,6 +35,29 @@ async fn count_slowly(to: u32, ctx: &ToolContext) -> Result<String, ToolError> {
     Ok(format!("counted to {to}"))
 }
 
+/// The registry served, for `learn_tool`.
+static REGISTRY: std::sync::OnceLock<Arc<ToolRegistry>> = std::sync::OnceLock::new();
+
+/// Says hello; added at run time by `learn_tool`.
+#[tool(read_only, register = false)]
+async fn greet(name: String) -> String {
+    format!("Hello, {name}!")
+}
+
+/// Adds the `greet` tool to the server, which then tells the client its tool list changed.
+#[tool(register = false)]
+async fn learn_tool() -> Result<String, ToolError> {
+    let registry = REGISTRY
+        .get()
+        .ok_or_else(|| ToolError::failed("no registry"))?;
+    if !registry.contains("greet") {
+        registry
+            .register(Arc::new(GreetTool))
+            .map_err(|e| ToolError::failed(e.to_string()))?;
+    }
+    Ok("learned greet".to_owned())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -48,6 +71,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry.register(Arc::new(GrepTool))?;
     registry.register(Arc::new(AddTool))?;
     registry.register(Arc::new(CountSlowlyTool))?;
+    registry.register(Arc::new(LearnToolTool))?;
+    let _ = REGISTRY.set(registry.clone());
     let server = McpToolServer::new(registry).with_root(&root)?;
     match (args.next().as_deref(), args.next()) {
         (Some("--http"), Some(addr)) => {

@@ -28,8 +28,9 @@ use crate::{ContentBlock, FileStateTracker, SessionStore, ToolContext, ToolOutpu
 /// Each tool is listed with its schemas and its annotations (`readOnlyHint` from
 /// `read_only`, and so on). Calls are validated against the schema first; an invalid input,
 /// like any failure of the tool, is an `isError` result the client's model can act on.
-/// `ctx.progress(..)` reaches the client as `notifications/progress`. There is no permission
-/// layer: serve only the tools the client may run.
+/// `ctx.progress(..)` reaches the client as `notifications/progress`; a call that changes the
+/// registry's tools sends `notifications/tools/list_changed`. There is no permission layer:
+/// serve only the tools the client may run.
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -313,7 +314,12 @@ impl ServerHandler for McpToolServer {
         }
         let input = Value::Object(request.arguments.unwrap_or_default());
         let (ctx, forwarder) = self.context(&context);
+        let before = self.registry.names();
         let output = self.registry.call(&name, input, &ctx).await;
+        if self.registry.names() != before {
+            // The call added or removed tools (a tool that loads more tools, say).
+            let _ = context.peer.notify_tool_list_changed().await;
+        }
         // Progress goes out before the result.
         drop(ctx);
         if let Some(forwarder) = forwarder {
