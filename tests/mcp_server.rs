@@ -242,6 +242,27 @@ async fn our_client_against_our_server_cancels_for_real() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(marker.exists(), "the server-side tool was not cancelled");
+
+    // Two rmcp peers agree on the newest protocol version.
+    assert_eq!(client.protocol_version().await.unwrap(), "2026-07-28");
+
+    // Structured content is held to the output schema, except in an error result.
+    let shape = tools
+        .iter()
+        .find(|t| t.name() == "mcp__ours__shape")
+        .unwrap();
+    assert!(shape.output_schema().is_some());
+    let ctx = ToolContext::default();
+    let call = |valid: bool, error: bool| shape.call(json!({"valid": valid, "error": error}), &ctx);
+    let good = call(true, false).await.unwrap();
+    assert!(!good.is_error, "{good:?}");
+    assert_eq!(good.structured, Some(json!({"n": 1})));
+    let bad = call(false, false).await.unwrap();
+    assert!(bad.is_error, "{bad:?}");
+    assert!(bad.to_text().contains("output schema"), "{bad:?}");
+    let failed = call(false, true).await.unwrap();
+    assert!(failed.is_error);
+    assert_eq!(failed.structured, Some(json!({"n": "one"})), "{failed:?}");
     client.close().await;
 }
 

@@ -7,9 +7,53 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::{Value, json};
 use tool_sdk::builtin::{GlobTool, GrepTool, ReadTool, WriteTool};
 use tool_sdk::mcp::McpToolServer;
-use tool_sdk::{ToolContext, ToolError, ToolRegistry, tool};
+use tool_sdk::{
+    BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolResult,
+    tool,
+};
+
+/// Returns structured content that does or does not match its output schema, as a success or
+/// as an error: what a client must hold to the schema, and what not.
+struct ShapeTool {
+    input: Value,
+    output: Value,
+}
+
+impl Tool for ShapeTool {
+    fn name(&self) -> &str {
+        "shape"
+    }
+    fn description(&self) -> &str {
+        "Returns {\"n\": 1} when `valid`, else {\"n\": \"one\"}; an error result when `error`."
+    }
+    fn input_schema(&self) -> &Value {
+        &self.input
+    }
+    fn output_schema(&self) -> Option<&Value> {
+        Some(&self.output)
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            read_only: Some(true),
+            ..ToolAnnotations::default()
+        }
+    }
+    fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let n = if input["valid"] == true {
+                json!(1)
+            } else {
+                json!("one")
+            };
+            let mut output = ToolOutput::json(json!({ "n": n }));
+            output.is_error = input["error"] == true;
+            Ok(output)
+        })
+    }
+}
 
 /// Adds two integers.
 #[tool(read_only, register = false)]
@@ -72,6 +116,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry.register(Arc::new(AddTool))?;
     registry.register(Arc::new(CountSlowlyTool))?;
     registry.register(Arc::new(LearnToolTool))?;
+    registry.register(Arc::new(ShapeTool {
+        input: json!({"type": "object", "properties": {
+            "valid": {"type": "boolean"}, "error": {"type": "boolean"}},
+            "required": ["valid", "error"]}),
+        output: json!({"type": "object", "properties": {"n": {"type": "integer"}},
+            "required": ["n"]}),
+    }))?;
     let _ = REGISTRY.set(registry.clone());
     let server = McpToolServer::new(registry).with_root(&root)?;
     match (args.next().as_deref(), args.next()) {

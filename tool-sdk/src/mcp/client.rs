@@ -10,7 +10,7 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
     CancelledNotificationParam, ClientConfig, ClientNotification, ClientRequest, Implementation,
-    ProgressNotificationParam, RequestId, ServerResult,
+    ProgressNotificationParam, ProtocolVersion, RequestId, ServerResult,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -134,13 +134,21 @@ impl ClientHandler for Handler {
     }
 
     fn get_info(&self) -> ClientConfig {
-        // The newest protocol version rmcp knows is offered; a server that only speaks an
-        // older one (the TypeScript SDK's 2025-11-25, say) answers with that, and rmcp speaks
-        // it from then on.
         ClientConfig::new(
             Default::default(),
             Implementation::new("tool-sdk", env!("CARGO_PKG_VERSION")),
         )
+    }
+}
+
+/// Version negotiation: ask with `server/discover` for the newest protocol (2026-07-28 and
+/// later); a server that does not know it (the TypeScript SDK's, at 2025-11-25, say) answers
+/// with an error and gets the `initialize` handshake at the newest version that has one, which
+/// it may lower to its own.
+fn lifecycle() -> rmcp::ClientLifecycleMode {
+    rmcp::ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::LATEST],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
     }
 }
 
@@ -304,7 +312,10 @@ impl ClientInner {
                         }
                     })
                 });
-                let started = tokio::time::timeout(startup, rmcp::serve_client(handler, transport));
+                let started = tokio::time::timeout(
+                    startup,
+                    rmcp::serve_client_with_lifecycle(handler, transport, lifecycle()),
+                );
                 match started.await {
                     Ok(Ok(service)) => Ok(Connection { service, stderr }),
                     failed => {
@@ -336,7 +347,12 @@ impl ClientInner {
                 let config = StreamableHttpClientTransportConfig::with_uri(expand(url))
                     .custom_headers(custom);
                 let transport = StreamableHttpClientTransport::from_config(config);
-                match tokio::time::timeout(startup, rmcp::serve_client(handler, transport)).await {
+                match tokio::time::timeout(
+                    startup,
+                    rmcp::serve_client_with_lifecycle(handler, transport, lifecycle()),
+                )
+                .await
+                {
                     Ok(Ok(service)) => Ok(Connection { service, stderr }),
                     Ok(Err(error)) => Err(self.error(format!("cannot connect to {url}: {error}"))),
                     Err(_) => Err(self.error(format!("no answer from {url} within {startup:?}"))),
