@@ -79,7 +79,7 @@ struct ClientInner {
     config: McpServerConfig,
     connection: tokio::sync::Mutex<Option<Connection>>,
     /// Progress tokens of calls in flight, to the context their updates go to.
-    progress: Mutex<HashMap<String, ToolContext>>,
+    progress: Mutex<HashMap<String, Arc<CallProgress>>>,
     tools: Mutex<Vec<Arc<dyn Tool>>>,
     on_change: Mutex<Option<ToolsChanged>>,
     closed: AtomicBool,
@@ -113,8 +113,9 @@ impl ClientHandler for Handler {
             return;
         };
         let key = token_key(&params.progress_token);
-        let ctx = client.lock_progress().get(&key).cloned();
-        if let Some(ctx) = ctx {
+        let call = client.lock_progress().get(&key).cloned();
+        if let Some(call) = call {
+            let ctx = &call.ctx;
             let mut line = match params.total {
                 Some(total) => format!("{}/{}", params.progress, total),
                 None => format!("{}", params.progress),
@@ -123,6 +124,9 @@ impl ClientHandler for Handler {
                 line = format!("{message} ({line})");
             }
             ctx.progress(line);
+            *call.last.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some((params.progress, params.total));
+            call.changed.notify_waiters();
         }
     }
 
@@ -251,7 +255,7 @@ impl McpClient {
 }
 
 impl ClientInner {
-    fn lock_progress(&self) -> std::sync::MutexGuard<'_, HashMap<String, ToolContext>> {
+    fn lock_progress(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<CallProgress>>> {
         self.progress.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -344,8 +348,10 @@ impl ClientInner {
                         .map_err(|e| self.error(format!("bad value of header `{name}`: {e}")))?;
                     custom.insert(name, value);
                 }
+                // A server restarted behind the same URL forgets our session: start a new one.
                 let config = StreamableHttpClientTransportConfig::with_uri(expand(url))
-                    .custom_headers(custom);
+                    .custom_headers(custom)
+                    .reinit_on_expired_session(true);
                 let transport = StreamableHttpClientTransport::from_config(config);
                 match tokio::time::timeout(
                     startup,
@@ -475,7 +481,12 @@ impl ClientInner {
             .await
             .map_err(|e| self.call_failed(&e, &stderr))?;
         let key = token_key(&handle.progress_token);
-        self.lock_progress().insert(key.clone(), ctx.clone());
+        let progress = Arc::new(CallProgress {
+            ctx: ctx.clone(),
+            last: Mutex::new(None),
+            changed: tokio::sync::Notify::new(),
+        });
+        self.lock_progress().insert(key.clone(), progress.clone());
         let mut guard = InFlight {
             client: self.clone(),
             key,
@@ -488,6 +499,7 @@ impl ClientInner {
         };
         // Answered (or timed out, which rmcp already reported as cancelled).
         guard.id = None;
+        progress.settle().await;
         match response {
             Ok(ServerResult::CallToolResult(result)) => Ok(tool.output(result)),
             Ok(_) => Err(ToolError::failed(format!(
@@ -524,6 +536,32 @@ impl ClientInner {
                 ))
             }
             other => ToolError::failed(format!("MCP server `{}`: {other}", self.name)),
+        }
+    }
+}
+
+/// Where a call's progress notifications go, and the last one seen.
+struct CallProgress {
+    ctx: ToolContext,
+    last: Mutex<Option<(f64, Option<f64>)>>,
+    changed: tokio::sync::Notify,
+}
+
+impl CallProgress {
+    /// rmcp hands each notification to a task of its own, so the last progress, sent just
+    /// before the result, may still be on its way: when the server announced a total and has
+    /// not reached it, wait a moment for the rest.
+    async fn settle(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(200);
+        loop {
+            let changed = self.changed.notified();
+            let pending = match *self.last.lock().unwrap_or_else(|p| p.into_inner()) {
+                Some((done, Some(total))) => done < total,
+                _ => false,
+            };
+            if !pending || tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return;
+            }
         }
     }
 }

@@ -112,6 +112,9 @@ impl McpToolServer {
 
     /// Serves Streamable HTTP at `http://<addr>/mcp` (use `127.0.0.1:0` for any free port)
     /// until the returned handle is dropped or [`shut down`](McpHttpServer::shutdown).
+    ///
+    /// Meant for loopback: rmcp's guard against DNS rebinding stays on, so requests whose
+    /// `Host` is not `localhost`, `127.0.0.1` or `::1` are refused whatever `addr` is.
     pub async fn serve_http(self, addr: SocketAddr) -> Result<McpHttpServer, McpError> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
