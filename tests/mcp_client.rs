@@ -106,11 +106,12 @@ async fn everything_over_stdio() {
         "{out:?}"
     );
 
-    // Invalid arguments: an error result (isError or JSON-RPC -32602), never a panic.
+    // Invalid arguments: the TypeScript SDK answers with an isError result quoting -32602.
     let out = call(&client, "mcp__everything__get-sum", json!({"a": "two"}))
         .await
         .unwrap();
     assert!(out.is_error, "{out:?}");
+    assert!(out.to_text().contains("-32602"), "{out:?}");
 
     // Progress notifications become progress updates.
     let (ctx, seen) = recording_ctx();
@@ -289,7 +290,7 @@ async fn python_time_server() {
     .unwrap();
     assert!(out.is_error, "{out:?}");
 
-    // No arguments at all: Python servers answer with a JSON-RPC error or an error result.
+    // No arguments at all: the Python server's validation failure is an isError result.
     let out = call(&client, "mcp__time__convert_time", json!({}))
         .await
         .unwrap();

@@ -42,6 +42,8 @@ fn check_report(report: &Value) {
         "add",
         "count_slowly",
         "learn_tool",
+        "forget_tool",
+        "shape",
     ] {
         assert!(tools.get(name).is_some(), "{name} is listed: {tools}");
     }
@@ -303,4 +305,25 @@ async fn tools_are_listed_again_on_list_changed_and_the_agent_sees_them() {
         .await
         .unwrap();
     assert_eq!(out.to_text(), "Hello, Ada!");
+
+    // Gone again: the agent stops offering it, and a stale handle gets the server's JSON-RPC
+    // error (-32602, unknown tool) as an error result.
+    let forget = agent.registry().get("mcp__ours__forget_tool").unwrap();
+    forget
+        .call(json!({}), &ToolContext::default())
+        .await
+        .unwrap();
+    for _ in 0..60 {
+        if !agent.tool_names().contains(&"mcp__ours__greet".to_owned()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!agent.tool_names().contains(&"mcp__ours__greet".to_owned()));
+    let out = greet
+        .call(json!({"name": "Ada"}), &ToolContext::default())
+        .await
+        .unwrap();
+    assert!(out.is_error, "{out:?}");
+    assert!(out.to_text().contains("JSON-RPC error -32602"), "{out:?}");
 }

@@ -102,6 +102,15 @@ async fn learn_tool() -> Result<String, ToolError> {
     Ok("learned greet".to_owned())
 }
 
+/// Removes the `greet` tool again.
+#[tool(register = false)]
+async fn forget_tool() -> String {
+    if let Some(registry) = REGISTRY.get() {
+        registry.unregister("greet");
+    }
+    "forgot greet".to_owned()
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -116,6 +125,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry.register(Arc::new(AddTool))?;
     registry.register(Arc::new(CountSlowlyTool))?;
     registry.register(Arc::new(LearnToolTool))?;
+    registry.register(Arc::new(ForgetToolTool))?;
     registry.register(Arc::new(ShapeTool {
         input: json!({"type": "object", "properties": {
             "valid": {"type": "boolean"}, "error": {"type": "boolean"}},
