@@ -106,6 +106,24 @@ async fn everything_over_stdio() {
         "{out:?}"
     );
 
+    // Embedded resources and resource links become text the model can read.
+    let out = call(
+        &client,
+        "mcp__everything__get-resource-reference",
+        json!({}),
+    )
+    .await
+    .unwrap();
+    assert!(out.to_text().contains("[resource "), "{out:?}");
+    let out = call(
+        &client,
+        "mcp__everything__get-resource-links",
+        json!({"count": 2}),
+    )
+    .await
+    .unwrap();
+    assert!(out.to_text().contains("[resource link "), "{out:?}");
+
     // Invalid arguments: the TypeScript SDK answers with an isError result quoting -32602.
     let out = call(&client, "mcp__everything__get-sum", json!({"a": "two"}))
         .await
