@@ -521,3 +521,56 @@ async fn the_config_file_shape_of_claude_desktop_loads() {
         1
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn permissions_treat_mcp_tools_by_their_hints_and_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("a.txt"), "alpha\n").unwrap();
+    let fs = McpServerConfig::stdio(
+        peers()
+            .node_bin("mcp-server-filesystem")
+            .display()
+            .to_string(),
+        [root.display().to_string()],
+    );
+    let turns = || {
+        ScriptedModel::new([
+            ScriptedTurn::tool_call(
+                "mcp__fs__read_text_file",
+                json!({"path": root.join("a.txt")}),
+            ),
+            ScriptedTurn::tool_call(
+                "mcp__fs__write_file",
+                json!({"path": root.join("b.txt"), "content": "beta"}),
+            ),
+            ScriptedTurn::text("done"),
+        ])
+    };
+    let errors = |config: AgentConfig| async move {
+        let agent = Agent::create(config).await.unwrap();
+        agent.prompt("go").await.unwrap().errors
+    };
+
+    // No rule: the read-only tool runs, the other one needs a permission no one can give.
+    let base = AgentConfig::new()
+        .with_working_dir(&root)
+        .with_mcp_server("fs", fs.clone());
+    let refused = errors(base.clone().with_model(turns())).await;
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].starts_with("mcp__fs__write_file"), "{refused:?}");
+    assert!(!root.join("b.txt").exists());
+
+    // `mcp__fs__*` allows it; a deny rule beats that.
+    let allowed = errors(base.clone().with_model(turns()).allow("mcp__fs__*")).await;
+    assert!(allowed.is_empty(), "{allowed:?}");
+    assert_eq!(std::fs::read_to_string(root.join("b.txt")).unwrap(), "beta");
+    let denied = errors(
+        base.with_model(turns())
+            .allow("mcp__fs__*")
+            .deny("mcp__fs__write_file"),
+    )
+    .await;
+    assert_eq!(denied.len(), 1, "{denied:?}");
+    assert!(denied[0].contains("forbids"), "{denied:?}");
+}
