@@ -1,1 +1,5 @@
 //! Integration tests of tool-sdk; the tests are the `[[test]]` targets beside this file.
+//! [`mcp_peers`] finds (and on first use installs) the real MCP servers and clients the MCP
+//! tests run against.
+
+pub mod mcp_peers;

@@ -37,6 +37,8 @@ extern crate self as tool_sdk;
 
 pub mod agent;
 pub mod builtin;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod model;
 pub mod permission;
 pub mod registry;

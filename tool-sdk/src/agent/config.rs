@@ -74,6 +74,15 @@ pub struct AgentConfig {
     pub permissions: PermissionRules,
     /// Kinds of sub-agent the Task tool can start, by name.
     pub subagents: BTreeMap<String, SubagentConfig>,
+    /// MCP servers whose tools the agent gets, by name (`mcpServers` in JSON, the shape of
+    /// Claude Desktop and Claude Code; `[mcp_servers.NAME]` in TOML).
+    #[cfg(feature = "mcp")]
+    #[serde(
+        rename = "mcpServers",
+        alias = "mcp_servers",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub mcp_servers: BTreeMap<String, crate::mcp::McpServerConfig>,
     /// Retries of failed model requests.
     #[serde(skip)]
     pub retry: Option<RetryPolicy>,
@@ -167,6 +176,8 @@ impl Default for AgentConfig {
             permission_mode: PermissionMode::Default,
             permissions: PermissionRules::default(),
             subagents: BTreeMap::new(),
+            #[cfg(feature = "mcp")]
+            mcp_servers: BTreeMap::new(),
             retry: None,
             model_instance: None,
             registry: None,
@@ -364,6 +375,39 @@ impl AgentConfig {
     pub fn with_subagent(mut self, name: impl Into<String>, subagent: SubagentConfig) -> Self {
         self.subagents.insert(name.into(), subagent);
         self
+    }
+
+    /// Adds (or replaces) the MCP server `name`; its tools join the agent as
+    /// `mcp__<name>__<tool>`.
+    #[cfg(feature = "mcp")]
+    pub fn with_mcp_server(
+        mut self,
+        name: impl Into<String>,
+        server: crate::mcp::McpServerConfig,
+    ) -> Self {
+        self.mcp_servers.insert(name.into(), server);
+        self
+    }
+
+    /// Adds every server of an `mcpServers` set.
+    #[cfg(feature = "mcp")]
+    pub fn with_mcp_servers(mut self, servers: crate::mcp::McpServers) -> Self {
+        self.mcp_servers.extend(servers.0);
+        self
+    }
+
+    /// Adds the servers of a JSON file in the shape of Claude Desktop's and Claude Code's
+    /// (`{"mcpServers": {"name": {"command": ..., "args": [...]}}}`, or the bare map). A file
+    /// that cannot be read fails `Agent::create`, saying why.
+    #[cfg(feature = "mcp")]
+    pub fn with_mcp_servers_file(mut self, path: impl AsRef<Path>) -> Self {
+        match crate::mcp::McpServers::from_file(path) {
+            Ok(servers) => self.with_mcp_servers(servers),
+            Err(error) => {
+                self.problems.push(format!("MCP servers: {error}"));
+                self
+            }
+        }
     }
 
     pub(crate) fn resolve_model(&self) -> Result<Arc<dyn Model>, AgentError> {

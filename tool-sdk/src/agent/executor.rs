@@ -178,7 +178,7 @@ async fn checked_call(
             "there is no tool named `{}`; the available tools are: {}",
             call.name,
             agent
-                .specs
+                .specs()
                 .iter()
                 .map(|spec| spec.name.as_str())
                 .collect::<Vec<_>>()

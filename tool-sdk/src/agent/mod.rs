@@ -55,6 +55,8 @@ use crate::{
 mod config;
 mod events;
 mod executor;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod subagent;
 
 pub use config::{AgentConfig, ModelSpec, ProviderKind, SubagentConfig};
@@ -90,6 +92,10 @@ pub enum AgentError {
     /// The run was cancelled.
     #[error("the run was cancelled")]
     Cancelled,
+    /// An MCP server could not be started, reached or listed.
+    #[cfg(feature = "mcp")]
+    #[error(transparent)]
+    Mcp(#[from] crate::mcp::McpError),
 }
 
 /// How a run went.
@@ -136,7 +142,9 @@ impl std::fmt::Debug for Agent {
 pub(crate) struct AgentInner {
     pub(crate) model: Arc<dyn Model>,
     pub(crate) registry: Arc<ToolRegistry>,
-    pub(crate) specs: Vec<ToolSpec>,
+    /// The tools offered to the model; MCP servers change it at run time, each turn takes a
+    /// snapshot.
+    pub(crate) specs: Arc<std::sync::RwLock<Vec<ToolSpec>>>,
     pub(crate) config: AgentConfig,
     pub(crate) remembered: std::sync::Mutex<Vec<Rule>>,
     pub(crate) state: Arc<StateMap>,
@@ -147,6 +155,9 @@ pub(crate) struct AgentInner {
     pub(crate) agent_id: AgentId,
     pub(crate) working_dir: PathBuf,
     pub(crate) messages: tokio::sync::Mutex<Vec<Message>>,
+    /// The agent's MCP servers (none for sub-agents, which use a snapshot of the tools).
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp: Option<Arc<mcp::AgentMcp>>,
 }
 
 impl Agent {
@@ -162,7 +173,14 @@ impl Agent {
             })?),
         };
         let tools = resolve_tools(&source, config.tools.as_deref())?;
-        let inner = AgentInner::new(model, &source, tools, config, AgentId::Main)?;
+        #[allow(unused_mut)]
+        let mut inner = AgentInner::new(model, &source, tools, config, AgentId::Main)?;
+        #[cfg(feature = "mcp")]
+        {
+            let mcp = mcp::AgentMcp::new(&inner);
+            mcp.connect_configured(&inner.config).await?;
+            inner.mcp = Some(Arc::new(mcp));
+        }
         Ok(Agent {
             inner: Arc::new(inner),
         })
@@ -170,7 +188,7 @@ impl Agent {
 
     /// The names of the tools the model can see, in the order offered.
     pub fn tool_names(&self) -> Vec<String> {
-        self.inner.specs.iter().map(|s| s.name.clone()).collect()
+        self.inner.specs().iter().map(|s| s.name.clone()).collect()
     }
 
     /// The agent's own registry: its tools, their validators and call statistics.
@@ -338,6 +356,8 @@ fn resolve_tools(
             if !chosen.contains(pattern) {
                 chosen.push(pattern.clone());
             }
+        } else if cfg!(feature = "mcp") && pattern.starts_with("mcp__") {
+            // An MCP server's tool: checked once the servers are connected.
         } else {
             errors.push(RegistryError::UnknownTool {
                 name: pattern.clone(),
@@ -356,7 +376,7 @@ fn resolve_tools(
 }
 
 /// `*` matches any run of characters, `?` one character.
-fn glob_match(pattern: &str, name: &str) -> bool {
+pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
     let (pattern, name): (Vec<char>, Vec<char>) =
         (pattern.chars().collect(), name.chars().collect());
     let (mut p, mut n) = (0, 0);
@@ -443,7 +463,7 @@ impl AgentInner {
             session,
             model,
             registry: Arc::new(registry),
-            specs,
+            specs: Arc::new(std::sync::RwLock::new(specs)),
             remembered: std::sync::Mutex::new(Vec::new()),
             state: Arc::new(config.state.clone()),
             files: Arc::new(FileStateTracker::default()),
@@ -452,7 +472,14 @@ impl AgentInner {
             working_dir,
             messages: tokio::sync::Mutex::new(Vec::new()),
             config,
+            #[cfg(feature = "mcp")]
+            mcp: None,
         })
+    }
+
+    /// The tools offered to the model now.
+    pub(crate) fn specs(&self) -> Vec<ToolSpec> {
+        self.specs.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// One run: the loop of model turns and tool calls.
@@ -479,7 +506,7 @@ impl AgentInner {
             let request = ModelRequest {
                 system: self.config.system_prompt.clone(),
                 messages: messages.clone(),
-                tools: self.specs.clone(),
+                tools: self.specs(),
                 max_tokens: self.config.max_tokens,
                 temperature: self.config.temperature,
             };

@@ -1,0 +1,213 @@
+//! The MCP server the MCP server tests run: the built-in file tools rooted at a directory,
+//! plus a few tools that exercise validation, progress and cancellation.
+//!
+//! `mcp-test-server ROOT` serves on stdio; `mcp-test-server ROOT --http 127.0.0.1:PORT`
+//! serves Streamable HTTP and prints its URL on stdout.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_sdk::builtin::{GlobTool, GrepTool, ReadTool, WriteTool};
+use tool_sdk::mcp::McpToolServer;
+use tool_sdk::{
+    BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolResult,
+    tool,
+};
+
+/// Returns structured content that does or does not match its output schema, as a success or
+/// as an error: what a client must hold to the schema, and what not.
+struct ShapeTool {
+    input: Value,
+    output: Value,
+}
+
+impl Tool for ShapeTool {
+    fn name(&self) -> &str {
+        "shape"
+    }
+    fn description(&self) -> &str {
+        "Returns {\"n\": 1} when `valid`, else {\"n\": \"one\"}; an error result when `error`."
+    }
+    fn input_schema(&self) -> &Value {
+        &self.input
+    }
+    fn output_schema(&self) -> Option<&Value> {
+        Some(&self.output)
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations {
+            read_only: Some(true),
+            ..ToolAnnotations::default()
+        }
+    }
+    fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let n = if input["valid"] == true {
+                json!(1)
+            } else {
+                json!("one")
+            };
+            let mut output = ToolOutput::json(json!({ "n": n }));
+            output.is_error = input["error"] == true;
+            Ok(output)
+        })
+    }
+}
+
+/// Adds two integers.
+#[tool(read_only, register = false)]
+async fn add(a: i64, b: i64) -> Result<i64, ToolError> {
+    a.checked_add(b)
+        .ok_or_else(|| ToolError::failed("the sum overflows"))
+}
+
+/// Counts to `to`, one step every 50 ms, reporting progress; writes `cancelled` into the root
+/// if it is cancelled first.
+#[tool(read_only, register = false)]
+async fn count_slowly(to: u32, ctx: &ToolContext) -> Result<String, ToolError> {
+    for step in 1..=to {
+        tokio::select! {
+            _ = ctx.cancellation().cancelled() => {
+                let _ = std::fs::write(ctx.resolve("cancelled"), format!("at step {step}"));
+                return Err(ToolError::Cancelled);
+            }
+            _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+        }
+        ctx.progress(format!("step {step} of {to}"));
+    }
+    Ok(format!("counted to {to}"))
+}
+
+/// The registry served, for `learn_tool`.
+static REGISTRY: std::sync::OnceLock<Arc<ToolRegistry>> = std::sync::OnceLock::new();
+
+/// Says hello; added at run time by `learn_tool`.
+#[tool(read_only, register = false)]
+async fn greet(name: String) -> String {
+    format!("Hello, {name}!")
+}
+
+/// Adds the `greet` tool to the server, which then tells the client its tool list changed.
+#[tool(register = false)]
+async fn learn_tool() -> Result<String, ToolError> {
+    let registry = REGISTRY
+        .get()
+        .ok_or_else(|| ToolError::failed("no registry"))?;
+    if !registry.contains("greet") {
+        registry
+            .register(Arc::new(GreetTool))
+            .map_err(|e| ToolError::failed(e.to_string()))?;
+    }
+    Ok("learned greet".to_owned())
+}
+
+/// Removes the `greet` tool again.
+#[tool(register = false)]
+async fn forget_tool() -> String {
+    if let Some(registry) = REGISTRY.get() {
+        registry.unregister("greet");
+    }
+    "forgot greet".to_owned()
+}
+
+/// Conformance suite: returns plain text.
+#[tool(read_only, register = false)]
+async fn test_simple_text() -> String {
+    "This is a simple text response for testing.".to_owned()
+}
+
+/// Conformance suite: returns an image (a 1x1 red PNG).
+#[tool(read_only, register = false)]
+async fn test_image_content() -> tool_sdk::ContentBlock {
+    const RED_PIXEL: &[u8] = &[
+        137, 80, 78, 71, 13, 10, 26, 10, 0, 0, 0, 13, 73, 72, 68, 82, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6,
+        0, 0, 0, 31, 21, 196, 137, 0, 0, 0, 13, 73, 68, 65, 84, 120, 218, 99, 252, 207, 192, 240,
+        31, 0, 5, 5, 2, 0, 95, 200, 241, 210, 0, 0, 0, 0, 73, 69, 78, 68, 174, 66, 96, 130,
+    ];
+    tool_sdk::ContentBlock::image("image/png", RED_PIXEL)
+}
+
+/// Conformance suite: always fails.
+#[tool(read_only, register = false)]
+async fn test_error_handling() -> Result<String, ToolError> {
+    Err(ToolError::failed(
+        "This tool intentionally returns an error for testing",
+    ))
+}
+
+/// Conformance suite: reports progress three times.
+#[tool(read_only, register = false)]
+async fn test_tool_with_progress(ctx: &ToolContext) -> String {
+    for step in ["started", "halfway", "done"] {
+        ctx.progress(step);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    "Progress reported".to_owned()
+}
+
+/// Conformance suite: a hand-written 2020-12 schema must reach clients unchanged.
+struct JsonSchema2020Tool(Value);
+
+impl Tool for JsonSchema2020Tool {
+    fn name(&self) -> &str {
+        "json_schema_2020_12_tool"
+    }
+    fn description(&self) -> &str {
+        "Tool with JSON Schema 2020-12 features"
+    }
+    fn input_schema(&self) -> &Value {
+        &self.0
+    }
+    fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move { Ok(ToolOutput::json(input)) })
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let root = args
+        .next()
+        .ok_or("usage: mcp-test-server ROOT [--http ADDR]")?;
+    let registry = Arc::new(ToolRegistry::new());
+    registry.register(Arc::new(ReadTool))?;
+    registry.register(Arc::new(WriteTool))?;
+    registry.register(Arc::new(GlobTool))?;
+    registry.register(Arc::new(GrepTool))?;
+    registry.register(Arc::new(AddTool))?;
+    registry.register(Arc::new(CountSlowlyTool))?;
+    registry.register(Arc::new(LearnToolTool))?;
+    registry.register(Arc::new(ForgetToolTool))?;
+    registry.register(Arc::new(TestSimpleTextTool))?;
+    registry.register(Arc::new(TestImageContentTool))?;
+    registry.register(Arc::new(TestErrorHandlingTool))?;
+    registry.register(Arc::new(TestToolWithProgressTool))?;
+    registry.register(Arc::new(JsonSchema2020Tool(json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {"address": {"type": "object", "properties": {
+            "street": {"type": "string"}, "city": {"type": "string"}}}},
+        "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+        "additionalProperties": false
+    }))))?;
+    registry.register(Arc::new(ShapeTool {
+        input: json!({"type": "object", "properties": {
+            "valid": {"type": "boolean"}, "error": {"type": "boolean"}},
+            "required": ["valid", "error"]}),
+        output: json!({"type": "object", "properties": {"n": {"type": "integer"}},
+            "required": ["n"]}),
+    }))?;
+    let _ = REGISTRY.set(registry.clone());
+    let server = McpToolServer::new(registry).with_root(&root)?;
+    match (args.next().as_deref(), args.next()) {
+        (Some("--http"), Some(addr)) => {
+            let running = server.serve_http(addr.parse()?).await?;
+            println!("{}", running.url());
+            std::future::pending::<()>().await;
+        }
+        (None, _) => server.serve_stdio().await?,
+        _ => return Err("usage: mcp-test-server ROOT [--http ADDR]".into()),
+    }
+    Ok(())
+}

@@ -1,0 +1,44 @@
+"""The Python SDK's client against our MCP server; prints what it saw as one JSON object.
+
+    python client.py stdio COMMAND [ARGS...]
+    python client.py http URL
+"""
+
+import asyncio
+import json
+import sys
+
+from mcp import Client, StdioServerParameters
+
+
+async def main() -> None:
+    kind, *rest = sys.argv[1:]
+    if kind == "stdio":
+        server = StdioServerParameters(command=rest[0], args=rest[1:])
+    else:
+        server = rest[0]
+    report = {}
+    async with Client(server) as client:
+        tools = await client.list_tools()
+        report["tools"] = {
+            tool.name: {
+                "read_only": bool(tool.annotations and tool.annotations.read_only_hint),
+                "input_schema": tool.input_schema,
+            }
+            for tool in tools.tools
+        }
+        good = await client.call_tool("add", {"a": 2, "b": 3})
+        report["add"] = {"is_error": bool(good.is_error), "text": good.content[0].text}
+        bad = await client.call_tool("add", {"a": "two"})
+        report["bad_add"] = {"is_error": bool(bad.is_error), "text": bad.content[0].text}
+        progress = []
+
+        async def on_progress(value, total, message):
+            progress.append(message)
+
+        slow = await client.call_tool("count_slowly", {"to": 3}, progress_callback=on_progress)
+        report["count"] = {"text": slow.content[0].text, "progress": progress}
+    print(json.dumps(report))
+
+
+asyncio.run(main())

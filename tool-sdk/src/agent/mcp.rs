@@ -1,0 +1,282 @@
+//! An agent's MCP servers: their tools join the agent's tool set at `create`, and change with
+//! `list_changed`, reconnections, [`Agent::add_or_update_mcp_server`] and
+//! [`Agent::remove_mcp_server`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use super::{Agent, AgentConfig, AgentError, AgentInner, glob_match};
+use crate::mcp::{McpClient, McpError, McpScope, McpServerConfig};
+use crate::model::ToolSpec;
+use crate::registry::near_matches;
+use crate::{RegistryError, Tool, ToolRegistry};
+
+pub(crate) struct AgentMcp {
+    tools: Arc<ToolSet>,
+    working_dir: PathBuf,
+    clients: tokio::sync::Mutex<BTreeMap<String, McpClient>>,
+}
+
+/// The agent's registry and offered specs, as the MCP side changes them.
+struct ToolSet {
+    registry: Arc<ToolRegistry>,
+    specs: Arc<RwLock<Vec<ToolSpec>>>,
+    patterns: Option<Vec<String>>,
+    /// Each connected server's tools in the registry; a server not in here is ignored.
+    names: Mutex<BTreeMap<String, Vec<String>>>,
+}
+
+impl ToolSet {
+    fn allowed(&self, name: &str) -> bool {
+        self.patterns.as_ref().is_none_or(|patterns| {
+            patterns
+                .iter()
+                .any(|pattern| pattern == name || glob_match(pattern, name))
+        })
+    }
+
+    /// Replaces `server`'s tools with `tools` (those the config's `tools` let through).
+    fn apply(&self, server: &str, tools: Vec<Arc<dyn Tool>>) -> Vec<String> {
+        let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(current) = names.get_mut(server) else {
+            return Vec::new();
+        };
+        let old = std::mem::take(current);
+        for name in &old {
+            self.registry.unregister(name);
+        }
+        let mut added = Vec::new();
+        let mut specs = Vec::new();
+        for tool in tools {
+            let name = tool.name().to_owned();
+            if !self.allowed(&name) {
+                continue;
+            }
+            let spec = ToolSpec {
+                name: name.clone(),
+                description: tool.description().to_owned(),
+                input_schema: tool.input_schema().clone(),
+            };
+            match self
+                .registry
+                .register_from(tool, format!("MCP server `{server}`"))
+            {
+                Ok(()) => {
+                    added.push(name);
+                    specs.push(spec);
+                }
+                Err(error) => tracing::warn!(%error, server, "MCP tool left out"),
+            }
+        }
+        *current = added.clone();
+        let mut offered = self.specs.write().unwrap_or_else(|p| p.into_inner());
+        offered.retain(|spec| !old.contains(&spec.name));
+        offered.extend(specs);
+        added
+    }
+
+    fn forget(&self, server: &str) {
+        let old = self
+            .names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(server)
+            .unwrap_or_default();
+        for name in &old {
+            self.registry.unregister(name);
+        }
+        self.specs
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|spec| !old.contains(&spec.name));
+    }
+}
+
+impl AgentMcp {
+    pub(crate) fn new(inner: &AgentInner) -> Self {
+        AgentMcp {
+            tools: Arc::new(ToolSet {
+                registry: inner.registry.clone(),
+                specs: inner.specs.clone(),
+                patterns: inner.config.tools.clone(),
+                names: Mutex::new(BTreeMap::new()),
+            }),
+            working_dir: inner.working_dir.clone(),
+            clients: tokio::sync::Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Connects every configured server at once; any failure fails the agent, naming each
+    /// server that failed. Then checks the exact `mcp__...` names of the config's `tools`.
+    pub(crate) async fn connect_configured(&self, config: &AgentConfig) -> Result<(), AgentError> {
+        let connecting = config
+            .mcp_servers
+            .iter()
+            .map(|(name, server)| McpClient::connect(name.clone(), server.clone()));
+        let results = futures::future::join_all(connecting).await;
+        let mut failures = Vec::new();
+        for result in results {
+            match result {
+                Ok(client) => {
+                    self.install(client).await;
+                }
+                Err(error) => failures.push(error),
+            }
+        }
+        if !failures.is_empty() {
+            for client in std::mem::take(&mut *self.clients.lock().await).into_values() {
+                client.close().await;
+            }
+            if failures.len() == 1 {
+                return Err(failures.remove(0).into());
+            }
+            return Err(McpError {
+                server: failures
+                    .iter()
+                    .map(|f| f.server.clone())
+                    .collect::<Vec<_>>()
+                    .join("`, `"),
+                message: failures
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            }
+            .into());
+        }
+        let mut names = self.tools.registry.names();
+        // Suggest from everything the servers offer, not only what `tools` let through.
+        for client in self.clients.lock().await.values() {
+            names.extend(client.tools().iter().map(|t| t.name().to_owned()));
+        }
+        names.sort();
+        names.dedup();
+        let mut unknown = Vec::new();
+        for pattern in config.tools.iter().flatten() {
+            if pattern.starts_with("mcp__")
+                && !pattern.contains(['*', '?'])
+                && !self.tools.registry.contains(pattern)
+            {
+                unknown.push(RegistryError::UnknownTool {
+                    name: pattern.clone(),
+                    suggestions: near_matches(pattern, names.iter().map(String::as_str)),
+                    available: names.clone(),
+                });
+            }
+        }
+        match unknown.len() {
+            0 => Ok(()),
+            1 => Err(unknown.remove(0).into()),
+            _ => Err(RegistryError::Multiple(unknown).into()),
+        }
+    }
+
+    /// Adds a connected client's tools and follows its changes; replaces a client of the same
+    /// name.
+    async fn install(&self, client: McpClient) -> Vec<String> {
+        let name = client.name().to_owned();
+        let mut clients = self.clients.lock().await;
+        if let Some(old) = clients.remove(&name) {
+            self.tools.forget(&name);
+            old.close().await;
+        }
+        self.tools
+            .names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.clone(), Vec::new());
+        let added = self.tools.apply(&name, client.tools());
+        let tools = Arc::downgrade(&self.tools);
+        client.on_tools_changed(Arc::new(move |server, listed| {
+            if let Some(tools) = tools.upgrade() {
+                tools.apply(server, listed);
+            }
+        }));
+        clients.insert(name, client);
+        added
+    }
+
+    fn project_file(&self) -> PathBuf {
+        self.working_dir.join(".mcp.json")
+    }
+}
+
+/// Reads `.mcp.json`, lets `change` edit its `mcpServers`, writes it back.
+fn edit_project_file(
+    path: &Path,
+    change: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>),
+) -> Result<(), AgentError> {
+    let failed = |message: String| AgentError::Config(format!("{}: {message}", path.display()));
+    let mut document = match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| failed(e.to_string()))?,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => serde_json::json!({}),
+        Err(error) => return Err(failed(error.to_string())),
+    };
+    let Some(root) = document.as_object_mut() else {
+        return Err(failed("not a JSON object".into()));
+    };
+    let servers = root
+        .entry("mcpServers")
+        .or_insert_with(|| serde_json::json!({}));
+    let Some(servers) = servers.as_object_mut() else {
+        return Err(failed("`mcpServers` is not an object".into()));
+    };
+    change(servers);
+    let text = serde_json::to_string_pretty(&document).map_err(|e| failed(e.to_string()))?;
+    std::fs::write(path, text + "\n").map_err(|e| failed(e.to_string()))
+}
+
+impl Agent {
+    /// Connects (or reconnects, with a new config) the MCP server `name` and offers its
+    /// tools to the model from the next turn on; returns their names. On failure the old
+    /// server, if any, stays.
+    pub async fn add_or_update_mcp_server(
+        &self,
+        name: &str,
+        config: McpServerConfig,
+        scope: McpScope,
+    ) -> Result<Vec<String>, AgentError> {
+        let mcp = self.mcp()?;
+        let client = McpClient::connect(name, config.clone()).await?;
+        if scope == McpScope::Project {
+            let value = serde_json::to_value(&config)
+                .map_err(|e| AgentError::Config(format!("cannot save the config: {e}")))?;
+            edit_project_file(&mcp.project_file(), |servers| {
+                servers.insert(name.to_owned(), value);
+            })?;
+        }
+        Ok(mcp.install(client).await)
+    }
+
+    /// Disconnects the MCP server `name` and withdraws its tools; returns whether it was
+    /// connected. [`McpScope::Project`] also removes it from `.mcp.json`.
+    pub async fn remove_mcp_server(&self, name: &str, scope: McpScope) -> Result<bool, AgentError> {
+        let mcp = self.mcp()?;
+        let client = mcp.clients.lock().await.remove(name);
+        mcp.tools.forget(name);
+        if let Some(client) = &client {
+            client.close().await;
+        }
+        if scope == McpScope::Project {
+            edit_project_file(&mcp.project_file(), |servers| {
+                servers.remove(name);
+            })?;
+        }
+        Ok(client.is_some())
+    }
+
+    /// The names of the connected MCP servers.
+    pub async fn mcp_servers(&self) -> Vec<String> {
+        match &self.inner.mcp {
+            Some(mcp) => mcp.clients.lock().await.keys().cloned().collect(),
+            None => Vec::new(),
+        }
+    }
+
+    fn mcp(&self) -> Result<&AgentMcp, AgentError> {
+        self.inner.mcp.as_deref().ok_or_else(|| {
+            AgentError::Config("this agent has no MCP support (it is a sub-agent)".into())
+        })
+    }
+}

@@ -1,0 +1,800 @@
+//! The client side: connect to an MCP server with rmcp and adapt each of its tools as a
+//! [`Tool`].
+
+use std::collections::{HashMap, VecDeque};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
+    CancelledNotificationParam, ClientConfig, ClientNotification, ClientRequest, Implementation,
+    ProgressNotificationParam, ProtocolVersion, RequestId, ServerResult,
+};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceError};
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+
+use super::config::{McpServerConfig, McpTransport};
+use super::naming::NameMap;
+use crate::schema::{self, Provider};
+use crate::{
+    BoxFuture, ContentBlock, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolResult,
+};
+
+/// How long connecting may take when the config sets no start-up timeout.
+const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
+/// How many lines of a server's stderr are kept for error messages.
+const STDERR_LINES: usize = 40;
+
+/// Why an MCP server could not be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("MCP server `{server}`: {message}")]
+pub struct McpError {
+    /// The server's name in the config.
+    pub server: String,
+    /// What went wrong, with the command or URL and, for stdio servers, the end of stderr.
+    pub message: String,
+}
+
+/// Called with the server's name and its new tool list, after a `list_changed` notification
+/// or a reconnection.
+pub type ToolsChanged = Arc<dyn Fn(&str, Vec<Arc<dyn Tool>>) + Send + Sync>;
+
+/// A connection to one MCP server; its tools are [`Tool`]s named `mcp__<server>__<tool>`.
+///
+/// Cheap to clone. A stdio server that exits is started again on the next call.
+///
+/// ```no_run
+/// use tool_sdk::mcp::{McpClient, McpServerConfig};
+///
+/// # async fn demo() -> Result<(), tool_sdk::mcp::McpError> {
+/// let config = McpServerConfig::stdio("uvx", ["mcp-server-time"]);
+/// let client = McpClient::connect("time", config).await?;
+/// for tool in client.tools() {
+///     println!("{}: {}", tool.name(), tool.description());
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct McpClient {
+    inner: Arc<ClientInner>,
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient")
+            .field("server", &self.inner.name)
+            .field("target", &self.inner.config.describe())
+            .finish_non_exhaustive()
+    }
+}
+
+struct ClientInner {
+    name: String,
+    config: McpServerConfig,
+    connection: tokio::sync::Mutex<Option<Connection>>,
+    /// Progress tokens of calls in flight, to the context their updates go to.
+    progress: Mutex<HashMap<String, Arc<CallProgress>>>,
+    tools: Mutex<Vec<Arc<dyn Tool>>>,
+    on_change: Mutex<Option<ToolsChanged>>,
+    closed: AtomicBool,
+    /// Asks the background task to list the tools again.
+    relist: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl Connection {
+    fn is_alive(&self) -> bool {
+        !self.service.is_closed() && !self.service.peer().is_transport_closed()
+    }
+}
+
+/// rmcp's side of the connection: progress and list-changed notifications.
+struct Handler {
+    client: Weak<ClientInner>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let Some(client) = self.client.upgrade() else {
+            return;
+        };
+        let key = token_key(&params.progress_token);
+        let call = client.lock_progress().get(&key).cloned();
+        if let Some(call) = call {
+            let ctx = &call.ctx;
+            let mut line = match params.total {
+                Some(total) => format!("{}/{}", params.progress, total),
+                None => format!("{}", params.progress),
+            };
+            if let Some(message) = &params.message {
+                line = format!("{message} ({line})");
+            }
+            ctx.progress(line);
+            *call.last.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some((params.progress, params.total));
+            call.changed.notify_waiters();
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        // Listing waits for a response the service loop delivers: not from inside it.
+        if let Some(client) = self.client.upgrade() {
+            let _ = client.relist.send(());
+        }
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            Default::default(),
+            Implementation::new("tool-sdk", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// Version negotiation: ask with `server/discover` for the newest protocol (2026-07-28 and
+/// later); a server that does not know it (the TypeScript SDK's, at 2025-11-25, say) answers
+/// with an error and gets the `initialize` handshake at the newest version that has one, which
+/// it may lower to its own.
+fn lifecycle() -> rmcp::ClientLifecycleMode {
+    rmcp::ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::LATEST],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    }
+}
+
+fn token_key(token: &impl serde::Serialize) -> String {
+    serde_json::to_string(token).unwrap_or_default()
+}
+
+impl McpClient {
+    /// Starts or reaches the server, does the handshake and lists its tools. Fails, with
+    /// the command and the end of the server's stderr, if it does not come up within the
+    /// start-up timeout.
+    pub async fn connect(
+        name: impl Into<String>,
+        config: McpServerConfig,
+    ) -> Result<McpClient, McpError> {
+        let (relist, mut relist_requests) = tokio::sync::mpsc::unbounded_channel();
+        let inner = Arc::new(ClientInner {
+            name: name.into(),
+            config,
+            connection: tokio::sync::Mutex::new(None),
+            progress: Mutex::new(HashMap::new()),
+            tools: Mutex::new(Vec::new()),
+            on_change: Mutex::new(None),
+            closed: AtomicBool::new(false),
+            relist,
+        });
+        let weak = Arc::downgrade(&inner);
+        tokio::spawn(async move {
+            while relist_requests.recv().await.is_some() {
+                let Some(client) = weak.upgrade() else {
+                    break;
+                };
+                if client.closed.load(Ordering::SeqCst) {
+                    break;
+                }
+                if let Err(error) = client.refresh().await {
+                    tracing::warn!(%error, "could not list the tools of an MCP server again");
+                }
+            }
+        });
+        let mut connection = inner.connection.lock().await;
+        let fresh = inner.connect().await?;
+        let tools = inner.list(&fresh).await?;
+        *connection = Some(fresh);
+        drop(connection);
+        *inner.tools.lock().unwrap_or_else(|p| p.into_inner()) = tools;
+        Ok(McpClient { inner })
+    }
+
+    /// The server's name in the config.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// How the server is reached.
+    pub fn config(&self) -> &McpServerConfig {
+        &self.inner.config
+    }
+
+    /// The server's tools as last listed.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.inner
+            .tools
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Lists the tools again (after reconnecting if the server had stopped).
+    pub async fn refresh_tools(&self) -> Result<Vec<Arc<dyn Tool>>, McpError> {
+        self.inner.refresh().await
+    }
+
+    /// Calls `callback` whenever the tool list changes.
+    pub fn on_tools_changed(&self, callback: ToolsChanged) {
+        *self
+            .inner
+            .on_change
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(callback);
+    }
+
+    /// The protocol version agreed with the server, if connected.
+    pub async fn protocol_version(&self) -> Option<String> {
+        let connection = self.inner.connection.lock().await;
+        let info = connection.as_ref()?.service.peer().peer_info()?;
+        Some(info.protocol_version.to_string())
+    }
+
+    /// Closes the connection (a stdio server is stopped); later calls fail.
+    pub async fn close(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        if let Some(mut connection) = self.inner.connection.lock().await.take() {
+            let _ = connection
+                .service
+                .close_with_timeout(Duration::from_secs(2))
+                .await;
+        }
+    }
+}
+
+impl ClientInner {
+    fn lock_progress(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<CallProgress>>> {
+        self.progress.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn error(&self, message: impl Into<String>) -> McpError {
+        McpError {
+            server: self.name.clone(),
+            message: message.into(),
+        }
+    }
+
+    async fn connect(self: &Arc<Self>) -> Result<Connection, McpError> {
+        let handler = Handler {
+            client: Arc::downgrade(self),
+        };
+        let startup = self.config.startup_timeout.unwrap_or(DEFAULT_STARTUP);
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        match &self.config.transport {
+            McpTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(expand(command));
+                cmd.args(args.iter().map(|a| expand(a)))
+                    .envs(env.iter().map(|(k, v)| (k, expand(v))))
+                    .kill_on_drop(true);
+                if let Some(dir) = cwd {
+                    cmd.current_dir(dir);
+                }
+                let (transport, child_stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|error| {
+                        self.error(format!(
+                            "cannot start `{}`: {error}{}",
+                            self.config.describe(),
+                            if error.kind() == std::io::ErrorKind::NotFound {
+                                " (is the program installed and on PATH?)"
+                            } else {
+                                ""
+                            }
+                        ))
+                    })?;
+                // Drained all the time: a chatty server must never block on a full pipe.
+                let drained = child_stderr.map(|pipe| {
+                    let tail = stderr.clone();
+                    let server = self.name.clone();
+                    tokio::spawn(async move {
+                        let mut lines = tokio::io::BufReader::new(pipe).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            tracing::debug!(server, "stderr: {line}");
+                            let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());
+                            if tail.len() == STDERR_LINES {
+                                tail.pop_front();
+                            }
+                            tail.push_back(line);
+                        }
+                    })
+                });
+                let started = tokio::time::timeout(
+                    startup,
+                    rmcp::serve_client_with_lifecycle(handler, transport, lifecycle()),
+                );
+                match started.await {
+                    Ok(Ok(service)) => Ok(Connection { service, stderr }),
+                    failed => {
+                        let reason = match failed {
+                            Ok(Err(error)) => error.to_string(),
+                            _ => format!("no answer to the handshake within {startup:?}"),
+                        };
+                        // The child is gone or being killed; let its last words arrive.
+                        if let Some(drained) = drained {
+                            let _ = tokio::time::timeout(Duration::from_secs(2), drained).await;
+                        }
+                        Err(self.error(format!(
+                            "failed to start (`{}`): {reason}{}",
+                            self.config.describe(),
+                            stderr_tail(&stderr)
+                        )))
+                    }
+                }
+            }
+            McpTransport::Http { url, headers } => {
+                let mut custom = HashMap::new();
+                for (name, value) in headers {
+                    let name = reqwest::header::HeaderName::try_from(name.as_str())
+                        .map_err(|e| self.error(format!("bad header name `{name}`: {e}")))?;
+                    let value = reqwest::header::HeaderValue::try_from(expand(value))
+                        .map_err(|e| self.error(format!("bad value of header `{name}`: {e}")))?;
+                    custom.insert(name, value);
+                }
+                // A server restarted behind the same URL forgets our session: start a new one.
+                let config = StreamableHttpClientTransportConfig::with_uri(expand(url))
+                    .custom_headers(custom)
+                    .reinit_on_expired_session(true);
+                let transport = StreamableHttpClientTransport::from_config(config);
+                match tokio::time::timeout(
+                    startup,
+                    rmcp::serve_client_with_lifecycle(handler, transport, lifecycle()),
+                )
+                .await
+                {
+                    Ok(Ok(service)) => Ok(Connection { service, stderr }),
+                    Ok(Err(error)) => Err(self.error(format!("cannot connect to {url}: {error}"))),
+                    Err(_) => Err(self.error(format!("no answer from {url} within {startup:?}"))),
+                }
+            }
+        }
+    }
+
+    async fn list(
+        self: &Arc<Self>,
+        connection: &Connection,
+    ) -> Result<Vec<Arc<dyn Tool>>, McpError> {
+        let listed = connection
+            .service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| self.error(format!("cannot list its tools: {e}")))?;
+        let names = NameMap::build(&self.name, listed.iter().map(|t| &*t.name))
+            .map_err(|e| self.error(e))?;
+        let exposed: HashMap<&str, &str> = names.iter().map(|(a, b)| (b, a)).collect();
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(listed.len());
+        for tool in &listed {
+            let Some(name) = exposed.get(&*tool.name) else {
+                continue;
+            };
+            tools.push(Arc::new(McpTool::new(self, name, tool)));
+        }
+        Ok(tools)
+    }
+
+    /// Re-lists the tools, stores them and tells the listener.
+    async fn refresh(self: &Arc<Self>) -> Result<Vec<Arc<dyn Tool>>, McpError> {
+        let tools = {
+            let mut connection = self.connection.lock().await;
+            let live = self.ensure_live(&mut connection, None).await?;
+            self.list(live).await?
+        };
+        self.publish(tools.clone());
+        Ok(tools)
+    }
+
+    fn publish(&self, tools: Vec<Arc<dyn Tool>>) {
+        *self.tools.lock().unwrap_or_else(|p| p.into_inner()) = tools.clone();
+        let listener = self
+            .on_change
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(listener) = listener {
+            listener(&self.name, tools);
+        }
+    }
+
+    /// The live connection, reconnecting first if the server has stopped.
+    async fn ensure_live<'c>(
+        self: &Arc<Self>,
+        connection: &'c mut Option<Connection>,
+        ctx: Option<&ToolContext>,
+    ) -> Result<&'c Connection, McpError> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(self.error("the connection was closed"));
+        }
+        if connection.as_ref().is_some_and(Connection::is_alive) {
+            return Ok(connection.as_ref().expect("checked above"));
+        }
+        let last_words = connection
+            .as_ref()
+            .map(|c| stderr_tail(&c.stderr))
+            .unwrap_or_default();
+        tracing::warn!(server = %self.name, "MCP server had stopped; restarting it");
+        if let Some(ctx) = ctx {
+            ctx.progress(format!(
+                "MCP server `{}` had stopped; restarting it{last_words}",
+                self.name
+            ));
+            ctx.metadata(json!({"mcp_server": self.name, "event": "restarting"}));
+        }
+        *connection = None;
+        let fresh = self.connect().await?;
+        if let Some(ctx) = ctx {
+            ctx.metadata(json!({"mcp_server": self.name, "event": "restarted"}));
+        }
+        Ok(connection.insert(fresh))
+    }
+
+    async fn call(self: &Arc<Self>, tool: &McpTool, input: Value, ctx: &ToolContext) -> ToolResult {
+        let (peer, stderr, reconnected) = {
+            let mut connection = self.connection.lock().await;
+            let was_alive = connection.as_ref().is_some_and(Connection::is_alive);
+            let live = self
+                .ensure_live(&mut connection, Some(ctx))
+                .await
+                .map_err(|e| ToolError::failed(e.to_string()))?;
+            (live.service.peer().clone(), live.stderr.clone(), !was_alive)
+        };
+        if reconnected {
+            // The restarted server may have other tools; the listener learns in the background.
+            let _ = self.relist.send(());
+        }
+
+        let arguments = match input {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            other => {
+                return Err(ToolError::invalid_input(format!(
+                    "MCP tools take a JSON object, not {other}"
+                )));
+            }
+        };
+        let mut params = CallToolRequestParams::new(tool.server_name.clone());
+        params.arguments = arguments;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let options = match self.config.tool_timeout {
+            Some(limit) => PeerRequestOptions::with_timeout(limit),
+            None => PeerRequestOptions::no_options(),
+        };
+        let handle = peer
+            .send_request_with_option(request, options)
+            .await
+            .map_err(|e| self.call_failed(&e, &stderr))?;
+        let key = token_key(&handle.progress_token);
+        let progress = Arc::new(CallProgress {
+            ctx: ctx.clone(),
+            last: Mutex::new(None),
+            changed: tokio::sync::Notify::new(),
+        });
+        self.lock_progress().insert(key.clone(), progress.clone());
+        let mut guard = InFlight {
+            client: self.clone(),
+            key,
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let response = tokio::select! {
+            _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+            response = handle.await_response() => response,
+        };
+        // Answered (or timed out, which rmcp already reported as cancelled).
+        guard.id = None;
+        progress.settle().await;
+        match response {
+            Ok(ServerResult::CallToolResult(result)) => Ok(tool.output(result)),
+            Ok(_) => Err(ToolError::failed(format!(
+                "MCP server `{}` answered tools/call with something other than a tool result",
+                self.name
+            ))),
+            Err(ServiceError::McpError(error)) => {
+                let mut text = format!(
+                    "MCP server `{}` refused the call (JSON-RPC error {}): {}",
+                    self.name, error.code.0, error.message
+                );
+                if let Some(data) = error.data.filter(|d| !d.is_null()) {
+                    text.push_str(&format!("\n{data}"));
+                }
+                Ok(ToolOutput::error(text))
+            }
+            Err(ServiceError::Timeout { timeout }) => Err(ToolError::Timeout(timeout)),
+            Err(error) => Err(self.call_failed(&error, &stderr)),
+        }
+    }
+
+    fn call_failed(
+        &self,
+        error: &ServiceError,
+        stderr: &Arc<Mutex<VecDeque<String>>>,
+    ) -> ToolError {
+        match error {
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                ToolError::failed(format!(
+                    "MCP server `{}` closed the connection ({error}); it is restarted on the \
+                     next call{}",
+                    self.name,
+                    stderr_tail(stderr)
+                ))
+            }
+            other => ToolError::failed(format!("MCP server `{}`: {other}", self.name)),
+        }
+    }
+}
+
+/// Where a call's progress notifications go, and the last one seen.
+struct CallProgress {
+    ctx: ToolContext,
+    last: Mutex<Option<(f64, Option<f64>)>>,
+    changed: tokio::sync::Notify,
+}
+
+impl CallProgress {
+    /// rmcp hands each notification to a task of its own, so the last progress, sent just
+    /// before the result, may still be on its way: when the server announced a total and has
+    /// not reached it, wait a moment for the rest.
+    async fn settle(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(200);
+        loop {
+            let changed = self.changed.notified();
+            let pending = match *self.last.lock().unwrap_or_else(|p| p.into_inner()) {
+                Some((done, Some(total))) => done < total,
+                _ => false,
+            };
+            if !pending || tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// A call in flight: forgets its progress token when done, and tells the server to stop if
+/// dropped before the answer came (timeout, cancellation).
+struct InFlight {
+    client: Arc<ClientInner>,
+    key: String,
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.client.lock_progress().remove(&self.key);
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let notification = CancelledNotification::new(CancelledNotificationParam::new(
+                Some(id),
+                Some("the client stopped waiting for the result".to_owned()),
+            ));
+            let _ = peer
+                .send_notification(ClientNotification::CancelledNotification(notification))
+                .await;
+        });
+    }
+}
+
+fn stderr_tail(tail: &Mutex<VecDeque<String>>) -> String {
+    let tail = tail.lock().unwrap_or_else(|p| p.into_inner());
+    if tail.is_empty() {
+        return String::new();
+    }
+    let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
+    format!("\nthe end of its stderr:\n  {}", lines.join("\n  "))
+}
+
+/// `${VAR}` and `${VAR:-default}` replaced from the environment, as in `.mcp.json` files.
+fn expand(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let Some(len) = rest[start..].find('}') else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        let inner = &rest[start + 2..start + len];
+        let (var, default) = match inner.split_once(":-") {
+            Some((var, default)) => (var, Some(default)),
+            None => (inner, None),
+        };
+        match (std::env::var(var), default) {
+            (Ok(value), _) => out.push_str(&value),
+            (Err(_), Some(default)) => out.push_str(default),
+            (Err(_), None) => out.push_str(&rest[start..start + len + 1]),
+        }
+        rest = &rest[start + len + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// One tool of an MCP server.
+struct McpTool {
+    client: Arc<ClientInner>,
+    name: String,
+    server_name: String,
+    description: String,
+    input_schema: Value,
+    output_schema: Option<Value>,
+    output_validator: Option<jsonschema::Validator>,
+    annotations: ToolAnnotations,
+}
+
+impl McpTool {
+    fn new(client: &Arc<ClientInner>, name: &str, tool: &rmcp::model::Tool) -> Self {
+        let input_schema =
+            schema::lower(&Value::Object((*tool.input_schema).clone()), Provider::Mcp);
+        let output_schema = tool
+            .output_schema
+            .as_ref()
+            .map(|s| Value::Object((**s).clone()));
+        let output_validator = output_schema
+            .as_ref()
+            .and_then(|s| jsonschema::validator_for(s).ok());
+        let hints = tool.annotations.clone().unwrap_or_default();
+        let annotations = ToolAnnotations {
+            title: tool.title.clone().or(hints.title),
+            read_only: hints.read_only_hint,
+            destructive: hints.destructive_hint,
+            idempotent: hints.idempotent_hint,
+            open_world: hints.open_world_hint,
+        };
+        let description = tool
+            .description
+            .as_deref()
+            .filter(|d| !d.trim().is_empty())
+            .map(str::to_owned)
+            .or_else(|| annotations.title.clone())
+            .unwrap_or_else(|| {
+                format!("The `{}` tool of MCP server `{}`.", tool.name, client.name)
+            });
+        McpTool {
+            client: client.clone(),
+            name: name.to_owned(),
+            server_name: tool.name.to_string(),
+            description,
+            input_schema,
+            output_schema,
+            output_validator,
+            annotations,
+        }
+    }
+
+    fn output(&self, result: CallToolResult) -> ToolOutput {
+        let is_error = result.is_error == Some(true);
+        let mut content = Vec::with_capacity(result.content.len());
+        for block in &result.content {
+            let block = serde_json::to_value(block).unwrap_or_default();
+            let text = |t: &str| ContentBlock::text(t);
+            match block["type"].as_str() {
+                Some("text") => content.push(text(block["text"].as_str().unwrap_or_default())),
+                Some("image") => content.push(ContentBlock::Image {
+                    media_type: block["mimeType"].as_str().unwrap_or("image/png").to_owned(),
+                    data: block["data"].as_str().unwrap_or_default().to_owned(),
+                }),
+                Some("resource") => {
+                    let resource = &block["resource"];
+                    let uri = resource["uri"].as_str().unwrap_or_default();
+                    match resource["text"].as_str() {
+                        Some(body) => content.push(text(&format!("[resource {uri}]\n{body}"))),
+                        None => content.push(text(&format!(
+                            "[binary resource {uri} ({})]",
+                            resource["mimeType"].as_str().unwrap_or("unknown type")
+                        ))),
+                    }
+                }
+                Some("resource_link") => content.push(text(&format!(
+                    "[resource link {} ({})]",
+                    block["uri"].as_str().unwrap_or_default(),
+                    block["name"].as_str().unwrap_or_default()
+                ))),
+                Some("audio") => content.push(text(&format!(
+                    "[audio ({}), not shown]",
+                    block["mimeType"].as_str().unwrap_or("unknown type")
+                ))),
+                _ => content.push(text(&block.to_string())),
+            }
+        }
+        let structured = result.structured_content;
+        if content.is_empty()
+            && let Some(value) = &structured
+        {
+            content.push(ContentBlock::text(value.to_string()));
+        }
+        // An error result's structured content is not held to the output schema.
+        if !is_error
+            && let (Some(value), Some(validator)) = (&structured, &self.output_validator)
+            && let Err(error) = validator.validate(value)
+        {
+            return ToolOutput::error(format!(
+                "MCP server `{}`: the structured result of `{}` does not match its output \
+                 schema: {error}",
+                self.client.name, self.server_name
+            ));
+        }
+        ToolOutput {
+            content,
+            structured,
+            is_error,
+        }
+    }
+}
+
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> &Value {
+        &self.input_schema
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        self.annotations.clone()
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.client.config.tool_timeout
+    }
+
+    fn category(&self) -> Option<&str> {
+        Some("mcp")
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(self.client.call(self, input, ctx))
+    }
+
+    fn display_title(&self, _input: &Value) -> String {
+        match &self.annotations.title {
+            Some(title) => format!("{title} ({})", self.client.name),
+            None => format!("{} ({})", self.server_name, self.client.name),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand;
+
+    #[test]
+    fn expands_variables() {
+        // SAFETY-free: PATH is always set in test environments.
+        let path = std::env::var("PATH").unwrap();
+        assert_eq!(expand("a${PATH}b"), format!("a{path}b"));
+        assert_eq!(expand("${SURELY_NOT_SET_42:-x}"), "x");
+        assert_eq!(expand("${SURELY_NOT_SET_42}"), "${SURELY_NOT_SET_42}");
+        assert_eq!(expand("no vars"), "no vars");
+    }
+}

@@ -1,0 +1,56 @@
+//! MCP, both ways: tools of any MCP server as agent tools, and any registry served over MCP.
+//! Built on rmcp, the protocol's official Rust SDK.
+//!
+//! # Using an MCP server's tools
+//!
+//! Name the servers in the agent's config (or load the `mcpServers` file Claude Desktop and
+//! Claude Code use); their tools join the agent as `mcp__<server>__<tool>`:
+//!
+//! ```no_run
+//! use tool_sdk::agent::{Agent, AgentConfig};
+//! use tool_sdk::mcp::McpServerConfig;
+//!
+//! # async fn demo(model: tool_sdk::model::ScriptedModel) -> Result<(), tool_sdk::AgentError> {
+//! let config = AgentConfig::new()
+//!     .with_model(model)
+//!     .with_mcp_server("time", McpServerConfig::stdio("uvx", ["mcp-server-time"]))
+//!     .with_mcp_servers_file(".mcp.json") // {"mcpServers": {...}}
+//!     .allow("mcp__time__*");
+//! let agent = Agent::create(config).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! `readOnlyHint` makes a tool read-only for the agent (concurrent calls, plan mode, no
+//! permission prompt); rules such as `mcp__github__*` match MCP tools like any other. A call
+//! has a timeout (`toolTimeoutSecs`, else the agent's), cancelling it sends
+//! `notifications/cancelled`, progress notifications become `ToolProgress` events, tools are
+//! listed again on `notifications/tools/list_changed`, and a stdio server that exited is
+//! started again on the next call. A server that does not come up fails `Agent::create` with
+//! its command and the end of its stderr.
+//!
+//! # Serving tools over MCP
+//!
+//! [`serve_stdio`], [`serve_http`] and [`McpToolServer`] serve any [`ToolRegistry`](crate::ToolRegistry).
+
+mod client;
+mod config;
+mod naming;
+mod server;
+
+pub use client::{McpClient, McpError, ToolsChanged};
+pub use config::{McpServerConfig, McpServers, McpTransport};
+pub use naming::{NameMap, sanitize, tool_name};
+pub use server::{McpHttpServer, McpToolServer, serve_http, serve_stdio};
+
+/// Where [`Agent::add_or_update_mcp_server`](crate::Agent::add_or_update_mcp_server) and
+/// [`Agent::remove_mcp_server`](crate::Agent::remove_mcp_server) make the change.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum McpScope {
+    /// This agent only, until it is dropped.
+    #[default]
+    Session,
+    /// This agent, and the `.mcp.json` file of its working directory (the project's shared
+    /// servers, as Claude Code keeps them), so the next agent gets it too.
+    Project,
+}

@@ -1,0 +1,333 @@
+//! The server side: any [`ToolRegistry`] served over MCP, on stdio or Streamable HTTP.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::McpError;
+use crate::permission::Sandbox;
+use crate::registry::build_tools;
+use crate::schema::Provider;
+use crate::{ContentBlock, FileStateTracker, SessionStore, ToolContext, ToolOutput, ToolRegistry};
+
+/// Serves the tools of a registry to MCP clients.
+///
+/// Each tool is listed with its schemas and its annotations (`readOnlyHint` from
+/// `read_only`, and so on). Calls are validated against the schema first; an invalid input,
+/// like any failure of the tool, is an `isError` result the client's model can act on.
+/// `ctx.progress(..)` reaches the client as `notifications/progress`; a call that changes the
+/// registry's tools sends `notifications/tools/list_changed`. There is no permission layer:
+/// serve only the tools the client may run.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use tool_sdk::mcp::McpToolServer;
+/// use tool_sdk::ToolRegistry;
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let registry = Arc::new(ToolRegistry::from_inventory()?);
+/// McpToolServer::new(registry).with_root("/srv/data")?.serve_stdio().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct McpToolServer {
+    registry: Arc<ToolRegistry>,
+    working_dir: Arc<PathBuf>,
+    sandbox: Option<Arc<Sandbox>>,
+    files: Arc<FileStateTracker>,
+    session: Arc<SessionStore>,
+    name: String,
+}
+
+impl std::fmt::Debug for McpToolServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpToolServer")
+            .field("tools", &self.registry.names())
+            .field("working_dir", &self.working_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpToolServer {
+    /// Serves the enabled tools of `registry`, working in the current directory.
+    pub fn new(registry: Arc<ToolRegistry>) -> Self {
+        McpToolServer {
+            registry,
+            working_dir: Arc::new(std::env::current_dir().unwrap_or_else(|_| ".".into())),
+            sandbox: None,
+            files: Arc::default(),
+            session: Arc::default(),
+            name: "tool-sdk".to_owned(),
+        }
+    }
+
+    /// Works in `dir` and confines the file tools to it (a [`Sandbox`] of that directory).
+    pub fn with_root(mut self, dir: impl Into<PathBuf>) -> Result<Self, McpError> {
+        let dir = dir.into();
+        let sandbox = Sandbox::new(&dir).map_err(|error| McpError {
+            server: self.name.clone(),
+            message: format!("the root {} cannot be used: {error}", dir.display()),
+        })?;
+        self.working_dir = Arc::new(dir);
+        self.sandbox = Some(Arc::new(sandbox));
+        Ok(self)
+    }
+
+    /// The name reported to clients (default `tool-sdk`).
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Serves one client on this process's stdin and stdout until it disconnects.
+    pub async fn serve_stdio(self) -> Result<(), McpError> {
+        let name = self.name.clone();
+        let failed = |message: String| McpError {
+            server: name.clone(),
+            message,
+        };
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| failed(format!("the handshake failed: {e}")))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| failed(format!("the server stopped: {e}")))?;
+        Ok(())
+    }
+
+    /// Serves Streamable HTTP at `http://<addr>/mcp` (use `127.0.0.1:0` for any free port)
+    /// until the returned handle is dropped or [`shut down`](McpHttpServer::shutdown).
+    ///
+    /// Meant for loopback: rmcp's guard against DNS rebinding stays on, so requests whose
+    /// `Host` is not `localhost`, `127.0.0.1` or `::1` are refused whatever `addr` is.
+    pub async fn serve_http(self, addr: SocketAddr) -> Result<McpHttpServer, McpError> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| McpError {
+                server: self.name.clone(),
+                message: format!("cannot listen on {addr}: {e}"),
+            })?;
+        let local_addr = listener.local_addr().map_err(|e| McpError {
+            server: self.name.clone(),
+            message: e.to_string(),
+        })?;
+        let stop = CancellationToken::new();
+        let mut config = StreamableHttpServerConfig::default();
+        config.cancellation_token = stop.child_token();
+        let server = self.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        let accept_stop = stop.clone();
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = tokio::select! {
+                    _ = accept_stop.cancelled() => break,
+                    accepted = listener.accept() => match accepted {
+                        Ok(pair) => pair,
+                        Err(error) => {
+                            tracing::warn!(%error, "MCP HTTP server: accept failed");
+                            continue;
+                        }
+                    },
+                };
+                let service = service.clone();
+                let conn_stop = accept_stop.clone();
+                tokio::spawn(async move {
+                    let handler = hyper::service::service_fn(move |request| {
+                        let service = service.clone();
+                        async move { Ok::<_, Infallible>(service.handle(request).await) }
+                    });
+                    let connection = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), handler);
+                    tokio::select! {
+                        _ = conn_stop.cancelled() => {}
+                        result = connection => if let Err(error) = result {
+                            tracing::debug!(%error, "MCP HTTP connection ended");
+                        },
+                    }
+                });
+            }
+        });
+        Ok(McpHttpServer {
+            addr: local_addr,
+            _stop: stop.drop_guard(),
+        })
+    }
+
+    /// The call's context, and the task sending its progress (done once the context and its
+    /// clones are dropped).
+    fn context(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> (ToolContext, Option<tokio::task::JoinHandle<()>>) {
+        let mut ctx = ToolContext::new(self.working_dir.as_path())
+            .with_tool_call_id(context.id.to_string())
+            .with_cancellation(context.ct.clone())
+            .with_file_tracker(self.files.clone())
+            .with_session_store(self.session.clone());
+        if let Some(sandbox) = &self.sandbox {
+            ctx = ctx.with_sandbox(sandbox.clone());
+        }
+        let mut forwarder = None;
+        if let Some(token) = context.meta.get_progress_token() {
+            // Sent in order by one task; a Fn sink cannot await.
+            let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<String>();
+            let peer = context.peer.clone();
+            forwarder = Some(tokio::spawn(async move {
+                let mut step = 0.0;
+                while let Some(message) = receiver.recv().await {
+                    step += 1.0;
+                    let params =
+                        ProgressNotificationParam::new(token.clone(), step).with_message(message);
+                    if peer.notify_progress(params).await.is_err() {
+                        break;
+                    }
+                }
+            }));
+            ctx = ctx.with_updates(move |update| {
+                if let crate::ToolUpdateKind::Progress(message) = update.kind {
+                    let _ = sender.send(message);
+                }
+            });
+        }
+        (ctx, forwarder)
+    }
+}
+
+/// A running Streamable HTTP server; dropping it stops the server.
+#[derive(Debug)]
+pub struct McpHttpServer {
+    addr: SocketAddr,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+impl McpHttpServer {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The MCP endpoint, `http://<addr>/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// Stops accepting connections and closes the open ones.
+    pub fn shutdown(self) {}
+}
+
+/// Serves every enabled tool of `registry` on stdin and stdout, in the current directory, until
+/// the client disconnects. See [`McpToolServer`] for more control.
+pub async fn serve_stdio(registry: Arc<ToolRegistry>) -> Result<(), McpError> {
+    McpToolServer::new(registry).serve_stdio().await
+}
+
+/// Serves every enabled tool of `registry` over Streamable HTTP on `addr`
+/// (`127.0.0.1:0` for a free loopback port). See [`McpToolServer`] for more control.
+pub async fn serve_http(
+    registry: Arc<ToolRegistry>,
+    addr: SocketAddr,
+) -> Result<McpHttpServer, McpError> {
+    McpToolServer::new(registry).serve_http(addr).await
+}
+
+fn to_result(output: ToolOutput) -> CallToolResult {
+    let content = output
+        .content
+        .into_iter()
+        .map(|block| match block {
+            ContentBlock::Text { text } => rmcp::model::ContentBlock::text(text),
+            ContentBlock::Image { media_type, data } => {
+                rmcp::model::ContentBlock::image(data, media_type)
+            }
+        })
+        .collect();
+    let mut result = if output.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    // MCP wants structured content to be an object.
+    result.structured_content = output.structured.filter(Value::is_object);
+    result
+}
+
+impl ServerHandler for McpToolServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            self.name.clone(),
+            env!("CARGO_PKG_VERSION"),
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.registry.get_tools(None).unwrap_or_default();
+        let mut listed = Vec::with_capacity(tools.len());
+        for definition in build_tools(&tools, Provider::Mcp) {
+            match serde_json::from_value::<rmcp::model::Tool>(definition) {
+                Ok(tool) => listed.push(tool),
+                Err(error) => tracing::warn!(%error, "a tool could not be listed over MCP"),
+            }
+        }
+        Ok(ListToolsResult::with_all_items(listed))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        if !self.registry.contains(&name) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool `{name}`; available: {}",
+                    self.registry.names().join(", ")
+                ),
+                None,
+            ));
+        }
+        let input = Value::Object(request.arguments.unwrap_or_default());
+        let (ctx, forwarder) = self.context(&context);
+        let before = self.registry.names();
+        let output = self.registry.call(&name, input, &ctx).await;
+        if self.registry.names() != before {
+            // The call added or removed tools (a tool that loads more tools, say).
+            let _ = context.peer.notify_tool_list_changed().await;
+        }
+        // Progress goes out before the result.
+        drop(ctx);
+        if let Some(forwarder) = forwarder {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), forwarder).await;
+        }
+        Ok(CallToolResponse::Complete(to_result(output)))
+    }
+}
