@@ -81,6 +81,8 @@ fn the_demo_asks_before_editing_and_no_leaves_the_file_unchanged() {
     coder.expect("the file is unchanged").unwrap();
     coder.expect("tool calls").unwrap();
     assert_eq!(main_rs(dir.path()), before);
+    // Ctrl-D only means "quit" at the prompt: typed earlier, the terminal would swallow it.
+    coder.expect("> ").unwrap();
     coder.send(ControlCode::EndOfTransmission).unwrap();
     assert_eq!(
         coder.get_process().wait().unwrap(),
@@ -158,6 +160,8 @@ fn ctrl_c_cancels_a_long_bash_call_and_returns_to_the_prompt() {
     // Still alive and answering.
     coder.send_line("/tools").unwrap();
     coder.expect("read-only").unwrap();
+    // Ctrl-D only means "quit" at the prompt: typed earlier, the terminal would swallow it.
+    coder.expect("> ").unwrap();
     coder.send(ControlCode::EndOfTransmission).unwrap();
     assert_eq!(
         coder.get_process().wait().unwrap(),
@@ -224,4 +228,48 @@ fn find_process(program: &str, arg: &str) -> Option<u32> {
                 && words[1] == arg.as_bytes();
             is_it.then_some(pid)
         })
+}
+
+#[test]
+fn mcp_config_adds_a_servers_tools_and_a_broken_server_is_a_clear_start_up_error() {
+    let dir = project();
+    let config = dir.path().join("mcp.json");
+    let server = env!("CARGO_BIN_EXE_mcp-test-server");
+    std::fs::write(
+        &config,
+        serde_json::json!({ "mcpServers": { "files": {
+            "command": server, "args": [dir.path()]
+        } } })
+        .to_string(),
+    )
+    .unwrap();
+    let config_arg = config.to_str().unwrap();
+    let call = coder_command(
+        dir.path(),
+        &[
+            "--mcp-config",
+            config_arg,
+            "-p",
+            r#"call mcp__files__Glob {"pattern": "**/*.rs"}"#,
+        ],
+    )
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&call.stdout);
+    assert!(call.status.success(), "{stdout}");
+    assert!(stdout.contains("The call finished"), "{stdout}");
+    assert!(stdout.contains("main.rs"), "{stdout}");
+
+    std::fs::write(
+        &config,
+        r#"{"mcpServers": {"broken": {"command": "definitely-not-a-program-4711"}}}"#,
+    )
+    .unwrap();
+    let broken = coder_command(dir.path(), &["--mcp-config", config_arg, "-p", "hi"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&broken.stderr);
+    assert!(!broken.status.success());
+    assert!(stderr.contains("broken"), "{stderr}");
+    assert!(stderr.contains("definitely-not-a-program-4711"), "{stderr}");
 }

@@ -4,7 +4,8 @@
 //!
 //! The script reacts to what the tools return, as a model would: it looks for TODO comments
 //! with Grep (and for Rust files with Glob, at the same time), reads the first file that has
-//! one, and proposes an Edit marking the TODO as reviewed. `run <command>` makes it call Bash.
+//! one, and proposes an Edit marking the TODO as reviewed. `run <command>` makes it call Bash,
+//! and `call <tool> <json>` any tool (MCP tools included).
 
 use std::path::{Path, PathBuf};
 
@@ -72,23 +73,34 @@ fn next_turn(root: &Path, request: &ModelRequest) -> ScriptedTurn {
                 .to_owned()
         });
     }
-    if let Some((_, text, is_error)) = result_of("Bash") {
-        let verdict = if *is_error { "failed" } else { "finished" };
-        return ScriptedTurn::text(format!(
-            "The command {verdict}. Its output starts with: {}",
-            first_line(text)
-        ));
-    }
-    ScriptedTurn::text("(scripted demo) I have nothing more to do with that.")
+    // Bash, or any tool called with `call`: report how it went.
+    let Some((_, text, is_error)) = results.first() else {
+        return ScriptedTurn::text("(scripted demo) I have nothing more to do with that.");
+    };
+    let verdict = if *is_error { "failed" } else { "finished" };
+    ScriptedTurn::text(format!(
+        "The call {verdict}. Its output starts with: {}",
+        first_line(text)
+    ))
 }
 
-// TODO: teach the scripted demo a third prompt (this is the TODO it finds in this repo).
 fn answer_prompt(prompt: &str) -> ScriptedTurn {
     if let Some(command) = prompt.trim().strip_prefix("run ") {
         return ScriptedTurn::text(format!("I'll run `{command}`.")).with_tool_call(
             "Bash",
             json!({ "command": command, "description": format!("Run {command}") }),
         );
+    }
+    if let Some(call) = prompt.trim().strip_prefix("call ") {
+        let (tool, input) = call.split_once(' ').unwrap_or((call, "{}"));
+        return match serde_json::from_str::<Value>(input) {
+            Ok(input) => {
+                ScriptedTurn::text(format!("I'll call {tool}.")).with_tool_call(tool.trim(), input)
+            }
+            Err(error) => ScriptedTurn::text(format!(
+                "`call` wants a tool name and a JSON object: {error}"
+            )),
+        };
     }
     if prompt.to_lowercase().contains("todo") {
         return ScriptedTurn::text(
@@ -101,8 +113,9 @@ fn answer_prompt(prompt: &str) -> ScriptedTurn {
         );
     }
     ScriptedTurn::text(
-        "This is the scripted demo: I only know two prompts. Ask me to find a TODO, or type \
-         `run <command>` (for example `run sleep 30`, then Ctrl-C). Set ANTHROPIC_API_KEY or \
+        "This is the scripted demo: I only know three prompts. Ask me to find a TODO, type \
+         `run <command>` (for example `run sleep 30`, then Ctrl-C), or `call <tool> <json>` \
+         (for example `call Glob {\"pattern\": \"*.md\"}`). Set ANTHROPIC_API_KEY or \
          OPENAI_API_KEY for a real model.",
     )
 }

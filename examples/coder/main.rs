@@ -51,6 +51,10 @@ struct Args {
     /// A permission rule that is always refused, e.g. "Bash(rm:*)" (repeatable).
     #[arg(long, value_name = "RULE")]
     deny: Vec<String>,
+    /// MCP servers to use, in the `mcpServers` JSON shape of Claude Desktop and Claude Code;
+    /// their tools join as `mcp__<server>__<tool>`.
+    #[arg(long, value_name = "FILE")]
+    mcp_config: Option<PathBuf>,
     /// Answers one prompt without asking anything, prints the answer and exits: status 0 when
     /// the run succeeded. Calls that would ask are refused (use --allow).
     #[arg(long, short, value_name = "PROMPT")]
@@ -102,7 +106,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
 
     let mut config = AgentConfig::new()
         .with_model_arc(model.clone())
-        .with_tools(TOOLS.iter().copied())
+        .with_tools(TOOLS.iter().copied().chain(["mcp__*"]))
         .with_working_dir(&cwd)
         .with_system_prompt(system_prompt(&cwd));
     for rule in &args.allow {
@@ -110,6 +114,9 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     }
     for rule in &args.deny {
         config = config.deny(rule);
+    }
+    if let Some(file) = &args.mcp_config {
+        config = config.with_mcp_servers_file(file);
     }
     let agent = Agent::create(config).await.map_err(|e| e.to_string())?;
 
@@ -168,7 +175,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
             continue;
         }
         if let Some(command) = line.strip_prefix('/') {
-            if !slash_command(&agent, command) {
+            if !slash_command(&agent, command).await {
                 break;
             }
             continue;
@@ -214,8 +221,8 @@ async fn one_turn(
     result
 }
 
-/// `/tools`, `/mode`, `/help`; false for `/exit`.
-fn slash_command(agent: &Agent, command: &str) -> bool {
+/// `/tools`, `/mcp`, `/mode`, `/help`; false for `/exit`.
+async fn slash_command(agent: &Agent, command: &str) -> bool {
     let mut words = command.split_whitespace();
     match words.next().unwrap_or_default() {
         "exit" | "quit" => return false,
@@ -227,6 +234,18 @@ fn slash_command(agent: &Agent, command: &str) -> bool {
                     .is_some_and(|t| t.is_read_only());
                 let note = if read_only { "read-only" } else { "asks" };
                 println!("  {name:<12} {}", style(note).dim());
+            }
+        }
+        "mcp" => {
+            let servers = agent.mcp_servers().await;
+            if servers.is_empty() {
+                println!("  no MCP servers (add some with --mcp-config FILE)");
+            }
+            for server in servers {
+                let prefix = format!("mcp__{}__", tool_sdk::mcp::sanitize(&server));
+                let tools = agent.tool_names();
+                let count = tools.iter().filter(|t| t.starts_with(&prefix)).count();
+                println!("  {server:<12} {}", style(format!("{count} tools")).dim());
             }
         }
         "mode" => {
@@ -248,6 +267,7 @@ fn slash_command(agent: &Agent, command: &str) -> bool {
         }
         _ => println!(
             "  /tools            the tools the model can use\n  \
+             /mcp              the MCP servers and how many tools each gives\n  \
              /mode plan|default|acceptEdits|bypass\n  \
              /exit             quit (or Ctrl-D)"
         ),
