@@ -12,8 +12,13 @@ python3 bench/gen_compile_crates.py "$B" "$PWD"
 for kind in ours rmcp; do
   dir="$B/$kind"
   manifest="$dir/Cargo.toml"
-  export CARGO_TARGET_DIR="$B/target-$kind"
-  [ "$kind" = ours ] && cp Cargo.lock "$dir/Cargo.lock"  # the versions the SDK is tested with
+  if [ "$kind" = ours ]; then
+    # The versions the SDK is tested with, and the repo's target dir, where they are built.
+    cp Cargo.lock "$dir/Cargo.lock"
+    export CARGO_TARGET_DIR="${ROOT_TARGET:-$PWD/target}"
+  else
+    export CARGO_TARGET_DIR="$B/target-$kind"
+  fi
   echo "== compile: $kind (dependencies, untimed)"
   cargo build --quiet --manifest-path "$manifest"
   pkg="hundred-tools-$kind"

@@ -103,8 +103,9 @@ for tree, root in trees.items():
         ours_cmd = [searchbench, "grep", root, json.dumps(tool_input)]
         rg_cmd = [rg, "--no-config"] + rg_args + [root]
         grep_cmd = ["grep"] + grep_args + [root]
-        comparison = compare_grep(run(ours_cmd), run(rg_cmd), content)
-        grep_comparison = compare_grep(run(ours_cmd), run(grep_cmd), content)
+        ours_out = run(ours_cmd)
+        comparison = compare_grep(ours_out, run(rg_cmd), content)
+        grep_comparison = compare_grep(ours_out, run(grep_cmd), content)
         times = hyperfine(f"{tree} grep {name}", [("ours", ours_cmd), ("rg", rg_cmd), ("grep", grep_cmd)])
         results.append({"tree": tree, "tool": "Grep", "case": name, "times": times,
                         "vs_rg": comparison, "vs_grep": grep_comparison})
