@@ -9,7 +9,7 @@ out="$1"
 B="$PWD/target/bench/compile"
 runs="${COMPILE_RUNS:-3}"
 python3 bench/gen_compile_crates.py "$B" "$PWD"
-for kind in ours rmcp; do
+for kind in ${COMPILE_KINDS:-ours rmcp}; do
   dir="$B/$kind"
   manifest="$dir/Cargo.toml"
   if [ "$kind" = ours ]; then

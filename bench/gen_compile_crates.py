@@ -91,10 +91,11 @@ publish = false
 
 [dependencies]
 rmcp = { version = "=3.9.0", default-features = false, features = ["server", "macros"] }
+schemars = "1"
 serde = { version = "1", features = ["derive"] }
 ''')
     body = ("//! The same 100 tools with rmcp's #[tool_router] and #[tool].\n#![allow(missing_docs)]\n\n"
-            "use rmcp::handler::server::wrapper::Parameters;\nuse rmcp::schemars::JsonSchema;\n"
+            "use rmcp::handler::server::wrapper::Parameters;\nuse schemars::JsonSchema;\n"
             "use rmcp::{ServerHandler, tool, tool_router};\nuse serde::Deserialize;\n\n"
             "fn ten() -> u64 {\n    10\n}\n")
     body += "".join(RMCP_TOOL.format(i=i) for i in range(N))
