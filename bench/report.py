@@ -67,9 +67,11 @@ lines = []
 w = lines.append
 w("# Benchmarks")
 w("")
-w("Written by `bench/run` from one run on one machine; every figure below comes from that run "
-  "(`target/bench/results/`). Ratios are the point: the absolute numbers belong to this machine. "
-  "Re-run with `bench/run` (it installs every peer and data set itself).")
+w("Written by `bench/run` on one machine; every figure in the tables comes from its results "
+  "directory (`target/bench/results/`), peers measured side by side in the same session. Ratios "
+  "are the point: the absolute numbers belong to this machine. Re-run with `bench/run` (it "
+  "installs every peer and data set itself). Notes, the SDK changes with before/after figures, "
+  "and what was re-run are at the end.")
 w("")
 w(f"- Date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}")
 w(f"- Machine: {machine.get('cores', '?')} cores, {machine.get('cpu', '?')}, {machine.get('memory', '?')} RAM, "
