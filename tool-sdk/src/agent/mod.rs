@@ -264,7 +264,27 @@ impl Agent {
     /// Runs to the end and returns the result. Calls that need the user's permission are
     /// refused (use [`run`](Self::run) to answer them). Fails if the run failed.
     pub async fn prompt(&self, prompt: impl Into<String>) -> Result<RunResult, AgentError> {
-        let result = self.run(prompt).result().await;
+        // As `run(..).result()`, without the event channel: nobody reads the events, so they
+        // are dropped where they are made instead of waking this task once each. The run still
+        // goes on in a task of its own, cancelled (and so left consistent) if this future is
+        // dropped.
+        let cancel = CancellationToken::new();
+        let _stop_when_dropped = cancel.clone().drop_guard();
+        let inner = self.inner.clone();
+        let prompt = prompt.into();
+        let span = tracing::info_span!("agent.run", session = %inner.session_id);
+        let emit: Emit = Arc::new(|event| {
+            if let AgentEvent::PermissionRequested(request) = event {
+                let message = executor::not_allowed_message(&request.question);
+                request.deny(message)
+            }
+        });
+        let run =
+            tokio::spawn(async move { inner.run(prompt, emit, cancel).await }.instrument(span));
+        let result = run.await.unwrap_or_else(|_| RunResult {
+            error: Some(AgentError::Cancelled),
+            ..RunResult::default()
+        });
         match &result.error {
             Some(error) => Err(error.clone()),
             None => Ok(result),

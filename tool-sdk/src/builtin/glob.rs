@@ -1,9 +1,11 @@
 use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use globset::GlobBuilder;
-use ignore::WalkBuilder;
+use ignore::{WalkBuilder, WalkState};
 
 use crate::{CancellationToken, ToolContext, ToolError, tool};
 
@@ -53,31 +55,54 @@ pub async fn glob(
 
     let progress = ctx.clone();
     let mut files = run_blocking(ctx, move |cancel| {
-        let mut found = Vec::new();
-        let mut seen = 0usize;
-        for entry in walker(&root).build() {
-            if cancel.is_cancelled() {
-                return Err(ToolError::Cancelled);
-            }
-            let Ok(entry) = entry else { continue };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
-            }
-            seen += 1;
-            if seen.is_multiple_of(1000) {
-                progress.progress(format!("Looked at {seen} files"));
-            }
-            let full = entry.path();
-            let candidate = if absolute {
-                full
-            } else {
-                full.strip_prefix(&root).unwrap_or(full)
-            };
-            if matcher.is_match(candidate) {
-                found.push((modified(full), full.to_path_buf()));
-            }
+        // Walked on every core, as fd does; each match's mtime is read by the thread that
+        // found it. The order is fixed afterwards by sorting.
+        let found = Mutex::new(Vec::new());
+        let seen = AtomicUsize::new(0);
+        let mut walk = walker(&root);
+        if let Some(prefix) = literal_prefix(relative_pattern(&pattern, absolute)) {
+            // `src/**/*.rs` can only match under `src`: skip every other subtree. The walk
+            // still starts at the root, so hidden and ignored directories stay skipped.
+            let (root, prefix) = (root.clone(), prefix.to_path_buf());
+            walk.filter_entry(move |entry| {
+                let path = entry.path().strip_prefix(&root).unwrap_or(entry.path());
+                prefix.starts_with(path) || path.starts_with(&prefix)
+            });
         }
-        Ok(found)
+        walk.build_parallel().run(|| {
+            let (found, seen, progress, matcher, root) =
+                (&found, &seen, &progress, &matcher, &root);
+            Box::new(move |entry| {
+                if cancel.is_cancelled() {
+                    return WalkState::Quit;
+                }
+                let Ok(entry) = entry else {
+                    return WalkState::Continue;
+                };
+                if !entry.file_type().is_some_and(|t| t.is_file()) {
+                    return WalkState::Continue;
+                }
+                let count = seen.fetch_add(1, Ordering::Relaxed) + 1;
+                if count.is_multiple_of(1000) {
+                    progress.progress(format!("Looked at {count} files"));
+                }
+                let full = entry.path();
+                let candidate = if absolute {
+                    full
+                } else {
+                    full.strip_prefix(root).unwrap_or(full)
+                };
+                if matcher.is_match(candidate) {
+                    let file = (modified(full), full.to_path_buf());
+                    found.lock().unwrap_or_else(|p| p.into_inner()).push(file);
+                }
+                WalkState::Continue
+            })
+        });
+        if cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        Ok(found.into_inner().unwrap_or_else(|p| p.into_inner()))
     })
     .await?;
 
@@ -100,6 +125,31 @@ pub async fn glob(
         ));
     }
     Ok(text)
+}
+
+/// The pattern as matched against paths relative to the root (`None` for absolute ones).
+fn relative_pattern(pattern: &str, absolute: bool) -> Option<&str> {
+    (!absolute).then(|| pattern.strip_prefix("./").unwrap_or(pattern))
+}
+
+/// The leading directories of a relative pattern before its first wildcard: `src/**/*.rs`
+/// gives `src`, `a/b/*.rs` gives `a/b`, `*.rs` and `**/x` give nothing. Only plain names
+/// count (no `.`, `..`, escapes or glob syntax), so every match lies under the prefix.
+fn literal_prefix(pattern: Option<&str>) -> Option<&Path> {
+    let pattern = pattern?;
+    let (dirs, _file) = pattern.rsplit_once('/')?;
+    let mut end = 0;
+    for component in dirs.split('/') {
+        let plain = !component.is_empty()
+            && component != "."
+            && component != ".."
+            && !component.contains(['*', '?', '[', ']', '{', '}', '\\']);
+        if !plain {
+            break;
+        }
+        end += component.len() + 1;
+    }
+    (end > 0).then(|| Path::new(&dirs[..end - 1]))
 }
 
 /// Where a search starts: `path` resolved against the working directory, which must exist.
@@ -164,4 +214,28 @@ pub(crate) async fn run_blocking<T: Send + 'static>(
         return Err(ToolError::Cancelled);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_prefixes() {
+        let prefix = |p: &str| literal_prefix(Some(p)).map(|p| p.to_str().unwrap().to_owned());
+        assert_eq!(prefix("src/**/*.rs").as_deref(), Some("src"));
+        assert_eq!(prefix("a/b/*.rs").as_deref(), Some("a/b"));
+        assert_eq!(prefix("a/b/c.rs").as_deref(), Some("a/b"));
+        assert_eq!(prefix("a/*/c/*.rs").as_deref(), Some("a"));
+        assert_eq!(prefix("*.rs"), None);
+        assert_eq!(prefix("**/x.rs"), None);
+        assert_eq!(prefix("{a,b}/x.rs"), None);
+        assert_eq!(prefix("../x/*.rs"), None);
+        assert_eq!(prefix("a\\*/x"), None);
+        assert_eq!(literal_prefix(relative_pattern("/abs/x/*.rs", true)), None);
+        assert_eq!(
+            literal_prefix(relative_pattern("./src/*.rs", false)),
+            Some(Path::new("src"))
+        );
+    }
 }

@@ -179,7 +179,13 @@ pub async fn grep(
                 if count.is_multiple_of(1000) {
                     progress.progress(format!("Searched {count} files"));
                 }
-                if let Some(result) = search_file(&mut searcher, &matcher, entry.path(), options) {
+                if let Some(mut result) =
+                    search_file(&mut searcher, &matcher, entry.path(), options)
+                {
+                    if mode == GrepOutputMode::FilesWithMatches {
+                        // Read here, on the walking threads, for the newest-first sort.
+                        result.modified = modified(&result.path);
+                    }
                     found.lock().unwrap_or_else(|p| p.into_inner()).push(result);
                 }
                 WalkState::Continue
@@ -206,7 +212,7 @@ pub async fn grep(
         GrepOutputMode::FilesWithMatches => {
             let mut files: Vec<(SystemTime, PathBuf)> = found
                 .into_iter()
-                .map(|file| (modified(&file.path), file.path))
+                .map(|file| (file.modified, file.path))
                 .collect();
             sort_newest_first(&mut files);
             let total = files.len();
@@ -291,6 +297,8 @@ struct FileMatches {
     matches: u64,
     /// The `content` lines, context and `--` breaks included.
     lines: Vec<String>,
+    /// Its modification time (`files_with_matches` mode only; the epoch otherwise).
+    modified: SystemTime,
 }
 
 fn search_file(
@@ -311,6 +319,7 @@ fn search_file(
         path: path.to_path_buf(),
         matches: sink.matches,
         lines: sink.lines,
+        modified: SystemTime::UNIX_EPOCH,
     })
 }
 

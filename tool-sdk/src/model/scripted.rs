@@ -198,12 +198,7 @@ impl Model for ScriptedModel {
             let output_tokens = turn
                 .content
                 .iter()
-                .map(|block| {
-                    approximate_tokens(&Message {
-                        role: super::Role::Assistant,
-                        content: vec![block.clone()],
-                    })
-                })
+                .map(|block| block_chars(block).div_ceil(4))
                 .sum();
             events.push(Ok(ModelEvent::Completed(ModelResponse {
                 content: turn.content,
@@ -225,13 +220,38 @@ impl Model for ScriptedModel {
 
 /// About four characters a token: enough for usage totals in demos and tests.
 fn approximate_tokens(message: &Message) -> u64 {
-    let chars: usize = message
+    message
         .content
         .iter()
-        .map(|block| match block {
-            MessageContent::Text { text } => text.len(),
-            other => serde_json::to_string(other).map_or(0, |s| s.len()),
-        })
-        .sum();
-    (chars as u64).div_ceil(4)
+        .map(block_chars)
+        .sum::<u64>()
+        .div_ceil(4)
+}
+
+/// The length of a block: its text, or its JSON (counted, not built).
+fn block_chars(block: &MessageContent) -> u64 {
+    match block {
+        MessageContent::Text { text } => text.len() as u64,
+        other => {
+            let mut counter = ByteCounter(0);
+            match serde_json::to_writer(&mut counter, other) {
+                Ok(()) => counter.0,
+                Err(_) => 0,
+            }
+        }
+    }
+}
+
+/// A writer that only counts what it is given.
+struct ByteCounter(u64);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
