@@ -273,3 +273,18 @@ fn mcp_config_adds_a_servers_tools_and_a_broken_server_is_a_clear_start_up_error
     assert!(stderr.contains("broken"), "{stderr}");
     assert!(stderr.contains("definitely-not-a-program-4711"), "{stderr}");
 }
+
+#[test]
+fn on_this_repository_the_demo_finds_a_todo_and_asks_to_edit_it() {
+    // What the README promises a newcomer's first command shows. In --print mode nobody can
+    // answer, so the edit is refused and the checkout stays as it is.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let run = coder_command(repo, &["-p", "Find a TODO comment and resolve it"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{stdout}");
+    assert!(stdout.contains("● Read "), "{stdout}");
+    assert!(stdout.contains("Edit "), "{stdout}");
+    assert!(stdout.contains("The edit was not applied"), "{stdout}");
+}

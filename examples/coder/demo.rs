@@ -84,6 +84,7 @@ fn next_turn(root: &Path, request: &ModelRequest) -> ScriptedTurn {
     ))
 }
 
+// TODO: teach the scripted demo a fourth prompt (this is the TODO it finds in this repo).
 fn answer_prompt(prompt: &str) -> ScriptedTurn {
     if let Some(command) = prompt.trim().strip_prefix("run ") {
         return ScriptedTurn::text(format!("I'll run `{command}`.")).with_tool_call(
