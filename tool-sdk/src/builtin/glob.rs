@@ -73,19 +73,10 @@ pub async fn glob(
             let (found, seen, progress, matcher, root) =
                 (&found, &seen, &progress, &matcher, &root);
             Box::new(move |entry| {
-                if cancel.is_cancelled() {
-                    return WalkState::Quit;
-                }
-                let Ok(entry) = entry else {
-                    return WalkState::Continue;
+                let entry = match next_file(entry, cancel, seen, progress, "Looked at") {
+                    Ok(entry) => entry,
+                    Err(state) => return state,
                 };
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
-                    return WalkState::Continue;
-                }
-                let count = seen.fetch_add(1, Ordering::Relaxed) + 1;
-                if count.is_multiple_of(1000) {
-                    progress.progress(format!("Looked at {count} files"));
-                }
                 let full = entry.path();
                 let candidate = if absolute {
                     full
@@ -201,6 +192,30 @@ pub(crate) fn sort_newest_first(files: &mut [(SystemTime, PathBuf)]) {
 
 /// Runs blocking filesystem work off the async threads. The work gets a token that fires
 /// when the call is cancelled or its future is dropped (a timeout), so it can stop early.
+/// What both parallel walks (Glob's and Grep's) do first with each entry: quit once
+/// cancelled, skip unreadable entries and anything but files, and report progress every
+/// 1000 files as "<verb> N files". `Err` is what the walk's visitor should return.
+pub(crate) fn next_file(
+    entry: Result<ignore::DirEntry, ignore::Error>,
+    cancel: &CancellationToken,
+    counter: &AtomicUsize,
+    progress: &ToolContext,
+    verb: &str,
+) -> Result<ignore::DirEntry, WalkState> {
+    if cancel.is_cancelled() {
+        return Err(WalkState::Quit);
+    }
+    let entry = entry.map_err(|_| WalkState::Continue)?;
+    if !entry.file_type().is_some_and(|t| t.is_file()) {
+        return Err(WalkState::Continue);
+    }
+    let count = counter.fetch_add(1, Ordering::Relaxed) + 1;
+    if count.is_multiple_of(1000) {
+        progress.progress(format!("{verb} {count} files"));
+    }
+    Ok(entry)
+}
+
 pub(crate) async fn run_blocking<T: Send + 'static>(
     ctx: &ToolContext,
     work: impl FnOnce(&CancellationToken) -> Result<T, ToolError> + Send + 'static,

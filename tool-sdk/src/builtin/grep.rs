@@ -1,7 +1,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::time::SystemTime;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -13,7 +13,7 @@ use ignore::overrides::OverrideBuilder;
 use ignore::types::TypesBuilder;
 use serde::{Deserialize, Serialize};
 
-use super::glob::{modified, run_blocking, search_root, sort_newest_first, walker};
+use super::glob::{modified, next_file, run_blocking, search_root, sort_newest_first, walker};
 use crate::{ToolContext, ToolError, tool};
 
 /// Lines longer than this (in characters) are cut in `content` output.
@@ -166,19 +166,10 @@ pub async fn grep(
             let matcher = matcher.clone();
             let (found, searched, progress) = (&found, &searched, &progress);
             Box::new(move |entry| {
-                if cancel.is_cancelled() {
-                    return WalkState::Quit;
-                }
-                let Ok(entry) = entry else {
-                    return WalkState::Continue;
+                let entry = match next_file(entry, cancel, searched, progress, "Searched") {
+                    Ok(entry) => entry,
+                    Err(state) => return state,
                 };
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
-                    return WalkState::Continue;
-                }
-                let count = searched.fetch_add(1, Ordering::Relaxed) + 1;
-                if count.is_multiple_of(1000) {
-                    progress.progress(format!("Searched {count} files"));
-                }
                 if let Some(mut result) =
                     search_file(&mut searcher, &matcher, entry.path(), options)
                 {
