@@ -63,6 +63,24 @@ fn start(dir: &Path) -> Session {
     session
 }
 
+/// Answers the demo's first question with `n` and waits for the turn to end.
+fn decline_the_demos_edit(coder: &mut Session) {
+    coder.expect("Allow? [y]es / [n]o / [a]lways").unwrap();
+    coder.send_line("n").unwrap();
+    coder.expect("tool calls").unwrap();
+}
+
+/// Ctrl-D at the prompt ends the program with status 0.
+fn quit_with_ctrl_d(mut coder: Session) {
+    // Ctrl-D only means "quit" at the prompt: typed earlier, the terminal would swallow it.
+    coder.expect("> ").unwrap();
+    coder.send(ControlCode::EndOfTransmission).unwrap();
+    assert_eq!(
+        coder.get_process().wait().unwrap(),
+        WaitStatus::Exited(coder.get_process().pid(), 0)
+    );
+}
+
 fn main_rs(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("src/main.rs")).unwrap()
 }
@@ -81,13 +99,7 @@ fn the_demo_asks_before_editing_and_no_leaves_the_file_unchanged() {
     coder.expect("the file is unchanged").unwrap();
     coder.expect("tool calls").unwrap();
     assert_eq!(main_rs(dir.path()), before);
-    // Ctrl-D only means "quit" at the prompt: typed earlier, the terminal would swallow it.
-    coder.expect("> ").unwrap();
-    coder.send(ControlCode::EndOfTransmission).unwrap();
-    assert_eq!(
-        coder.get_process().wait().unwrap(),
-        WaitStatus::Exited(coder.get_process().pid(), 0)
-    );
+    quit_with_ctrl_d(coder);
 }
 
 #[test]
@@ -116,9 +128,7 @@ fn plan_mode_refuses_the_edit_without_asking() {
     let dir = project();
     let before = main_rs(dir.path());
     let mut coder = start(dir.path());
-    coder.expect("Allow? [y]es / [n]o / [a]lways").unwrap();
-    coder.send_line("n").unwrap();
-    coder.expect("tool calls").unwrap();
+    decline_the_demos_edit(&mut coder);
     coder.send_line("/mode plan").unwrap();
     coder.expect("mode: Plan").unwrap();
     coder.send_line("find a TODO").unwrap();
@@ -135,9 +145,7 @@ fn plan_mode_refuses_the_edit_without_asking() {
 fn ctrl_c_cancels_a_long_bash_call_and_returns_to_the_prompt() {
     let dir = project();
     let mut coder = start(dir.path());
-    coder.expect("Allow? [y]es / [n]o / [a]lways").unwrap();
-    coder.send_line("n").unwrap();
-    coder.expect("tool calls").unwrap();
+    decline_the_demos_edit(&mut coder);
 
     // An odd duration, to find this very process in /proc.
     coder.send_line("run sleep 41.37").unwrap();
@@ -160,13 +168,7 @@ fn ctrl_c_cancels_a_long_bash_call_and_returns_to_the_prompt() {
     // Still alive and answering.
     coder.send_line("/tools").unwrap();
     coder.expect("read-only").unwrap();
-    // Ctrl-D only means "quit" at the prompt: typed earlier, the terminal would swallow it.
-    coder.expect("> ").unwrap();
-    coder.send(ControlCode::EndOfTransmission).unwrap();
-    assert_eq!(
-        coder.get_process().wait().unwrap(),
-        WaitStatus::Exited(coder.get_process().pid(), 0)
-    );
+    quit_with_ctrl_d(coder);
 }
 
 #[test]
