@@ -58,8 +58,8 @@ fn the_configuration_file_reference_loads_and_means_what_it_says() {
     let defaults = AgentConfig::default();
     assert_eq!(config.max_turns, defaults.max_turns);
     assert_eq!(config.max_tokens, defaults.max_tokens);
-    assert_eq!(config.tool_timeout_secs, defaults.tool_timeout_secs);
-    assert_eq!(config.max_tool_timeout_secs, defaults.max_tool_timeout_secs);
+    assert_eq!(config.tool_timeout, defaults.tool_timeout);
+    assert_eq!(config.max_tool_timeout, defaults.max_tool_timeout);
     assert_eq!(config.max_concurrent_tools, defaults.max_concurrent_tools);
     assert_eq!(config.max_result_chars, defaults.max_result_chars);
     assert_eq!(config.coerce_inputs, defaults.coerce_inputs);

@@ -38,8 +38,39 @@ pub struct ToolArgs {
     pub category: Option<LitStr>,
     pub validate: Option<syn::Path>,
     pub register: Option<Hint>,
+    pub acts_on: Option<ActsOnArg>,
     #[darling(rename = "crate")]
     pub krate: Option<syn::Path>,
+}
+
+/// `acts_on(...)`: what a call acts on, for the permission gate. The string names the input
+/// property holding the path, command or URL.
+#[derive(Debug, FromMeta)]
+#[darling(rename_all = "snake_case")]
+pub enum ActsOnArg {
+    /// `acts_on(agent_state)`: only the agent's own state.
+    AgentState,
+    /// `acts_on(reads = "file_path")`.
+    Reads(LitStr),
+    /// `acts_on(writes = "file_path")`.
+    Writes(LitStr),
+    /// `acts_on(shell = "command")`.
+    Shell(LitStr),
+    /// `acts_on(url = "url")`.
+    Url(LitStr),
+}
+
+impl ActsOnArg {
+    /// The input property it names, if any.
+    pub fn field(&self) -> Option<&LitStr> {
+        match self {
+            ActsOnArg::AgentState => None,
+            ActsOnArg::Reads(field)
+            | ActsOnArg::Writes(field)
+            | ActsOnArg::Shell(field)
+            | ActsOnArg::Url(field) => Some(field),
+        }
+    }
 }
 
 /// A flag written bare (`read_only`) or with a bool (`read_only = false`).

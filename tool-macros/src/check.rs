@@ -159,6 +159,12 @@ pub fn check(tool: &ToolFn, errors: &mut Vec<Error>) -> Plan {
         .as_ref()
         .map(|lit| template(lit, "permission", &tool.params, &input, errors));
 
+    if let (Some(field), InputShape::Params) =
+        (tool.args.acts_on.as_ref().and_then(|a| a.field()), &input)
+    {
+        check_acts_on_field(field, &tool.params, errors);
+    }
+
     check_return(&sig.output, errors);
 
     Plan {
@@ -459,6 +465,34 @@ fn template(
         pieces,
         span: lit.span(),
     }
+}
+
+/// `acts_on(reads = "file_path")` must name an input property: the JSON name of a parameter.
+fn check_acts_on_field(field: &LitStr, params: &[Param], errors: &mut Vec<Error>) {
+    let names: Vec<String> = params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKind::Arg { .. }))
+        .map(Param::json_name)
+        .collect();
+    let value = field.value();
+    if names.contains(&value) {
+        return;
+    }
+    let hint = closest(&value, &names)
+        .map(|n| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default();
+    errors.push(error(
+        field,
+        format!(
+            "`acts_on` names the input property holding the path, command or URL, but this \
+             tool has no property `{value}`{hint}; its properties are {}",
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        ),
+    ));
 }
 
 fn closest<'a>(name: &str, candidates: &'a [String]) -> Option<&'a str> {

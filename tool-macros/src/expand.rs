@@ -5,7 +5,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, ItemFn, Lit, ReturnType, Type};
 
-use crate::attr::{DefaultExpr, Hint, ParamKind, ToolFn, unraw};
+use crate::attr::{ActsOnArg, DefaultExpr, Hint, ParamKind, ToolFn, unraw};
 use crate::check::{InputShape, Piece, Plan, Template};
 
 /// Everything generated for one tool, after the fn itself.
@@ -42,6 +42,20 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
         quote! {
             fn timeout(&self) -> ::core::option::Option<::core::time::Duration> {
                 ::core::option::Option::Some(::core::time::Duration::from_millis(#ms))
+            }
+        }
+    });
+    let acts_on = tool.args.acts_on.as_ref().map(|acts_on| {
+        let value = match acts_on {
+            ActsOnArg::AgentState => quote!(#krate::ActsOn::AgentState),
+            ActsOnArg::Reads(field) => quote!(#krate::ActsOn::ReadsPath(#field)),
+            ActsOnArg::Writes(field) => quote!(#krate::ActsOn::WritesPath(#field)),
+            ActsOnArg::Shell(field) => quote!(#krate::ActsOn::ShellCommand(#field)),
+            ActsOnArg::Url(field) => quote!(#krate::ActsOn::FetchesUrl(#field)),
+        };
+        quote! {
+            fn acts_on(&self) -> #krate::ActsOn {
+                #value
             }
         }
     });
@@ -163,6 +177,7 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
                 }
 
                 #timeout
+                #acts_on
                 #category
                 #required_state
                 #validate

@@ -41,6 +41,7 @@ pub mod builtin;
 pub mod mcp;
 pub mod model;
 pub mod permission;
+pub mod pipeline;
 pub mod registry;
 pub mod schema;
 mod tool;
@@ -57,10 +58,10 @@ pub use registry::{
 pub use schema::Provider;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
-    AgentId, BoxFuture, ContentBlock, FileRead, FileStateTracker, PermissionPrompt, ResultDisplay,
-    SessionStore, State, StateMap, StateRequirement, SubagentReport, SubagentRequest,
-    SubagentRunner, Tool, ToolAnnotations, ToolContext, ToolError, ToolErrorKind, ToolOutput,
-    ToolResult, ToolUpdate, ToolUpdateKind,
+    ActsOn, AgentId, BoxFuture, ContentBlock, FileRead, FileStateTracker, PermissionPrompt,
+    ResultDisplay, SessionStore, State, StateMap, StateRequirement, SubagentReport,
+    SubagentRequest, SubagentRunner, Tool, ToolAnnotations, ToolContext, ToolError, ToolErrorKind,
+    ToolOutput, ToolResult, ToolUpdate, ToolUpdateKind,
 };
 /// Turns an async fn into a tool an LLM can call.
 ///

@@ -88,6 +88,15 @@ pub trait Tool: Send + Sync + 'static {
         self.annotations().read_only == Some(true)
     }
 
+    /// What a call acts on: files it reads or writes, a shell command, a URL, or only the
+    /// agent's own state. The permission gate decides from this declaration (never from the
+    /// tool's name): rules like `Edit(src/**)` match the path a writing tool names, the Bash
+    /// classifier judges the command a shell tool runs, and tools that only touch the agent's
+    /// own state (a todo list) run without asking.
+    fn acts_on(&self) -> ActsOn {
+        ActsOn::Unspecified
+    }
+
     /// How long one call may run before it is stopped; `None` leaves it to the agent's default.
     fn timeout(&self) -> Option<Duration> {
         None
@@ -180,6 +189,29 @@ pub struct ToolAnnotations {
     /// The tool reaches outside systems (the web, other services).
     #[serde(rename = "openWorldHint", skip_serializing_if = "Option::is_none")]
     pub open_world: Option<bool>,
+}
+
+/// What a tool's calls act on, declared by the tool ([`Tool::acts_on`]; `#[tool(acts_on(...))]`).
+///
+/// Each variant that names a field says which input property holds the path, command or URL.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ActsOn {
+    /// Nothing declared: read-only tools run, others ask; rules match the tool by name.
+    #[default]
+    Unspecified,
+    /// Only the agent's own state (a todo list, the permission mode, a question to the user):
+    /// runs without asking, also in plan mode.
+    AgentState,
+    /// Reads the file or directory named by this property (absent: the working directory).
+    ReadsPath(&'static str),
+    /// Writes the file named by this property; `Edit(...)` rules and `acceptEdits` apply.
+    WritesPath(&'static str),
+    /// Runs the shell command in this property; the Bash classifier and `Bash(...)` rules
+    /// judge it.
+    ShellCommand(&'static str),
+    /// Fetches the URL in this property; `WebFetch(domain:...)` rules match its host.
+    FetchesUrl(&'static str),
 }
 
 /// What the user is asked before a call runs.

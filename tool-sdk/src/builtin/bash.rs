@@ -310,6 +310,7 @@ fn start_failed(error: std::io::Error) -> ToolError {
 /// Runs a bash command in a persistent shell session and returns its output and exit code.
 #[tool(
     name = "Bash",
+    acts_on(shell = "command"),
     register = false,
     category = "builtin",
     destructive,
