@@ -4,6 +4,7 @@
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobMatcher};
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,13 @@ use super::facts::{CallFacts, Subject, normalize};
 pub struct Rule {
     tool: String,
     specifier: Option<String>,
+    /// Shared: rules are cloned into questions and events, matchers are large.
+    compiled: Arc<Compiled>,
+}
+
+/// A rule's globs, compiled once.
+#[derive(Debug, Default)]
+struct Compiled {
     tool_glob: Option<GlobMatcher>,
     path_glob: Option<PathGlob>,
 }
@@ -161,8 +169,10 @@ impl Rule {
         Ok(Rule {
             tool: tool.to_owned(),
             specifier,
-            tool_glob,
-            path_glob,
+            compiled: Arc::new(Compiled {
+                tool_glob,
+                path_glob,
+            }),
         })
     }
 
@@ -191,8 +201,7 @@ impl Rule {
         Rule::parse(&text).unwrap_or_else(|_| Rule {
             tool: facts.tool.clone(),
             specifier: None,
-            tool_glob: None,
-            path_glob: None,
+            compiled: Arc::default(),
         })
     }
 
@@ -234,6 +243,7 @@ impl Rule {
                 host == domain || host.ends_with(&format!(".{domain}"))
             }
             Subject::Path { path, .. } => self
+                .compiled
                 .path_glob
                 .as_ref()
                 .is_some_and(|glob| glob.matches(path, working_dir)),
@@ -247,7 +257,7 @@ impl Rule {
     /// Whether this rule could apply to the tool at all: by its name or name glob, or by the
     /// family name of what it acts on.
     fn covers_tool(&self, facts: &CallFacts) -> bool {
-        if let Some(glob) = &self.tool_glob {
+        if let Some(glob) = &self.compiled.tool_glob {
             return glob.is_match(&facts.tool);
         }
         if self.tool == facts.tool {
