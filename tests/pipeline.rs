@@ -456,3 +456,46 @@ async fn a_call_cancelled_at_the_permission_prompt_says_it_never_ran() {
         "{results:?}"
     );
 }
+
+#[tokio::test]
+async fn scripted_models_are_easy_to_test_with() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id("call_a", "remember", json!({"note": "x"}))
+            .with_raw_tool_call("remember", "{\"note\": ")
+            .with_raw_tool_call("remember", "not json"),
+        ScriptedTurn::text("done"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model(model.clone())
+            .with_registry(registry(vec![Arc::new(RememberTool)]))
+            .with_working_dir(dir.path()),
+    )
+    .await
+    .unwrap();
+    let result = run(&agent).await;
+    // The clone handed to the agent shares the request log.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let answered: Vec<(&str, bool)> = requests[1]
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|block| match block {
+            MessageContent::ToolResult {
+                tool_use_id,
+                is_error,
+                ..
+            } => Some((tool_use_id.as_str(), *is_error)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answered.len(), 3, "{answered:?}");
+    assert_eq!(answered[0], ("call_a", false));
+    assert!(
+        answered[1].1 && answered[2].1,
+        "both malformed calls fail: {answered:?}"
+    );
+    assert_eq!(result.text, "done");
+}
