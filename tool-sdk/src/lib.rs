@@ -112,6 +112,7 @@ pub use tool::{
 /// | `title = "Read {file_path}"` | [`Tool::display_title`]; `{arg}` must name an argument (checked at compile time) |
 /// | `permission = "..."` | the title of [`Tool::permission_prompt`], same syntax |
 /// | `timeout = "30s"` | [`Tool::timeout`]: `ms`, `s`, `m`, `h`, combinable (`1m30s`) |
+/// | `acts_on(reads = "p")`, `acts_on(writes = "p")`, `acts_on(shell = "p")`, `acts_on(url = "p")`, `acts_on(agent_state)` | [`Tool::acts_on`]: what a call acts on, named by its input property `p`; the permission gate decides from it (rules like `Edit(src/**)` match the path, the Bash classifier judges the command, agent-state tools never ask) |
 /// | `category = "..."` | [`Tool::category`] |
 /// | `validate = path` | `async fn(&Input, &ToolContext) -> Result<(), E>`, run before permission; an `Err` becomes invalid input |
 /// | `register = false` | keep it out of the global registry |
