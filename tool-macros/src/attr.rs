@@ -45,8 +45,7 @@ pub struct ToolArgs {
 
 /// `acts_on(...)`: what a call acts on, for the permission gate. The string names the input
 /// property holding the path, command or URL.
-#[derive(Debug, FromMeta)]
-#[darling(rename_all = "snake_case")]
+#[derive(Debug)]
 pub enum ActsOnArg {
     /// `acts_on(agent_state)`: only the agent's own state.
     AgentState,
@@ -58,6 +57,56 @@ pub enum ActsOnArg {
     Shell(LitStr),
     /// `acts_on(url = "url")`.
     Url(LitStr),
+}
+
+const ACTS_ON_USAGE: &str = "write one of `acts_on(reads = \"path_property\")`, \
+    `acts_on(writes = \"path_property\")`, `acts_on(shell = \"command_property\")`, \
+    `acts_on(url = \"url_property\")` or `acts_on(agent_state)`";
+
+impl FromMeta for ActsOnArg {
+    fn from_list(items: &[NestedMeta]) -> darling::Result<Self> {
+        let [NestedMeta::Meta(meta)] = items else {
+            return Err(DarlingError::custom(format!(
+                "`acts_on` takes exactly one entry: {ACTS_ON_USAGE}"
+            )));
+        };
+        let key = meta
+            .path()
+            .get_ident()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let field = || match meta {
+            Meta::NameValue(pair) => match &pair.value {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Str(lit), ..
+                }) => Ok(lit.clone()),
+                other => Err(DarlingError::custom(format!(
+                    "`{key}` takes the name of an input property as a string: \
+                     `acts_on({key} = \"...\")`"
+                ))
+                .with_span(other)),
+            },
+            _ => Err(DarlingError::custom(format!(
+                "`{key}` names the input property it acts on: write `acts_on({key} = \"...\")`"
+            ))
+            .with_span(meta)),
+        };
+        match key.as_str() {
+            "agent_state" if matches!(meta, Meta::Path(_)) => Ok(ActsOnArg::AgentState),
+            "agent_state" => Err(DarlingError::custom(
+                "`agent_state` takes no value: write `acts_on(agent_state)`",
+            )
+            .with_span(meta)),
+            "reads" => field().map(ActsOnArg::Reads),
+            "writes" => field().map(ActsOnArg::Writes),
+            "shell" => field().map(ActsOnArg::Shell),
+            "url" => field().map(ActsOnArg::Url),
+            _ => Err(DarlingError::custom(format!(
+                "unknown `acts_on` entry `{key}`: {ACTS_ON_USAGE}"
+            ))
+            .with_span(meta)),
+        }
+    }
 }
 
 impl ActsOnArg {
