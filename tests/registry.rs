@@ -5,9 +5,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use tool_sdk::schema::Provider;
+use tool_sdk::validate::ValidationOptions;
 use tool_sdk::{
-    BoxFuture, Provider, RegistryError, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
-    ToolResult, ValidationOptions, tool,
+    BoxFuture, RegistryError, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolResult,
+    tool,
 };
 
 // Two tools that claim one name: the global registry must refuse to start.

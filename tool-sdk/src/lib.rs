@@ -27,8 +27,11 @@
 //! The pieces:
 //! - [`macro@tool`] turns an async fn into a [`Tool`]; the [`Tool`] trait is also
 //!   implementable by hand for tools built at run time.
-//! - [`registry`] collects tools (every `#[tool]` registers itself globally) and builds the
+//! - [`ToolRegistry`] collects tools (every `#[tool]` registers itself globally) and builds the
 //!   tool list each provider wants ([`schema::Provider`]).
+//! - [`pipeline`] is the road every call takes (validation, permission, timeout, caps), for
+//!   the agent, the registry's call API and the MCP server alike; `ARCHITECTURE.md` maps it.
+//! - [`agent`] runs the model's tool_use -> tool_result loop.
 //! - [`validate`] checks every input against the tool's schema and reports all problems at
 //!   once, the way the model can fix them.
 
@@ -42,7 +45,7 @@ pub mod mcp;
 pub mod model;
 pub mod permission;
 pub mod pipeline;
-pub mod registry;
+mod registry;
 pub mod schema;
 mod tool;
 pub mod validate;
@@ -50,12 +53,10 @@ pub mod validate;
 #[doc(hidden)]
 pub mod __private;
 
-pub use agent::{Agent, AgentConfig, AgentError, AgentEvent, RunResult};
 pub use registry::{
     RegistryError, ToolInfo, ToolRegistry, ToolStats, build_tools, builtin_tools, get_tools,
     tool_infos,
 };
-pub use schema::Provider;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     ActsOn, AgentId, BoxFuture, ContentBlock, FileRead, FileStateTracker, PermissionPrompt,
@@ -152,4 +153,3 @@ pub use tool_macros::tool;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
-pub use validate::ValidationOptions;

@@ -10,7 +10,7 @@
 //! use tool_sdk::agent::{Agent, AgentConfig};
 //! use tool_sdk::mcp::McpServerConfig;
 //!
-//! # async fn demo(model: tool_sdk::model::ScriptedModel) -> Result<(), tool_sdk::AgentError> {
+//! # async fn demo(model: tool_sdk::model::ScriptedModel) -> Result<(), tool_sdk::agent::AgentError> {
 //! let config = AgentConfig::new()
 //!     .with_model(model)
 //!     .with_mcp_server("time", McpServerConfig::stdio("uvx", ["mcp-server-time"]))

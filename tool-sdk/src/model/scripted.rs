@@ -69,6 +69,7 @@ impl ScriptedTurn {
         .with_tool_call_id(id, name, input)
     }
 
+    /// A turn that fails with this error.
     pub fn error(error: ModelError) -> Self {
         ScriptedTurn {
             content: Vec::new(),
