@@ -499,3 +499,28 @@ async fn scripted_models_are_easy_to_test_with() {
     );
     assert_eq!(result.text, "done");
 }
+
+#[test]
+fn built_in_tools_declare_what_they_act_on() {
+    use tool_sdk::ActsOn;
+    use tool_sdk::builtin::{
+        AskUserQuestionTool, BashTool, EditTool, GlobTool, GrepTool, NotebookEditTool, ReadTool,
+        WebFetchTool, WriteTool,
+    };
+    let declared: Vec<(&dyn Tool, ActsOn)> = vec![
+        (&BashTool, ActsOn::ShellCommand("command")),
+        (&ReadTool, ActsOn::ReadsPath("file_path")),
+        (&GlobTool, ActsOn::ReadsPath("path")),
+        (&GrepTool, ActsOn::ReadsPath("path")),
+        (&WriteTool, ActsOn::WritesPath("file_path")),
+        (&EditTool, ActsOn::WritesPath("file_path")),
+        (&NotebookEditTool, ActsOn::WritesPath("notebook_path")),
+        (&WebFetchTool, ActsOn::FetchesUrl("url")),
+        (&TodoWriteTool, ActsOn::AgentState),
+        (&ExitPlanModeTool, ActsOn::AgentState),
+        (&AskUserQuestionTool, ActsOn::AgentState),
+    ];
+    for (tool, acts_on) in declared {
+        assert_eq!(tool.acts_on(), acts_on, "{}", tool.name());
+    }
+}
