@@ -32,6 +32,7 @@
 //!
 //! [`serve_stdio`], [`serve_http`] and [`McpToolServer`] serve any [`ToolRegistry`](crate::ToolRegistry).
 
+mod adapter;
 mod client;
 mod config;
 mod naming;
