@@ -24,7 +24,7 @@ use futures::FutureExt;
 use serde_json::Value;
 
 use crate::permission::{PermissionGate, PermissionHandler, PostToolUse};
-use crate::registry::ToolRegistry;
+use crate::registry::{Entry, ToolRegistry};
 use crate::tool::{ContentBlock, Tool, ToolContext, ToolError, ToolOutput};
 
 /// How one caller runs calls: limits, the permission gate, hooks.
@@ -158,6 +158,7 @@ pub async fn run_call(
             RawInput::Malformed(raw) => Value::String(raw.to_owned()),
         },
         started: false,
+        entry: None,
     };
     let travelled = AssertUnwindSafe(road.travel(registry, name, input, ctx, policy, ask))
         .catch_unwind()
@@ -171,7 +172,9 @@ pub async fn run_call(
     };
     let duration = began.elapsed();
     let failed = result.as_ref().map_or(true, |output| output.is_error);
-    registry.record_call(name, duration, failed);
+    if let Some(entry) = &road.entry {
+        entry.record(duration, failed);
+    }
     let (output, error) = match result {
         Ok(output) => (cap(output, policy), None),
         Err(error) => {
@@ -197,6 +200,8 @@ pub async fn run_call(
 struct Road {
     input: Value,
     started: bool,
+    /// The tool, its validator and statistics, once resolved (looked up once per call).
+    entry: Option<Arc<Entry>>,
 }
 
 impl Road {
@@ -213,8 +218,8 @@ impl Road {
         if cancel.is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        let tool = registry.resolve(name)?;
-        let tool = tool.as_ref();
+        let entry = &**self.entry.insert(registry.entry(name)?);
+        let tool = entry.tool.as_ref();
         if let RawInput::Malformed(raw) = raw {
             let shown: String = raw.chars().take(500).collect();
             return Err(ToolError::invalid_input(format!(
@@ -223,13 +228,13 @@ impl Road {
                 tool.input_schema()
             )));
         }
-        self.input = registry.validate(name, std::mem::take(&mut self.input))?;
+        self.input = entry.validate(std::mem::take(&mut self.input))?;
         tool.validate_input(&self.input, ctx).await?;
 
         if let Some(gate) = &policy.gate {
             let revalidate = |rewritten: Value| -> crate::BoxFuture<'_, Result<Value, ToolError>> {
                 Box::pin(async move {
-                    let input = registry.validate(name, rewritten)?;
+                    let input = entry.validate(rewritten)?;
                     tool.validate_input(&input, ctx).await?;
                     Ok(input)
                 })

@@ -201,8 +201,8 @@ impl StatCounters {
     }
 }
 
-struct Entry {
-    tool: Arc<dyn Tool>,
+pub(crate) struct Entry {
+    pub(crate) tool: Arc<dyn Tool>,
     defined_at: String,
     enabled: AtomicBool,
     validator: InputValidator,
@@ -494,7 +494,7 @@ impl ToolRegistry {
         self.entry(name).map(|entry| entry.tool.clone())
     }
 
-    fn entry(&self, name: &str) -> Result<Arc<Entry>, ToolError> {
+    pub(crate) fn entry(&self, name: &str) -> Result<Arc<Entry>, ToolError> {
         let entries = self.read();
         entries
             .get(name)
@@ -543,6 +543,18 @@ fn unknown_tool_message<'a>(name: &str, names: impl Iterator<Item = &'a String> 
         "no tool is named `{name}`{}; available tools: {listed}",
         did_you_mean(&suggestions)
     )
+}
+
+impl Entry {
+    /// [`ToolRegistry::validate`] for a tool already looked up.
+    pub(crate) fn validate(&self, input: Value) -> Result<Value, ToolError> {
+        check_input(self, input)
+    }
+
+    /// [`ToolRegistry::record_call`] for a tool already looked up.
+    pub(crate) fn record(&self, duration: Duration, failed: bool) {
+        self.stats.record(duration, failed);
+    }
 }
 
 fn check_input(entry: &Entry, input: Value) -> Result<Value, ToolError> {

@@ -11,9 +11,9 @@ use crate::tool::{ActsOn, Tool};
 
 /// What one call is about, as the permission gate sees it.
 #[derive(Clone, Debug)]
-pub struct CallFacts {
+pub struct CallFacts<'a> {
     /// The tool's name (rules that name a tool match it exactly).
-    pub tool: String,
+    pub tool: &'a str,
     /// Whether the tool says it only reads.
     pub read_only: bool,
     /// What the call acts on.
@@ -91,10 +91,10 @@ impl ShellFacts {
     }
 }
 
-impl CallFacts {
+impl<'a> CallFacts<'a> {
     /// The facts of calling `tool` with `input` in `working_dir`.
     pub fn of(
-        tool: &str,
+        tool: &'a str,
         read_only: bool,
         acts_on: ActsOn,
         input: &Value,
@@ -118,14 +118,14 @@ impl CallFacts {
             ActsOn::Unspecified => Subject::Undeclared,
         };
         CallFacts {
-            tool: tool.to_owned(),
+            tool,
             read_only,
             subject,
         }
     }
 
     /// [`of`](Self::of) with what `tool` declares.
-    pub fn for_tool(tool: &dyn Tool, input: &Value, working_dir: &Path) -> Self {
+    pub fn for_tool(tool: &'a dyn Tool, input: &Value, working_dir: &Path) -> Self {
         Self::of(
             tool.name(),
             tool.is_read_only(),

@@ -181,16 +181,16 @@ impl Rule {
     /// fetch, or the whole tool.
     pub fn for_call(facts: &CallFacts) -> Self {
         let (tool, specifier) = match &facts.subject {
-            Subject::Shell(shell) => (facts.tool.as_str(), Some(shell.command.clone())),
+            Subject::Shell(shell) => (facts.tool, Some(shell.command.clone())),
             Subject::Path { path, writes } => (
                 if *writes { "Edit" } else { "Read" },
                 Some(globset::escape(&path.to_string_lossy())),
             ),
             Subject::Url { host } => (
-                facts.tool.as_str(),
+                facts.tool,
                 host.as_ref().map(|host| format!("domain:{host}")),
             ),
-            Subject::Undeclared | Subject::AgentState => (facts.tool.as_str(), None),
+            Subject::Undeclared | Subject::AgentState => (facts.tool, None),
         };
         let text = match specifier {
             Some(specifier) => format!("{tool}({specifier})"),
@@ -199,7 +199,7 @@ impl Rule {
         // Built from a valid tool name and a non-empty specifier, so it parses; the fallback
         // (a rule for the whole tool) only guards a shell command with an unbalanced `)`.
         Rule::parse(&text).unwrap_or_else(|_| Rule {
-            tool: facts.tool.clone(),
+            tool: facts.tool.to_owned(),
             specifier: None,
             compiled: Arc::default(),
         })
@@ -258,7 +258,7 @@ impl Rule {
     /// family name of what it acts on.
     fn covers_tool(&self, facts: &CallFacts) -> bool {
         if let Some(glob) = &self.compiled.tool_glob {
-            return glob.is_match(&facts.tool);
+            return glob.is_match(facts.tool);
         }
         if self.tool == facts.tool {
             return true;
@@ -399,7 +399,7 @@ mod tests {
     use crate::tool::ActsOn;
 
     /// The facts of a call to a built-in tool, with what it declares.
-    fn facts(tool: &str, input: &Value) -> CallFacts {
+    fn facts<'a>(tool: &'a str, input: &Value) -> CallFacts<'a> {
         let acts_on = match tool {
             "Bash" => ActsOn::ShellCommand("command"),
             "Read" => ActsOn::ReadsPath("file_path"),
