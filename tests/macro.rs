@@ -294,6 +294,40 @@ async fn state_is_injected_from_the_context() {
     assert!(requirements[0].type_name.ends_with("Counter"));
 }
 
+/// Counts calls, unpacking the state axum style.
+#[tool(register = false)]
+async fn bump_unpacked(
+    by: u32,
+    State(counter): State<Counter>,
+    State(mut step): State<u32>,
+) -> Result<u32, ToolError> {
+    step += by;
+    let mut value = counter
+        .0
+        .lock()
+        .map_err(|_| ToolError::failed("poisoned"))?;
+    *value += step;
+    Ok(*value)
+}
+
+#[tokio::test]
+async fn state_can_be_unpacked_in_the_parameter() {
+    let counter = Counter::default();
+    let mut state = StateMap::new();
+    state.insert(counter.clone());
+    state.insert(10_u32);
+    let ctx = ToolContext::default().with_state(state);
+    let out = BumpUnpackedTool.call(json!({"by": 2}), &ctx).await.unwrap();
+    assert_eq!(out.to_text(), "12");
+    assert_eq!(*counter.0.lock().unwrap(), 12);
+    assert_eq!(BumpUnpackedTool.required_state().len(), 2);
+    assert_eq!(
+        BumpUnpackedTool.input_schema()["required"],
+        json!(["by"]),
+        "state is not part of the input"
+    );
+}
+
 #[tokio::test]
 async fn missing_state_is_an_error_result_not_a_panic() {
     let error = BumpTool
