@@ -294,6 +294,40 @@ async fn state_is_injected_from_the_context() {
     assert!(requirements[0].type_name.ends_with("Counter"));
 }
 
+/// Counts calls, unpacking the state axum style.
+#[tool(register = false)]
+async fn bump_unpacked(
+    by: u32,
+    State(counter): State<Counter>,
+    State(mut step): State<u32>,
+) -> Result<u32, ToolError> {
+    step += by;
+    let mut value = counter
+        .0
+        .lock()
+        .map_err(|_| ToolError::failed("poisoned"))?;
+    *value += step;
+    Ok(*value)
+}
+
+#[tokio::test]
+async fn state_can_be_unpacked_in_the_parameter() {
+    let counter = Counter::default();
+    let mut state = StateMap::new();
+    state.insert(counter.clone());
+    state.insert(10_u32);
+    let ctx = ToolContext::default().with_state(state);
+    let out = BumpUnpackedTool.call(json!({"by": 2}), &ctx).await.unwrap();
+    assert_eq!(out.to_text(), "12");
+    assert_eq!(*counter.0.lock().unwrap(), 12);
+    assert_eq!(BumpUnpackedTool.required_state().len(), 2);
+    assert_eq!(
+        BumpUnpackedTool.input_schema()["required"],
+        json!(["by"]),
+        "state is not part of the input"
+    );
+}
+
 #[tokio::test]
 async fn missing_state_is_an_error_result_not_a_panic() {
     let error = BumpTool
@@ -302,6 +336,83 @@ async fn missing_state_is_an_error_result_not_a_panic() {
     let error = error.unwrap_err();
     assert_eq!(error.kind(), ToolErrorKind::ExecutionFailed);
     assert!(error.to_string().contains("Counter"), "{error}");
+}
+
+// ---- generated code never collides with the user's names ----
+
+/// Finds a word.
+#[tool(register = false, title = "Find {find}")]
+async fn find(find: String) -> String {
+    format!("found {find}")
+}
+
+/// Sums items.
+#[tool(register = false)]
+async fn items(items: Vec<u32>) -> u32 {
+    items.iter().sum()
+}
+
+/// Reads the tally.
+#[tool(register = false)]
+async fn tally(tally: State<Counter>, ctx: &ToolContext) -> Result<String, ToolError> {
+    let value = *tally
+        .0
+        .0
+        .lock()
+        .map_err(|_| ToolError::failed("poisoned"))?;
+    Ok(format!("{value} for {}", ctx.tool_call_id()))
+}
+
+/// Takes arguments named like the generated code's own variables.
+#[tool(register = false)]
+async fn echo(
+    __tool_input: String,
+    __tool_ctx: u32,
+    __tool_args: bool,
+    __tool_return: Option<String>,
+    ctx: &ToolContext,
+) -> String {
+    format!(
+        "{__tool_input} {__tool_ctx} {__tool_args} {__tool_return:?} {}",
+        ctx.tool_call_id()
+    )
+}
+
+/// Named like a helper the registration generates.
+#[tool]
+async fn __tool_make(__tool_assertions: u32) -> u32 {
+    __tool_assertions + 1
+}
+
+#[tokio::test]
+async fn parameters_named_like_the_fn_or_the_generated_locals_work() {
+    let out = call(&FindTool, json!({"find": "needle"})).await.unwrap();
+    assert_eq!(out.to_text(), "found needle");
+    assert_eq!(
+        FindTool.display_title(&json!({"find": "needle"})),
+        "Find needle"
+    );
+
+    let out = call(&ItemsTool, json!({"items": [1, 2, 3]})).await.unwrap();
+    assert_eq!(out.to_text(), "6");
+
+    let counter = Counter::default();
+    *counter.0.lock().unwrap() = 7;
+    let mut state = StateMap::new();
+    state.insert(counter);
+    let ctx = ctx().with_state(state);
+    let out = TallyTool.call(json!({}), &ctx).await.unwrap();
+    assert_eq!(out.to_text(), "7 for toolu_1");
+
+    let input = json!({"__tool_input": "in", "__tool_ctx": 3, "__tool_args": true});
+    let out = call(&EchoTool, input).await.unwrap();
+    assert_eq!(out.to_text(), "in 3 true None toolu_1");
+
+    let out = call(&ToolMakeTool, json!({"__tool_assertions": 1}))
+        .await
+        .unwrap();
+    assert_eq!(out.to_text(), "2");
+    assert!(ToolRegistry::global().unwrap().contains("__tool_make"));
 }
 
 // ---- return types ----

@@ -327,18 +327,44 @@ fn parse_param(typed: &mut syn::PatType) -> (Option<Param>, Vec<Error>) {
         }
     }
 
+    let ty = (*typed.ty).clone();
     let ident = match &*typed.pat {
         Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => pat.ident.clone(),
+        Pat::TupleStruct(pat) if is_state_path(&pat.path) => match state_binding(pat) {
+            Some(ident) if is_state(&ty) => ident,
+            Some(_) => {
+                errors.push(error(
+                    &typed.ty,
+                    "`State(name)` unpacks app state: the parameter's type must be written \
+                         `State<T>`",
+                ));
+                return (None, errors);
+            }
+            None => {
+                errors.push(error(
+                    pat,
+                    "app state is unpacked as `State(name): State<T>` or \
+                         `State(mut name): State<T>`, with no other pattern inside",
+                ));
+                return (None, errors);
+            }
+        },
         other => {
+            let hint = if is_state(&ty) {
+                ", or `State(name): State<T>` to unpack app state"
+            } else {
+                ""
+            };
             errors.push(error(
                 other,
-                "tool parameters need a plain name (it becomes the JSON property): \
-                     write `name: Type`, not a pattern",
+                format!(
+                    "tool parameters need a plain name (it becomes the JSON property): write \
+                     `name: Type`, not a pattern{hint}"
+                ),
             ));
             return (None, errors);
         }
     };
-    let ty = (*typed.ty).clone();
 
     let kind = if input_span.is_some() {
         if let Some(arg) = &arg_attr {
@@ -388,6 +414,24 @@ fn is_context(ty: &Type) -> bool {
             last_segment(&reference.elem).is_some_and(|seg| seg.ident == "ToolContext")
         }
         _ => false,
+    }
+}
+
+/// `State`, or any path ending in it (`tool_sdk::State`).
+fn is_state_path(path: &syn::Path) -> bool {
+    path.segments.last().is_some_and(|seg| seg.ident == "State")
+}
+
+/// `x` in `State(x)` or `State(mut x)`, axum's way of unpacking state.
+fn state_binding(pat: &syn::PatTupleStruct) -> Option<Ident> {
+    if pat.qself.is_some() || pat.elems.len() != 1 {
+        return None;
+    }
+    match pat.elems.first() {
+        Some(Pat::Ident(inner)) if inner.by_ref.is_none() && inner.subpat.is_none() => {
+            Some(inner.ident.clone())
+        }
+        _ => None,
     }
 }
 

@@ -495,30 +495,16 @@ fn check_acts_on_field(field: &LitStr, params: &[Param], errors: &mut Vec<Error>
     ));
 }
 
+/// The candidate nearest to `name`, if it is near enough to be a likely typo. Optimal string
+/// alignment counts a swap of two neighbours as one edit (the commonest typo), like the input
+/// validator's suggestions do.
 fn closest<'a>(name: &str, candidates: &'a [String]) -> Option<&'a str> {
     candidates
         .iter()
-        .map(|candidate| (edit_distance(name, candidate), candidate))
+        .map(|candidate| (strsim::osa_distance(name, candidate), candidate))
         .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 3))
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, candidate)| candidate.as_str())
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (diagonal + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(above + 1);
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 fn name_problem(name: &str) -> Option<String> {
@@ -598,4 +584,18 @@ pub fn upper_camel(snake: &str) -> String {
                 .unwrap_or_default()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closest_counts_swapped_letters_as_one_typo() {
+        let names = ["file_path".to_owned(), "offset".to_owned()];
+        // Two swaps: four single-letter edits, but two typos.
+        assert_eq!(closest("fiel_apth", &names), Some("file_path"));
+        assert_eq!(closest("ofset", &names), Some("offset"));
+        assert_eq!(closest("query", &names), None);
+    }
 }

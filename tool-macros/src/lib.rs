@@ -98,6 +98,9 @@ mod tests {
             "/// D.\nasync fn j(#[input] a: Args) -> impl Fn() {}",
             "/// D.\nasync fn é_名() {}",
             "/// D.\nasync fn k(#[input] a: Args) -> String { todo!() }",
+            "/// D.\nasync fn s(State(a): State<u8>, State(mut b): State<u8>, State(ref c): \
+             State<u8>, State(d): u8, State((e, f)): State<(u8, u8)>, State(): State<u8>, \
+             #[input] State(g): State<u8>, #[arg] State(h): State<u8>, Foo(i): Foo) {}",
         ];
         for attr in attrs {
             for source in fns {

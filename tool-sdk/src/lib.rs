@@ -127,7 +127,8 @@ pub use tool::{
 ///   changes the JSON name; `#[arg(description = "...")]` overrides the doc comment.
 /// - `#[input] args: T`: one struct is the whole input (its root must be an object).
 /// - `ctx: &ToolContext`: injected.
-/// - `state: State<T>`: app state, injected from the context.
+/// - `state: State<T>`: app state, injected from the context. Unpacking it axum style,
+///   `State(state): State<T>` (or `State(mut state)`), works too.
 ///
 /// # Return types
 ///
