@@ -38,7 +38,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use super::containment::{self, Outcome, Plan, ShellPolicy};
 use super::shell_env;
 use crate::{
-    BoxFuture, PermissionPrompt, ResultDisplay, StateRequirement, Tool, ToolAnnotations,
+    ActsOn, BoxFuture, PermissionPrompt, ResultDisplay, StateRequirement, Tool, ToolAnnotations,
     ToolContext, ToolError, ToolOutput, ToolResult, tool,
 };
 
@@ -639,6 +639,10 @@ impl Tool for BashTool {
 
     fn category(&self) -> Option<&str> {
         INNER.category()
+    }
+
+    fn acts_on(&self) -> ActsOn {
+        INNER.acts_on()
     }
 
     fn required_state(&self) -> Vec<StateRequirement> {
