@@ -290,3 +290,33 @@ fn on_this_repository_the_demo_finds_a_todo_and_asks_to_edit_it() {
     assert!(stdout.contains("Edit "), "{stdout}");
     assert!(stdout.contains("The edit was not applied"), "{stdout}");
 }
+
+#[test]
+fn an_invalid_call_shows_every_problem_the_model_is_told() {
+    let dir = project();
+    let input = serde_json::json!({ "file_path": 3, "limit": "many", "bogus": true });
+    let run = coder_command(dir.path(), &["-p", &format!("call Read {input}")])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{stdout}");
+    // What the model gets for this input, from the same registry the coder uses.
+    let told = tool_sdk::ToolRegistry::global()
+        .unwrap()
+        .validate("Read", input)
+        .unwrap_err()
+        .message_for_model();
+    let problems: Vec<&str> = told
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    assert!(problems.len() >= 3, "one line per problem: {told}");
+    for problem in problems {
+        assert!(
+            stdout.contains(problem),
+            "{problem:?} is not shown:\n{stdout}"
+        );
+    }
+}

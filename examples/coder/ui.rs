@@ -14,6 +14,9 @@ use tool_sdk::permission::{PermissionAnswer, PermissionQuestion};
 
 use crate::input::{Line, LineReader};
 
+/// How many lines of an error, after its first, are shown under the failed call.
+const MAX_ERROR_LINES: usize = 20;
+
 /// The terminal side of one run.
 pub struct RunView {
     spinners: MultiProgress,
@@ -86,12 +89,23 @@ impl RunView {
                 self.stop_spinner(&id);
                 let title = self.titles.get(&id).cloned().unwrap_or(name);
                 let text = output.to_text();
+                let mut lines = text.lines();
                 self.println(format!(
                     "{} {} {}",
                     style("●").red(),
                     style(title).bold(),
-                    style(text.lines().next().unwrap_or("failed")).red()
+                    style(lines.next().unwrap_or("failed")).red()
                 ));
+                // The rest is what the model is told too, such as every schema problem of an
+                // invalid input.
+                let rest: Vec<&str> = lines.collect();
+                for line in rest.iter().take(MAX_ERROR_LINES) {
+                    self.println(format!("  {}", style(line).red()));
+                }
+                if rest.len() > MAX_ERROR_LINES {
+                    let more = rest.len() - MAX_ERROR_LINES;
+                    self.println(format!("  {}", style(format!("… {more} more lines")).dim()));
+                }
             }
             AgentEvent::PermissionRequested(request) => {
                 self.end_line();
