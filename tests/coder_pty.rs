@@ -320,3 +320,33 @@ fn an_invalid_call_shows_every_problem_the_model_is_told() {
         );
     }
 }
+
+#[test]
+fn print_mode_names_the_rule_that_would_allow_a_refused_call() {
+    let dir = project();
+    let refused = coder_command(dir.path(), &["-p", "run touch made-by-print"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&refused.stdout);
+    assert!(!dir.path().join("made-by-print").exists());
+    let hint = "--allow 'Bash(touch made-by-print)'";
+    assert!(stdout.contains(hint), "{stdout}");
+
+    // The rule it names does allow the call.
+    let allowed = coder_command(
+        dir.path(),
+        &[
+            "--allow",
+            "Bash(touch made-by-print)",
+            "-p",
+            "run touch made-by-print",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        dir.path().join("made-by-print").exists(),
+        "{}",
+        String::from_utf8_lossy(&allowed.stdout)
+    );
+}

@@ -206,7 +206,12 @@ async fn one_turn(
             continue;
         };
         match input {
-            None => request.deny("Not allowed in --print mode; the user can pass --allow."),
+            None => {
+                let rule = shell_quote(&request.question.suggested_rule.to_string());
+                request.deny(format!(
+                    "Not allowed in --print mode; the user can rerun with --allow {rule}."
+                ));
+            }
             Some(input) => match view.ask(&request.question, input).await {
                 Answer::Given(answer) => request.answer(answer),
                 Answer::CancelTurn => {
@@ -310,4 +315,14 @@ fn system_prompt(cwd: &std::path::Path) -> String {
          Prefer Grep and Glob over shell commands for searching.",
         cwd.display()
     )
+}
+
+/// `text` as one shell word, for a command line the user can paste.
+fn shell_quote(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@,+".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
 }
