@@ -52,14 +52,15 @@ impl std::fmt::Debug for CallPolicy {
 }
 
 impl Default for CallPolicy {
-    /// Two minutes for tools that set no timeout, ten at most, 50,000 characters and 10 MiB of
-    /// images per result, no permission gate.
+    /// Two minutes for tools that set no timeout, ten at most, no size cap (results come back
+    /// whole, as the tool made them), no permission gate. An agent caps results with
+    /// `AgentConfig::max_result_chars`.
     fn default() -> Self {
         CallPolicy {
             default_timeout: Duration::from_secs(120),
             max_timeout: Duration::from_secs(600),
-            max_result_chars: 50_000,
-            max_result_image_bytes: 10 << 20,
+            max_result_chars: usize::MAX,
+            max_result_image_bytes: usize::MAX,
             gate: None,
             post_hooks: Vec::new(),
         }
@@ -271,7 +272,7 @@ impl Road {
 impl ToolRegistry {
     /// Runs one call with the [default policy](CallPolicy::default): look up, validate the
     /// schema, run the tool's own check, call it within its timeout (cancelled by the
-    /// context's token, a panic caught), cap the result, record statistics.
+    /// context's token, a panic caught), record statistics.
     pub async fn execute(
         &self,
         name: &str,

@@ -346,6 +346,10 @@ impl Stream for AgentRun {
     }
 }
 
+/// The most base64 image data one tool result sends the model: Anthropic refuses a request
+/// past 32 MB, and images past this are rarely worth their tokens.
+const MAX_RESULT_IMAGE_BYTES: usize = 10 << 20;
+
 pub(crate) type Emit = Arc<dyn Fn(AgentEvent) + Send + Sync>;
 
 /// Exact names, then globs, in the order written; every tool once.
@@ -468,6 +472,7 @@ impl AgentInner {
         let mut policy = CallPolicy::new()
             .with_timeouts(config.tool_timeout, config.max_tool_timeout)
             .with_max_result_chars(config.max_result_chars)
+            .with_max_result_image_bytes(MAX_RESULT_IMAGE_BYTES)
             .with_permission_gate(gate.clone());
         for hook in &config.post_hooks {
             policy = policy.with_post_hook(hook.clone());
