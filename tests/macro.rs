@@ -261,6 +261,50 @@ async fn validate_runs_the_tools_own_check() {
     );
 }
 
+/// Takes parameters of every schema shape.
+#[tool(register = false)]
+async fn shapes(
+    /// A stop.
+    stop: Stop,
+    stops: Option<Vec<Stop>>,
+    mode: Mode,
+    #[arg(default = 3)] nights: u32,
+    #[arg(rename = "type", description = "The kind.")] kind: String,
+) -> String {
+    format!("{} {stops:?} {mode:?} {nights} {kind}", stop.name)
+}
+
+#[derive(schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct ShapesByHand {
+    /// A stop.
+    stop: Stop,
+    stops: Option<Vec<Stop>>,
+    mode: Mode,
+    #[serde(default = "three")]
+    nights: u32,
+    #[serde(rename = "type")]
+    #[schemars(description = "The kind.")]
+    kind: String,
+}
+
+fn three() -> u32 {
+    3
+}
+
+#[test]
+fn parameter_schema_is_the_one_schemars_derives_for_the_same_struct() {
+    assert_eq!(
+        *ShapesTool.input_schema(),
+        tool_sdk::schema::schema_for::<ShapesByHand>()
+    );
+    assert_eq!(
+        ShapesTool.input_schema()["required"],
+        json!(["stop", "mode", "type"])
+    );
+}
+
 // ---- State<T> ----
 
 #[derive(Clone, Default)]

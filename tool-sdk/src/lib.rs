@@ -62,6 +62,31 @@ pub use tool::{
     SubagentRunner, Tool, ToolAnnotations, ToolContext, ToolError, ToolErrorKind, ToolOutput,
     ToolResult, ToolUpdate, ToolUpdateKind,
 };
+
+/// The JSON Schema library that describes tool inputs, re-exported so that a crate needs no
+/// dependency of its own on it. Its derive writes `schemars::...` paths, so bring the name
+/// into scope next to the derive:
+///
+/// ```
+/// use tool_sdk::{JsonSchema, schemars, tool};
+///
+/// /// A point on the map.
+/// #[derive(serde::Deserialize, JsonSchema)]
+/// struct Point {
+///     x: f64,
+///     y: f64,
+/// }
+///
+/// /// Moves to a point.
+/// #[tool]
+/// async fn go(to: Point) -> String {
+///     format!("{} {}", to.x, to.y)
+/// }
+/// ```
+pub use schemars;
+/// Derive it on argument and `#[input]` types (with [`schemars`] in scope); see [`schemars`].
+pub use schemars::JsonSchema;
+
 /// Turns an async fn into a tool an LLM can call.
 ///
 /// ```
@@ -118,7 +143,9 @@ pub use tool::{
 ///
 /// # Parameters
 ///
-/// - `name: T` with `T: Deserialize + JsonSchema`: a property of the input. Doc comments become
+/// - `name: T` with `T: Deserialize + JsonSchema` (derive [`JsonSchema`] with
+///   `use tool_sdk::{schemars, JsonSchema};`, no dependency on schemars needed): a property of
+///   the input. Doc comments become
 ///   its description; `Option<T>` is optional and nullable; `#[arg(default)]` or
 ///   `#[arg(default = expr)]` makes it optional with a real default; `#[arg(rename = "...")]`
 ///   changes the JSON name; `#[arg(description = "...")]` overrides the doc comment.
