@@ -38,6 +38,8 @@ pub struct ToolArgs {
     pub category: Option<LitStr>,
     pub validate: Option<syn::Path>,
     pub register: Option<Hint>,
+    /// Accept (and ignore) input keys the tool does not know, instead of refusing them.
+    pub allow_unknown_fields: Option<Hint>,
     #[darling(rename = "crate")]
     pub krate: Option<syn::Path>,
 }

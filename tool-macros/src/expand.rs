@@ -40,8 +40,11 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
         InputShape::Struct(index) => {
             let ty = &tool.params[index].ty;
             // Probed, not bound: see `assertions`.
+            let allow_unknown = allow_unknown_fields(tool);
             let schema = quote! {
-                (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag().input_schema::<#ty>()
+                (&&#private::Tag::<#ty>::of_type())
+                    .__tool_schema_tag()
+                    .input_schema::<#ty>(#allow_unknown)
             };
             (quote!(#ty), TokenStream::new(), TokenStream::new(), schema)
         }
@@ -218,6 +221,13 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     }
 }
 
+/// `allow_unknown_fields`: keys the input does not name are accepted (and ignored).
+fn allow_unknown_fields(tool: &ToolFn) -> bool {
+    tool.args
+        .allow_unknown_fields
+        .is_some_and(|hint| hint.value)
+}
+
 /// `struct ReadToolInput { ... }` for the parameter form, and the `__private::FieldSchema`
 /// impls its schema is built from (to go where the schema probe's traits are in scope).
 ///
@@ -292,10 +302,13 @@ fn input_struct(
             }
         }
     });
+    // `deny_unknown_fields` also closes the schema (`additionalProperties: false`), which is
+    // what the validator refuses unknown keys by, with a did-you-mean.
+    let deny_unknown = (!allow_unknown_fields(tool)).then(|| quote!(deny_unknown_fields));
     let definition = quote! {
         #[doc = #doc]
         #[derive(#krate::__private::serde::Deserialize, #krate::__private::schemars::JsonSchema)]
-        #[serde(crate = #serde_crate, deny_unknown_fields)]
+        #[serde(crate = #serde_crate, #deny_unknown)]
         #[schemars(crate = #schemars_crate)]
         #[allow(missing_docs)]
         #vis struct #ident {

@@ -30,6 +30,39 @@ pub fn params_schema_for<T: schemars::JsonSchema>() -> Value {
     schema
 }
 
+/// Makes the root of an `#[input]` type's schema refuse keys it does not name, as a generated
+/// parameter struct does (`deny_unknown_fields`): the validator then refuses an unknown key
+/// with a did-you-mean instead of serde dropping it silently.
+///
+/// A schema that already says what to do with other keys (`additionalProperties` set by
+/// `deny_unknown_fields`, a flattened map, or `#[schemars(extend(...))]`) is kept. So is a
+/// root that is not a plain object: with `allOf`/`anyOf`/`oneOf`/`$ref` (an enum, a flattened
+/// enum), `additionalProperties` would not see the branches' properties and would refuse
+/// valid keys.
+pub fn close_unknown_fields(schema: &mut Value) {
+    const DECIDES_OTHER_KEYS: [&str; 11] = [
+        "additionalProperties",
+        "unevaluatedProperties",
+        "patternProperties",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "$ref",
+        "not",
+        "if",
+        "then",
+        "else",
+    ];
+    let Some(root) = schema.as_object_mut() else {
+        return;
+    };
+    let plain_object = root.get("type").and_then(Value::as_str) == Some("object")
+        && !DECIDES_OTHER_KEYS.iter().any(|key| root.contains_key(*key));
+    if plain_object {
+        root.insert("additionalProperties".into(), Value::Bool(false));
+    }
+}
+
 /// Deserializes a (schema-valid) input.
 pub fn parse_input<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, ToolError> {
     serde_json::from_value(input).map_err(|error| ToolError::invalid_input(error.to_string()))
@@ -175,9 +208,14 @@ impl SchemaTag {
         }
     }
 
-    /// The canonical schema of an `#[input]` type.
-    pub fn input_schema<T: schemars::JsonSchema + ?Sized>(self) -> Value {
-        crate::schema::schema_for::<T>()
+    /// The canonical schema of an `#[input]` type, closed to unknown keys unless the tool
+    /// allows them (see [`close_unknown_fields`]).
+    pub fn input_schema<T: schemars::JsonSchema + ?Sized>(self, allow_unknown: bool) -> Value {
+        let mut schema = crate::schema::schema_for::<T>();
+        if !allow_unknown {
+            close_unknown_fields(&mut schema);
+        }
+        schema
     }
 }
 
@@ -195,7 +233,7 @@ impl NoSchemaTag {
     }
 
     /// A stand-in, never called: code that picks this tag does not compile.
-    pub fn input_schema<T: ?Sized>(self) -> Value {
+    pub fn input_schema<T: ?Sized>(self, _allow_unknown: bool) -> Value {
         Value::Null
     }
 }
@@ -437,5 +475,84 @@ impl DisplayTag {
     /// An invalid-input error with the error's text.
     pub fn invalid_input<E: ErrorMessage>(self, error: E) -> ToolError {
         ToolError::invalid_input(format!("{error:#}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn closed<T: schemars::JsonSchema>() -> Value {
+        SchemaTag.input_schema::<T>(false)
+    }
+
+    fn accepts(schema: &Value, input: &Value) -> bool {
+        crate::validate::InputValidator::new(schema, Default::default())
+            .unwrap()
+            .check(input.clone())
+            .is_ok()
+    }
+
+    #[allow(dead_code)]
+    #[derive(schemars::JsonSchema)]
+    struct Plain {
+        a: u8,
+        #[serde(flatten)]
+        inner: Inner,
+    }
+
+    #[allow(dead_code)]
+    #[derive(schemars::JsonSchema)]
+    struct Inner {
+        b: u8,
+    }
+
+    #[allow(dead_code)]
+    #[derive(schemars::JsonSchema)]
+    struct WithEnum {
+        a: u8,
+        #[serde(flatten)]
+        choice: Choice,
+    }
+
+    #[allow(dead_code)]
+    #[derive(schemars::JsonSchema)]
+    enum Choice {
+        Left { left: u8 },
+        Right { right: u8 },
+    }
+
+    #[allow(dead_code)]
+    #[derive(schemars::JsonSchema)]
+    struct WithMap {
+        a: u8,
+        #[serde(flatten)]
+        rest: std::collections::BTreeMap<String, u8>,
+    }
+
+    #[test]
+    fn a_plain_input_struct_refuses_unknown_keys() {
+        let schema = closed::<Plain>();
+        assert!(accepts(&schema, &json!({"a": 1, "b": 2})), "{schema}");
+        assert!(
+            !accepts(&schema, &json!({"a": 1, "b": 2, "c": 3})),
+            "{schema}"
+        );
+    }
+
+    #[test]
+    fn a_schema_that_decides_other_keys_itself_is_kept() {
+        // A flattened enum: closing the root would refuse the branches' keys.
+        let schema = closed::<WithEnum>();
+        assert_eq!(schema, crate::schema::schema_for::<WithEnum>());
+        assert!(
+            accepts(&schema, &json!({"a": 1, "Left": {"left": 2}})),
+            "{schema}"
+        );
+        // A flattened map takes any other key.
+        let schema = closed::<WithMap>();
+        assert_eq!(schema, crate::schema::schema_for::<WithMap>());
+        assert!(accepts(&schema, &json!({"a": 1, "x": 2})), "{schema}");
     }
 }

@@ -139,6 +139,7 @@ pub use schemars::JsonSchema;
 /// | `category = "..."` | [`Tool::category`] |
 /// | `validate = path` | `async fn(&Input, &ToolContext) -> Result<(), E>`, run before permission; an `Err` becomes invalid input |
 /// | `register = false` | keep it out of the global registry |
+/// | `allow_unknown_fields` | accept (and ignore) input keys the tool does not know. Without it they are refused with a did-you-mean, for an `#[input]` struct too unless its schema decides itself (`additionalProperties`, a flattened map) |
 /// | `crate = path` | where `tool_sdk` is, for re-exports (renamed dependencies are found on their own) |
 ///
 /// # Parameters
