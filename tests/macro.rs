@@ -261,6 +261,139 @@ async fn validate_runs_the_tools_own_check() {
     );
 }
 
+/// Takes parameters of every schema shape.
+#[tool(register = false)]
+async fn shapes(
+    /// A stop.
+    stop: Stop,
+    stops: Option<Vec<Stop>>,
+    mode: Mode,
+    #[arg(default = 3)] nights: u32,
+    #[arg(rename = "type", description = "The kind.")] kind: String,
+) -> String {
+    format!("{} {stops:?} {mode:?} {nights} {kind}", stop.name)
+}
+
+#[derive(schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct ShapesByHand {
+    /// A stop.
+    stop: Stop,
+    stops: Option<Vec<Stop>>,
+    mode: Mode,
+    #[serde(default = "three")]
+    nights: u32,
+    #[serde(rename = "type")]
+    #[schemars(description = "The kind.")]
+    kind: String,
+}
+
+fn three() -> u32 {
+    3
+}
+
+#[test]
+fn parameter_schema_is_the_one_schemars_derives_for_the_same_struct() {
+    assert_eq!(
+        *ShapesTool.input_schema(),
+        tool_sdk::schema::schema_for::<ShapesByHand>()
+    );
+    assert_eq!(
+        ShapesTool.input_schema()["required"],
+        json!(["stop", "mode", "type"])
+    );
+}
+
+// ---- unknown keys: refused with a did-you-mean in both styles, unless opted out ----
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct NoteArgs {
+    /// The text.
+    text: String,
+    /// Labels.
+    tags: Option<Vec<String>>,
+}
+
+/// Takes a note.
+#[tool(register = false)]
+async fn note(#[input] args: NoteArgs) -> String {
+    format!("{} {:?}", args.text, args.tags)
+}
+
+/// Takes a note, ignoring keys it does not know.
+#[tool(register = false, allow_unknown_fields)]
+async fn loose_note(#[input] args: NoteArgs) -> String {
+    args.text
+}
+
+/// A struct that says itself that other keys are welcome.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[schemars(extend("additionalProperties" = true))]
+struct OpenNoteArgs {
+    text: String,
+}
+
+/// Takes a note, ignoring keys it does not know.
+#[tool(register = false)]
+async fn open_note(#[input] args: OpenNoteArgs) -> String {
+    args.text
+}
+
+/// Takes a note as a parameter.
+#[tool(register = false)]
+async fn strict_param_note(text: String, tags: Option<Vec<String>>) -> String {
+    format!("{text} {tags:?}")
+}
+
+/// Takes a note as a parameter, ignoring keys it does not know.
+#[tool(register = false, allow_unknown_fields)]
+async fn loose_param_note(text: String) -> String {
+    text
+}
+
+#[tokio::test]
+async fn unknown_keys_are_refused_with_a_suggestion_unless_the_tool_opts_out() {
+    let registry = ToolRegistry::new();
+    for tool in [
+        Arc::new(NoteTool) as Arc<dyn Tool>,
+        Arc::new(LooseNoteTool),
+        Arc::new(OpenNoteTool),
+        Arc::new(StrictParamNoteTool),
+        Arc::new(LooseParamNoteTool),
+    ] {
+        registry.register(tool).unwrap();
+    }
+    let typo = json!({"text": "hi", "tgas": ["a"]});
+    for name in ["note", "strict_param_note"] {
+        let out = registry.call(name, typo.clone(), &ctx()).await;
+        assert!(out.is_error, "{name} accepted an unknown key");
+        let text = out.to_text();
+        assert!(
+            text.contains("additional property 'tgas'") && text.contains("did you mean 'tags'?"),
+            "{name}: {text}"
+        );
+    }
+    for name in ["loose_note", "open_note", "loose_param_note"] {
+        let out = registry.call(name, typo.clone(), &ctx()).await;
+        assert!(!out.is_error, "{name}: {}", out.to_text());
+        assert_eq!(out.to_text(), "hi", "{name}");
+    }
+    // The struct's own choice is kept, and nothing else of its schema changes.
+    assert_eq!(NoteTool.input_schema()["additionalProperties"], false);
+    assert_eq!(OpenNoteTool.input_schema()["additionalProperties"], true);
+    assert_eq!(
+        LooseNoteTool.input_schema().get("additionalProperties"),
+        None
+    );
+    assert_eq!(
+        LooseParamNoteTool
+            .input_schema()
+            .get("additionalProperties"),
+        None
+    );
+}
+
 // ---- State<T> ----
 
 #[derive(Clone, Default)]

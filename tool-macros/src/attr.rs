@@ -39,6 +39,8 @@ pub struct ToolArgs {
     pub validate: Option<syn::Path>,
     pub register: Option<Hint>,
     pub acts_on: Option<ActsOnArg>,
+    /// Accept (and ignore) input keys the tool does not know, instead of refusing them.
+    pub allow_unknown_fields: Option<Hint>,
     #[darling(rename = "crate")]
     pub krate: Option<syn::Path>,
 }

@@ -30,15 +30,23 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     let struct_ident = Ident::new(&plan.struct_name, fn_ident.span());
     let private = quote!(#krate::__private);
 
-    let (input_ty, input_struct, schema_fn) = match plan.input {
+    let (input_ty, input_struct, field_schemas, input_schema) = match plan.input {
         InputShape::Params => {
             let ident = format_ident!("{}Input", struct_ident);
-            let definition = input_struct(tool, &ident, &struct_ident, krate);
-            (quote!(#ident), definition, quote!(params_schema_for))
+            let (definition, field_schemas) = input_struct(tool, &ident, &struct_ident, krate);
+            let schema = quote!(#private::params_schema_for::<#ident>());
+            (quote!(#ident), definition, field_schemas, schema)
         }
         InputShape::Struct(index) => {
             let ty = &tool.params[index].ty;
-            (quote!(#ty), TokenStream::new(), quote!(schema_for))
+            // Probed, not bound: see `assertions`.
+            let allow_unknown = allow_unknown_fields(tool);
+            let schema = quote! {
+                (&&#private::Tag::<#ty>::of_type())
+                    .__tool_schema_tag()
+                    .input_schema::<#ty>(#allow_unknown)
+            };
+            (quote!(#ty), TokenStream::new(), TokenStream::new(), schema)
         }
     };
 
@@ -176,7 +184,9 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
         const _: () = {
             #[allow(unused_imports)]
             use #private::{ViaDisplay as _, ViaPlain as _, ViaResult as _, ViaSerialize as _,
-                ViaToolError as _, ViaToolOutput as _};
+                ViaToolError as _, ViaToolOutput as _, ViaJsonSchema as _, ViaNoSchema as _};
+
+            #field_schemas
 
             impl #krate::Tool for #struct_ident {
                 fn name(&self) -> &str {
@@ -190,7 +200,7 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
                 fn input_schema(&self) -> &#private::serde_json::Value {
                     static SCHEMA: ::std::sync::OnceLock<#private::serde_json::Value> =
                         ::std::sync::OnceLock::new();
-                    SCHEMA.get_or_init(#private::#schema_fn::<#input_ty>)
+                    SCHEMA.get_or_init(|| #input_schema)
                 }
 
                 fn annotations(&self) -> #krate::ToolAnnotations {
@@ -209,6 +219,8 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
                 #display_title
                 #permission_prompt
 
+                // A tool returning `()` passes it to `identity` (see `call_body`).
+                #[allow(clippy::unit_arg)]
                 fn call<'__tool>(
                     &'__tool self,
                     #input: #private::serde_json::Value,
@@ -224,26 +236,48 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     }
 }
 
-/// `struct ReadToolInput { ... }` for the parameter form.
+/// `allow_unknown_fields`: keys the input does not name are accepted (and ignored).
+fn allow_unknown_fields(tool: &ToolFn) -> bool {
+    tool.args
+        .allow_unknown_fields
+        .is_some_and(|hint| hint.value)
+}
+
+/// `struct ReadToolInput { ... }` for the parameter form, and the `__private::FieldSchema`
+/// impls its schema is built from (to go where the schema probe's traits are in scope).
+///
+/// Each field's schema is that of its type, but reached through `FieldSchemaOf` so that the
+/// derive does not require `JsonSchema` of the type: if the type is not `JsonSchema`, the one
+/// error is the assertion's, which says what to derive.
 fn input_struct(
     tool: &ToolFn,
     ident: &Ident,
     struct_ident: &Ident,
     krate: &TokenStream,
-) -> TokenStream {
+) -> (TokenStream, TokenStream) {
+    let private = quote!(#krate::__private);
     let vis = &tool.func.vis;
     let serde_crate = format!("{krate}::__private::serde").replace(' ', "");
     let schemars_crate = format!("{krate}::__private::schemars").replace(' ', "");
     let doc = format!("The input of [`{struct_ident}`]: the arguments the model sends.");
     let mut fields = Vec::new();
     let mut defaults = Vec::new();
-    for param in &tool.params {
+    let mut field_schemas = Vec::new();
+    for (index, param) in tool.params.iter().enumerate() {
         let ParamKind::Arg { doc, options } = &param.kind else {
             continue;
         };
         let field = &param.ident;
         let ty = &param.ty;
-        let mut attrs = Vec::new();
+        let with = format!("{krate}::__private::FieldSchemaOf<{ident}, {index}>").replace(' ', "");
+        let mut attrs = vec![quote!(#[schemars(with = #with)])];
+        field_schemas.push(quote! {
+            impl #private::FieldSchema<#index> for #ident {
+                fn schema_fns() -> #private::SchemaFns {
+                    (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag().fns::<#ty>()
+                }
+            }
+        });
         if let Some(doc) = doc {
             attrs.push(quote!(#[doc = #doc]));
         }
@@ -283,10 +317,13 @@ fn input_struct(
             }
         }
     });
-    quote! {
+    // `deny_unknown_fields` also closes the schema (`additionalProperties: false`), which is
+    // what the validator refuses unknown keys by, with a did-you-mean.
+    let deny_unknown = (!allow_unknown_fields(tool)).then(|| quote!(deny_unknown_fields));
+    let definition = quote! {
         #[doc = #doc]
         #[derive(#krate::__private::serde::Deserialize, #krate::__private::schemars::JsonSchema)]
-        #[serde(crate = #serde_crate, deny_unknown_fields)]
+        #[serde(crate = #serde_crate, #deny_unknown)]
         #[schemars(crate = #schemars_crate)]
         #[allow(missing_docs)]
         #vis struct #ident {
@@ -294,7 +331,8 @@ fn input_struct(
         }
 
         #default_impl
-    }
+    };
+    (definition, quote!(#(#field_schemas)*))
 }
 
 /// A default expression as a value of the field's type: string literals become `String`s.
@@ -434,12 +472,18 @@ fn assertions(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     for param in &tool.params {
         let ty = &param.ty;
         match param.kind {
-            ParamKind::Arg { .. } => {
-                checks.push(quote_spanned!(ty.span()=> #private::assert_argument::<#ty>();))
-            }
-            ParamKind::Input => {
-                checks.push(quote_spanned!(ty.span()=> #private::assert_input::<#ty>();))
-            }
+            ParamKind::Arg { .. } => checks.push(quote_spanned! {ty.span()=>
+                #private::assert_argument::<#ty>();
+                #private::assert_argument_schema::<#ty, _>(
+                    (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag(),
+                );
+            }),
+            ParamKind::Input => checks.push(quote_spanned! {ty.span()=>
+                #private::assert_input::<#ty>();
+                #private::assert_input_schema::<#ty, _>(
+                    (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag(),
+                );
+            }),
             _ => {}
         }
     }

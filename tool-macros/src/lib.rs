@@ -85,6 +85,8 @@ mod tests {
             "timeout = \"99999999999999999999h\"",
             "timeout = \"5ms5\"",
             "validate = 5, register = maybe",
+            "allow_unknown_fields, allow_unknown_fields = false",
+            "allow_unknown_fields = \"yes\", allow_unknown_field",
             "crate = \"\"",
             "name = \"a\", name = \"b\", = , ,",
         ];
@@ -116,6 +118,16 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_misspelt_allow_unknown_fields_gets_a_suggestion() {
+        let func: ItemFn = syn::parse_str("/// D.\nasync fn f(a: u8) {}").unwrap();
+        let out = tool_impl("allow_unknown_field".parse().unwrap(), func).to_string();
+        assert!(
+            out.contains("Did you mean `allow_unknown_fields`?"),
+            "{out}"
+        );
     }
 
     #[test]

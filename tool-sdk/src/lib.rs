@@ -64,6 +64,31 @@ pub use tool::{
     SubagentRequest, SubagentRunner, Tool, ToolAnnotations, ToolContext, ToolError, ToolErrorKind,
     ToolOutput, ToolResult, ToolUpdate, ToolUpdateKind,
 };
+
+/// The JSON Schema library that describes tool inputs, re-exported so that a crate needs no
+/// dependency of its own on it. Its derive writes `schemars::...` paths, so bring the name
+/// into scope next to the derive:
+///
+/// ```
+/// use tool_sdk::{JsonSchema, schemars, tool};
+///
+/// /// A point on the map.
+/// #[derive(serde::Deserialize, JsonSchema)]
+/// struct Point {
+///     x: f64,
+///     y: f64,
+/// }
+///
+/// /// Moves to a point.
+/// #[tool]
+/// async fn go(to: Point) -> String {
+///     format!("{} {}", to.x, to.y)
+/// }
+/// ```
+pub use schemars;
+/// Derive it on argument and `#[input]` types (with [`schemars`] in scope); see [`schemars`].
+pub use schemars::JsonSchema;
+
 /// Turns an async fn into a tool an LLM can call.
 ///
 /// ```
@@ -117,11 +142,14 @@ pub use tool::{
 /// | `category = "..."` | [`Tool::category`] |
 /// | `validate = path` | `async fn(&Input, &ToolContext) -> Result<(), E>`, run before permission; an `Err` becomes invalid input |
 /// | `register = false` | keep it out of the global registry |
+/// | `allow_unknown_fields` | accept (and ignore) input keys the tool does not know. Without it they are refused with a did-you-mean, for an `#[input]` struct too unless its schema decides itself (`additionalProperties`, a flattened map) |
 /// | `crate = path` | where `tool_sdk` is, for re-exports (renamed dependencies are found on their own) |
 ///
 /// # Parameters
 ///
-/// - `name: T` with `T: Deserialize + JsonSchema`: a property of the input. Doc comments become
+/// - `name: T` with `T: Deserialize + JsonSchema` (derive [`JsonSchema`] with
+///   `use tool_sdk::{schemars, JsonSchema};`, no dependency on schemars needed): a property of
+///   the input. Doc comments become
 ///   its description; `Option<T>` is optional and nullable; `#[arg(default)]` or
 ///   `#[arg(default = expr)]` makes it optional with a real default; `#[arg(rename = "...")]`
 ///   changes the JSON name; `#[arg(description = "...")]` overrides the doc comment.
