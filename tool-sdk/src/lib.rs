@@ -46,6 +46,7 @@ pub mod model;
 pub mod permission;
 pub mod pipeline;
 mod registry;
+mod sandbox;
 pub mod schema;
 mod tool;
 pub mod validate;

@@ -5,8 +5,10 @@
 
 pub mod bash;
 
-mod sandbox;
-pub use sandbox::{PROTECTED_DIRS, PROTECTED_FILES, ProtectedPattern, Sandbox, SandboxError};
+// The sandbox sits on the floor below (`ToolContext` holds one); this is its public path.
+pub use crate::sandbox::{
+    PROTECTED_DIRS, PROTECTED_FILES, ProtectedPattern, Sandbox, SandboxError,
+};
 
 use std::sync::Mutex;
 
