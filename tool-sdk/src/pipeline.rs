@@ -7,7 +7,8 @@
 //! 4. **the tool's own check** ([`Tool::validate_input`]);
 //! 5. **permission**: the policy's [`PermissionGate`], if any (none: every call runs);
 //! 6. **run**: within the timeout (the tool's, capped by the policy's maximum), stopped by
-//!    the context's cancellation token, a panic caught and turned into an error;
+//!    the context's cancellation token (after half a second to wind down on its own), a
+//!    panic caught and turned into an error;
 //! 7. **post hooks** see the result;
 //! 8. **size cap**: the whole result, error or not, text and images, is cut to the policy's
 //!    budget;
@@ -26,6 +27,9 @@ use serde_json::Value;
 use crate::permission::{PermissionGate, PermissionHandler, PostToolUse};
 use crate::registry::{Entry, ToolRegistry};
 use crate::tool::{ContentBlock, Tool, ToolContext, ToolError, ToolOutput};
+
+/// How long a cancelled call may go on to finish on its own before it is dropped.
+const CANCEL_GRACE: Duration = Duration::from_millis(500);
 
 /// How one caller runs calls: limits, the permission gate, hooks.
 #[derive(Clone)]
@@ -250,9 +254,16 @@ impl Road {
         self.started = true;
         // Dropping the call's future on timeout or cancellation stops the tool; commands it
         // started with `ctx.command(..)` die with it.
+        let call = tool.call(self.input.clone(), ctx);
+        tokio::pin!(call);
         let output = tokio::select! {
-            _ = cancel.cancelled() => return Err(ToolError::Cancelled),
-            finished = tokio::time::timeout(limit, tool.call(self.input.clone(), ctx)) => {
+            _ = cancel.cancelled() => {
+                // The tool sees the same token: a moment to wind down on its own (tell a
+                // server, remove a temp file), then it is dropped all the same.
+                let _ = tokio::time::timeout(CANCEL_GRACE, &mut call).await;
+                return Err(ToolError::Cancelled);
+            }
+            finished = tokio::time::timeout(limit, &mut call) => {
                 match finished {
                     Ok(result) => result?,
                     Err(_) => return Err(ToolError::Timeout(limit)),
