@@ -1,7 +1,13 @@
 //! Schema-guided coercion, and the schema walks it is built on (the types a schema admits, the
 //! property names it declares).
 
-use serde_json::{Map, Number, Value};
+use std::collections::HashMap;
+use std::fmt::{self, Write as _};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use jsonschema::{Draft, Registry, Validator};
+use serde_json::{Map, Number, Value, json};
 
 use super::depth::local_pointer;
 use super::{MAX_DESCRIBE_DEPTH, MAX_WALK_DEPTH, WALK_BUDGET};
@@ -46,11 +52,100 @@ fn is_integral(n: &Number) -> bool {
     n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
 }
 
+/// Where branch validators find the schema's root, and where they live themselves: any two
+/// distinct URIs do.
+const ROOT_URI: &str = "json-schema:///tool-sdk/input";
+const BRANCH_URI: &str = "json-schema:///tool-sdk/branch";
+
+/// Validators of single `anyOf`/`oneOf` branches, by the branch's JSON pointer in the schema.
+/// Compiled when coercion first needs one (only for an invalid input whose value more than one
+/// branch could be meant for), and shared by the clones of an `InputValidator`.
+#[derive(Default)]
+pub(super) struct BranchValidators {
+    /// The schema's root as the branch validators' `$ref`s find it (`None` if it cannot be
+    /// registered). Prepared once: it indexes the whole schema.
+    registry: OnceLock<Option<Registry<'static>>>,
+    compiled: Mutex<HashMap<String, Option<Arc<Validator>>>>,
+}
+
+impl BranchValidators {
+    /// How many branch validators were compiled (or failed to).
+    #[cfg(test)]
+    pub(super) fn compiled(&self) -> usize {
+        self.compiled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// The validator of the subschema at `pointer` in `root`; `None` if it does not compile.
+    fn get(&self, root: &Value, pointer: &str) -> Option<Arc<Validator>> {
+        // The map is only read or added to, so a poisoned lock is still whole.
+        let compiled = || self.compiled.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = compiled().get(pointer) {
+            return found.clone();
+        }
+        // Compiled outside the lock: another thread may do the same work, never wait for it.
+        let registry = self.registry.get_or_init(|| {
+            let prepared = catch_unwind(AssertUnwindSafe(|| {
+                Registry::new()
+                    .draft(Draft::Draft202012)
+                    .add(ROOT_URI, root.clone())
+                    .ok()?
+                    .prepare()
+                    .ok()
+            }));
+            prepared.ok().flatten()
+        });
+        let validator = registry
+            .as_ref()
+            .and_then(|registry| compile_branch(registry, root, pointer))
+            .map(Arc::new);
+        compiled()
+            .entry(pointer.to_owned())
+            .or_insert(validator)
+            .clone()
+    }
+}
+
+/// Compiles the subschema at `pointer` as a reference into the whole schema, so its own
+/// `$ref`s resolve as they do in the root validator (same draft choice, too).
+fn compile_branch(registry: &Registry<'_>, root: &Value, pointer: &str) -> Option<Validator> {
+    let mut reference = format!("{ROOT_URI}#");
+    for byte in pointer.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/!$&'()*+,;=:@".contains(&byte) {
+            reference.push(char::from(byte));
+        } else {
+            let _ = write!(reference, "%{byte:02X}");
+        }
+    }
+    let mut wrapper = json!({ "$ref": reference });
+    let dialect = root.get("$schema");
+    if let Some(dialect) = dialect {
+        wrapper["$schema"] = dialect.clone();
+    }
+    let built = catch_unwind(AssertUnwindSafe(|| {
+        let mut options = jsonschema::options()
+            .offline()
+            .with_registry(registry)
+            .with_base_uri(BRANCH_URI);
+        if dialect.is_none() {
+            options = options.with_draft(Draft::Draft202012);
+        }
+        options.build(&wrapper).ok()
+    }));
+    built.ok().flatten()
+}
+
 /// A walk over the schema guided by an input, with `$ref`s resolved in the schema's root.
 /// Bounded in depth and in total steps, so any schema shape terminates.
 pub(super) struct Walk<'s> {
     root: &'s Value,
     budget: usize,
+    /// For coercion: validators of `anyOf`/`oneOf` branches.
+    branches: Option<&'s BranchValidators>,
+    /// JSON pointer of the schema node being coerced against (where its branches are).
+    at: String,
 }
 
 impl<'s> Walk<'s> {
@@ -58,7 +153,61 @@ impl<'s> Walk<'s> {
         Self {
             root,
             budget: WALK_BUDGET,
+            branches: None,
+            at: String::new(),
         }
+    }
+
+    /// A walk that can coerce through `anyOf`/`oneOf` (see [`Self::coerce_union`]).
+    pub(super) fn with_branches(mut self, branches: &'s BranchValidators) -> Self {
+        self.branches = Some(branches);
+        self
+    }
+
+    /// Coerces `value` against `schema`, found at `self.at` plus `segment`.
+    fn coerce_at(
+        &mut self,
+        segment: fmt::Arguments<'_>,
+        schema: &'s Value,
+        value: &mut Value,
+        depth: usize,
+    ) -> bool {
+        let len = self.at.len();
+        let _ = self.at.write_fmt(segment);
+        let changed = self.coerce(schema, value, depth);
+        self.at.truncate(len);
+        changed
+    }
+
+    /// Takes the cost of copying or validating `value` from the budget; false when it is spent.
+    fn charge(&mut self, value: &Value) -> bool {
+        let mut cost = 0;
+        let mut stack = vec![value];
+        while let Some(value) = stack.pop() {
+            cost += 1;
+            if cost > self.budget {
+                self.budget = 0;
+                return false;
+            }
+            match value {
+                Value::Array(items) => stack.extend(items),
+                Value::Object(map) => stack.extend(map.values()),
+                _ => {}
+            }
+        }
+        self.budget -= cost;
+        true
+    }
+
+    /// Whether the branch at `pointer` takes `value` as it is.
+    fn fits(&mut self, pointer: &str, value: &Value) -> bool {
+        let Some(branches) = self.branches else {
+            return false;
+        };
+        self.charge(value)
+            && branches
+                .get(self.root, pointer)
+                .is_some_and(|validator| validator.is_valid(value))
     }
 
     fn step(&mut self, depth: usize) -> bool {
@@ -150,24 +299,22 @@ impl<'s> Walk<'s> {
         }
         let mut changed = false;
         if let Some(Value::String(reference)) = s.get("$ref")
-            && let Some(target) = self.resolve(reference)
+            && let Some(pointer) = local_pointer(reference)
+            && let Some(target) = self.root.pointer(&pointer)
         {
+            let here = std::mem::replace(&mut self.at, pointer.into_owned());
             changed |= self.coerce(target, value, depth + 1);
+            self.at = here;
         }
+        // Every `allOf` branch must hold, so each one's coercion is the value's to keep.
         if let Some(Value::Array(branches)) = s.get("allOf") {
-            for branch in branches {
-                changed |= self.coerce(branch, value, depth + 1);
+            for (index, branch) in branches.iter().enumerate() {
+                changed |= self.coerce_at(format_args!("/allOf/{index}"), branch, value, depth + 1);
             }
         }
         for keyword in ["anyOf", "oneOf"] {
             if let Some(Value::Array(branches)) = s.get(keyword) {
-                for branch in branches {
-                    if self.admitted(branch, depth + 1) & type_of(value) != 0
-                        && self.tags_match(branch, value, depth + 1)
-                    {
-                        changed |= self.coerce(branch, value, depth + 1);
-                    }
-                }
+                changed |= self.coerce_union(keyword, branches, value, depth + 1);
             }
         }
         match value {
@@ -176,6 +323,90 @@ impl<'s> Walk<'s> {
             _ => {}
         }
         changed
+    }
+
+    /// Coerces `value` for the `anyOf`/`oneOf` `keyword` of the schema at `self.at`.
+    ///
+    /// Each branch the value may be meant for (by type, and by the `const` tags it does not
+    /// contradict) is coerced on a copy of its own, so that what one branch coerces never
+    /// changes what another sees. A branch that takes the value as it is wins, and nothing
+    /// changes. Otherwise the first copy that its branch takes does, preferring a branch with
+    /// a place for every property of the value: an untagged variant that would drop some of
+    /// them loses to one that takes them all. When no copy is taken, the value stays as sent,
+    /// so that its errors are about what the model sent; unless only one branch was in
+    /// question, whose coercion then stays as it does elsewhere in an invalid input.
+    fn coerce_union(
+        &mut self,
+        keyword: &str,
+        branches: &'s [Value],
+        value: &mut Value,
+        depth: usize,
+    ) -> bool {
+        let kind = type_of(value);
+        let mut candidates = Vec::new();
+        for (index, branch) in branches.iter().enumerate() {
+            if self.admitted(branch, depth) & kind != 0 && self.tags_match(branch, value, depth) {
+                candidates.push(index);
+            }
+        }
+        match candidates[..] {
+            [] => return false,
+            [only] => {
+                let segment = format_args!("/{keyword}/{only}");
+                return self.coerce_at(segment, &branches[only], value, depth);
+            }
+            _ => {}
+        }
+        let pointers: Vec<String> = candidates
+            .iter()
+            .map(|index| format!("{}/{keyword}/{index}", self.at))
+            .collect();
+        if pointers.iter().any(|pointer| self.fits(pointer, value)) {
+            return false;
+        }
+        let mut best: Option<(usize, Value)> = None;
+        for (&index, pointer) in candidates.iter().zip(&pointers) {
+            if !self.charge(value) {
+                break;
+            }
+            let mut copy = value.clone();
+            let here = std::mem::replace(&mut self.at, pointer.clone());
+            let changed = self.coerce(&branches[index], &mut copy, depth);
+            self.at = here;
+            if !changed || !self.fits(pointer, &copy) {
+                continue;
+            }
+            let dropped = self.dropped_properties(&branches[index], &copy);
+            if best.as_ref().is_none_or(|(least, _)| dropped < *least) {
+                best = Some((dropped, copy));
+                if dropped == 0 {
+                    break;
+                }
+            }
+        }
+        match best {
+            Some((_, copy)) => {
+                *value = copy;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// How many properties of `value` `branch` has no place for (its deserializer would drop
+    /// them). None when it declares no properties or takes others by schema.
+    fn dropped_properties(&mut self, branch: &'s Value, value: &Value) -> usize {
+        let Value::Object(object) = value else {
+            return 0;
+        };
+        let mut names = Vec::new();
+        if self.property_names(branch, 0, &mut names) || names.is_empty() {
+            return 0;
+        }
+        object
+            .keys()
+            .filter(|key| !names.contains(&key.as_str()))
+            .count()
     }
 
     fn coerce_object(
@@ -204,8 +435,12 @@ impl<'s> Walk<'s> {
             _ => None,
         };
         for (key, value) in map.iter_mut() {
-            if let Some(property) = properties.and_then(|p| p.get(key)).or(additional) {
-                changed |= self.coerce(property, value, depth + 1);
+            if let Some(property) = properties.and_then(|p| p.get(key)) {
+                let segment = format_args!("/properties/{}", PointerToken(key));
+                changed |= self.coerce_at(segment, property, value, depth + 1);
+            } else if let Some(additional) = additional {
+                let segment = format_args!("/additionalProperties");
+                changed |= self.coerce_at(segment, additional, value, depth + 1);
             }
         }
         changed
@@ -217,15 +452,24 @@ impl<'s> Walk<'s> {
         items: &mut [Value],
         depth: usize,
     ) -> bool {
-        let (prefix, rest) = match (s.get("prefixItems"), s.get("items")) {
-            (Some(Value::Array(prefix)), rest) => (prefix.as_slice(), rest),
-            (_, Some(Value::Array(prefix))) => (prefix.as_slice(), s.get("additionalItems")),
-            (_, rest) => (&[][..], rest),
+        let (prefix, prefix_name, rest, rest_name) = match (s.get("prefixItems"), s.get("items")) {
+            (Some(Value::Array(prefix)), rest) => (prefix.as_slice(), "prefixItems", rest, "items"),
+            (_, Some(Value::Array(prefix))) => (
+                prefix.as_slice(),
+                "items",
+                s.get("additionalItems"),
+                "additionalItems",
+            ),
+            (_, rest) => (&[][..], "", rest, "items"),
         };
         let mut changed = false;
         for (index, item) in items.iter_mut().enumerate() {
-            if let Some(schema) = prefix.get(index).or(rest) {
-                changed |= self.coerce(schema, item, depth + 1);
+            if let Some(schema) = prefix.get(index) {
+                let segment = format_args!("/{prefix_name}/{index}");
+                changed |= self.coerce_at(segment, schema, item, depth + 1);
+            } else if let Some(schema) = rest {
+                let segment = format_args!("/{rest_name}");
+                changed |= self.coerce_at(segment, schema, item, depth + 1);
             }
         }
         changed
@@ -257,19 +501,24 @@ impl<'s> Walk<'s> {
         )
     }
 
-    /// Names of the properties `schema` declares, through `$ref` and the combinators.
+    /// Names of the properties `schema` declares, through `$ref` and the combinators. True
+    /// when it also takes other properties by schema (`additionalProperties` that is not
+    /// `false`, or `patternProperties`).
     pub(super) fn property_names(
         &mut self,
         schema: &'s Value,
         depth: usize,
         out: &mut Vec<&'s str>,
-    ) {
+    ) -> bool {
         let Value::Object(s) = schema else {
-            return;
+            return false;
         };
         if !self.step(depth) || depth > MAX_DESCRIBE_DEPTH {
-            return;
+            return false;
         }
+        let mut open = s.contains_key("patternProperties")
+            || s.get("additionalProperties")
+                .is_some_and(|additional| additional != &Value::Bool(false));
         if let Some(properties) = s.get("properties").and_then(Value::as_object) {
             for name in properties.keys() {
                 if !out.contains(&name.as_str()) {
@@ -280,15 +529,32 @@ impl<'s> Walk<'s> {
         if let Some(Value::String(reference)) = s.get("$ref")
             && let Some(target) = self.resolve(reference)
         {
-            self.property_names(target, depth + 1, out);
+            open |= self.property_names(target, depth + 1, out);
         }
         for keyword in ["allOf", "anyOf", "oneOf"] {
             if let Some(Value::Array(branches)) = s.get(keyword) {
                 for branch in branches {
-                    self.property_names(branch, depth + 1, out);
+                    open |= self.property_names(branch, depth + 1, out);
                 }
             }
         }
+        open
+    }
+}
+
+/// A property name as a JSON pointer token (`~` and `/` escaped).
+struct PointerToken<'a>(&'a str);
+
+impl fmt::Display for PointerToken<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            match c {
+                '~' => f.write_str("~0")?,
+                '/' => f.write_str("~1")?,
+                c => f.write_char(c)?,
+            }
+        }
+        Ok(())
     }
 }
 

@@ -15,9 +15,12 @@
 //! where the schema makes the intent unambiguous: `"5"` becomes `5` and `"true"` becomes
 //! `true` where only a number/integer or a boolean fits, and a `null` sent for an optional
 //! property that cannot be null is dropped. A valid input is never touched. The walk follows
-//! same-document `$ref`s, `properties`, `additionalProperties`, `items`/`prefixItems` and
-//! the branches of `allOf`/`anyOf`/`oneOf` that fit the value (and whose `const` tag
-//! properties it does not contradict).
+//! same-document `$ref`s, `properties`, `additionalProperties`, `items`/`prefixItems`,
+//! `allOf`, and the `anyOf`/`oneOf` branches that fit the value's type (and whose `const` tag
+//! properties it does not contradict). Those branches are alternatives: a value that one of
+//! them takes as sent is left alone, and otherwise each branch is tried on its own copy of the
+//! value, so that an untagged enum never switches variant because another variant's
+//! coercion was applied too.
 //!
 //! `format` is an annotation, as draft 2020-12 specifies: it is not asserted, so the
 //! schemars formats (`uint64`, `double`, ...) and the tool's own deserialization decide.
@@ -30,10 +33,11 @@ mod tests;
 
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 
 use serde_json::Value;
 
-use coerce::Walk;
+use coerce::{BranchValidators, Walk};
 use depth::{RefScan, exceeds_depth, too_deep};
 use messages::compare_paths;
 
@@ -86,6 +90,8 @@ pub struct InputValidator {
     /// Whether the validator could recurse as deep as the input (recursive `$ref`s,
     /// `uniqueItems`), so that the input's depth must be bounded before validating.
     guard_depth: bool,
+    /// Validators of `anyOf`/`oneOf` branches, compiled as coercion needs them.
+    branches: Arc<BranchValidators>,
 }
 
 impl fmt::Debug for InputValidator {
@@ -145,6 +151,7 @@ impl InputValidator {
             schema: schema.clone(),
             validator,
             options,
+            branches: Arc::default(),
         })
     }
 
@@ -168,7 +175,7 @@ impl InputValidator {
             return Err(too_deep(input));
         }
         if self.options.coerce {
-            let mut walk = Walk::new(&self.schema);
+            let mut walk = Walk::new(&self.schema).with_branches(&self.branches);
             if walk.coerce(&self.schema, &mut input, 0) && self.validator.is_valid(&input) {
                 return Ok(input);
             }

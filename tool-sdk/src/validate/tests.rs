@@ -741,3 +741,189 @@ fn helpers() {
     assert_eq!(local_pointer("#foo"), None);
     assert_eq!(local_pointer("other.json#/a"), None);
 }
+
+/// Untagged variants that share a property name: which one the model meant decides what the
+/// tool gets, so coercing for one variant must not turn the input into another.
+#[derive(JsonSchema, Deserialize, Debug, PartialEq)]
+#[serde(untagged)]
+enum Overlapping {
+    Line { x: i64 },
+    Labelled { x: String, y: u32 },
+}
+
+#[derive(JsonSchema, Deserialize, Debug, PartialEq)]
+struct Aim {
+    target: Overlapping,
+    times: u32,
+}
+
+#[test]
+fn coercion_keeps_the_untagged_variant_the_input_was_meant_for() {
+    let validator = validator_of::<Overlapping>();
+    // `Labelled` takes the string `x` as it is and needs only `y` coerced. Coercing `x` for
+    // `Line` as well used to turn this into a `Line`, whose `y` serde drops.
+    let coerced = validator
+        .check(json!({"x": "5", "y": "7"}))
+        .expect("coerced");
+    assert_eq!(coerced, json!({"x": "5", "y": 7}));
+    assert_eq!(
+        serde_json::from_value::<Overlapping>(coerced).unwrap(),
+        Overlapping::Labelled {
+            x: "5".into(),
+            y: 7
+        }
+    );
+    // Only `Line` can take this one.
+    assert_eq!(validator.check(json!({"x": "5"})), Ok(json!({"x": 5})));
+}
+
+#[test]
+fn a_branch_valid_without_coercion_wins_over_one_that_needs_it() {
+    let validator = validator_of::<Aim>();
+    // `target` is a `Labelled` as sent; only `times` needs coercion. `Line` comes first and
+    // would take `target` with `x` coerced, which is what used to happen.
+    let coerced = validator
+        .check(json!({"target": {"x": "5", "y": 7}, "times": "2"}))
+        .expect("coerced");
+    assert_eq!(coerced, json!({"target": {"x": "5", "y": 7}, "times": 2}));
+    let parsed: Aim = serde_json::from_value(coerced).unwrap();
+    assert_eq!(
+        parsed.target,
+        Overlapping::Labelled {
+            x: "5".into(),
+            y: 7
+        }
+    );
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema, Deserialize)]
+#[serde(untagged)]
+enum Unfixable {
+    Flagged { x: i64, z: bool },
+    Labelled { x: String, y: u32 },
+}
+
+#[test]
+fn when_no_branch_validates_the_errors_are_those_of_the_input_as_sent() {
+    let validator = validator_of::<Unfixable>();
+    // Coercing for both variants at once used to report `x` as a number the model never
+    // sent ("/x: must be string, got 5").
+    assert_eq!(
+        check_err(&validator, json!({"x": "5", "y": "-1"})),
+        ["/y: must be integer, got \"-1\""]
+    );
+    // With one branch the value can be meant for (an `Option` of a struct, a tagged enum),
+    // nothing else is affected: its coercion stays, as everywhere else in the input.
+    let validator = validator_of::<Everything>();
+    assert_eq!(
+        check_err(&validator, with(json!({"inner": {"f": "1.5", "n": "x"}}))),
+        ["/inner/n: must be integer, got \"x\""]
+    );
+}
+
+#[test]
+fn each_one_of_branch_is_coerced_on_its_own() {
+    // Names that need escaping in a JSON pointer and in a URI fragment, a `$ref` to a
+    // percent-encoded definition, `oneOf`, and branches that refuse unknown properties.
+    let schema = json!({
+        "$defs": {
+            "Tar get": {"oneOf": [
+                {"type": "object", "properties": {"x": {"type": "integer"}},
+                 "required": ["x"], "additionalProperties": false},
+                {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "boolean"}},
+                 "required": ["x", "y"], "additionalProperties": false}
+            ]}
+        },
+        "type": "object",
+        "properties": {
+            "a b/~%é": {"$ref": "#/$defs/Tar%20get"},
+            "list": {"type": "array", "items": {"anyOf": [
+                {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                 "items": false},
+                {"type": "array", "prefixItems": [{"type": "string"}, {"type": "boolean"}],
+                 "items": false}
+            ]}}
+        }
+    });
+    let validator = InputValidator::new(&schema, ValidationOptions::default()).unwrap();
+    assert_eq!(
+        validator.check(json!({"a b/~%é": {"x": "5", "y": "true"}})),
+        Ok(json!({"a b/~%é": {"x": "5", "y": true}}))
+    );
+    assert_eq!(
+        validator.check(json!({"a b/~%é": {"x": "5"}})),
+        Ok(json!({"a b/~%é": {"x": 5}}))
+    );
+    // Tuples. The first fits either branch once coerced, and takes the first; coercing it
+    // for both at once made it `[1, true]`, which fits neither.
+    assert_eq!(
+        validator.check(json!({"list": [["1", "true"], ["x", "false"]]})),
+        Ok(json!({"list": [[1, "true"], ["x", false]]}))
+    );
+}
+
+#[test]
+fn branches_are_coerced_under_any_dialect_and_base_uri() {
+    for (dialect, id) in [
+        (
+            "http://json-schema.org/draft-07/schema#",
+            "https://example.com/tool.json",
+        ),
+        ("http://json-schema.org/draft-07/schema#", "tool.json"),
+        (
+            "https://json-schema.org/draft/2020-12/schema",
+            "urn:example:tool",
+        ),
+    ] {
+        let schema = json!({
+            "$schema": dialect,
+            "$id": id,
+            "definitions": {
+                "Line": {"type": "object", "properties": {"x": {"type": "integer"}},
+                         "required": ["x"]},
+                "Labelled": {"type": "object",
+                             "properties": {"x": {"type": "string"}, "y": {"type": "integer"}},
+                             "required": ["x", "y"]}
+            },
+            "type": "object",
+            "properties": {
+                "t": {"anyOf": [{"$ref": "#/definitions/Line"}, {"$ref": "#/definitions/Labelled"}]}
+            }
+        });
+        let validator = InputValidator::new(&schema, ValidationOptions::default()).unwrap();
+        assert_eq!(
+            validator.check(json!({"t": {"x": "5", "y": "7"}})),
+            Ok(json!({"t": {"x": "5", "y": 7}})),
+            "{dialect} {id}"
+        );
+    }
+}
+
+#[test]
+fn branch_validators_are_compiled_only_for_values_several_branches_could_take() {
+    let validator = validator_of::<Aim>();
+    let valid = json!({"target": {"x": "5", "y": 7}, "times": 2});
+    assert_eq!(validator.check(valid.clone()), Ok(valid));
+    // `Option<Inner>` and the tagged enum: one branch in question each.
+    let everything = validator_of::<Everything>();
+    assert!(
+        everything
+            .check(with(
+                json!({"inner": {"f": "1", "n": "2"}, "tagged": {"kind": "A", "x": "3"}})
+            ))
+            .is_ok()
+    );
+    assert_eq!(validator.branches.compiled(), 0);
+    assert_eq!(everything.branches.compiled(), 0);
+    // A target that both variants could take, once per branch, whatever the number of calls.
+    for _ in 0..3 {
+        assert!(
+            validator
+                .check(json!({"target": {"x": "5", "y": "7"}, "times": 1}))
+                .is_ok()
+        );
+    }
+    assert_eq!(validator.branches.compiled(), 2);
+    assert_eq!(validator.clone().branches.compiled(), 2);
+}
