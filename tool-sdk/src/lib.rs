@@ -41,6 +41,7 @@ pub mod builtin;
 pub mod mcp;
 pub mod model;
 pub mod permission;
+mod process;
 pub mod registry;
 pub mod schema;
 mod tool;
@@ -50,6 +51,7 @@ pub mod validate;
 pub mod __private;
 
 pub use agent::{Agent, AgentConfig, AgentError, AgentEvent, RunResult};
+pub use process::{ToolChild, ToolCommand};
 pub use registry::{
     RegistryError, ToolInfo, ToolRegistry, ToolStats, build_tools, builtin_tools, get_tools,
     tool_infos,
