@@ -45,6 +45,7 @@ pub mod mcp;
 pub mod model;
 pub mod permission;
 pub mod pipeline;
+mod process;
 mod registry;
 mod sandbox;
 pub mod schema;
@@ -54,6 +55,7 @@ pub mod validate;
 #[doc(hidden)]
 pub mod __private;
 
+pub use process::{ToolChild, ToolCommand};
 pub use registry::{
     RegistryError, ToolInfo, ToolRegistry, ToolStats, build_tools, builtin_tools, get_tools,
     tool_infos,

@@ -335,14 +335,12 @@ impl ToolContext {
         self.subagents.as_deref()
     }
 
-    /// A command that runs in the working directory, in its own process group, and is killed
-    /// when dropped: a tool that is timed out or cancelled leaves no child process behind.
-    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(program);
-        command.current_dir(&*self.working_dir).kill_on_drop(true);
-        #[cfg(unix)]
-        command.process_group(0);
-        command
+    /// A command that runs in the working directory, in its own process group, which is
+    /// killed whole when the [`ToolChild`](crate::ToolChild) is dropped before the command was
+    /// waited for: a tool that is timed out or cancelled leaves no process behind, neither the
+    /// command nor what it started. See [`ToolCommand`](crate::ToolCommand).
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> crate::ToolCommand {
+        crate::ToolCommand::new(program, &self.working_dir)
     }
 
     /// Sets the session id.
