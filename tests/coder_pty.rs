@@ -430,9 +430,7 @@ fn ctrl_c_at_a_permission_question_says_the_call_did_not_run() {
     decline_the_demos_edit(&mut coder);
     // The SDK races the refusal against the cancellation; the line must not depend on it.
     for round in 0..4 {
-        coder
-            .send_line(format!("run touch never-{round}"))
-            .unwrap();
+        coder.send_line(format!("run touch never-{round}")).unwrap();
         coder.expect("Allow? [y]es / [n]o / [a]lways").unwrap();
         coder.send(ControlCode::EndOfText).unwrap();
         // The turn ends cancelled: the refusal does not let the model take another turn.
