@@ -43,8 +43,8 @@ pub use config::{McpServerConfig, McpServers, McpTransport};
 pub use naming::{NameMap, sanitize, tool_name};
 pub use server::{McpHttpServer, McpToolServer, serve_http, serve_stdio};
 
-/// Where [`Agent::add_or_update_mcp_server`](crate::Agent::add_or_update_mcp_server) and
-/// [`Agent::remove_mcp_server`](crate::Agent::remove_mcp_server) make the change.
+/// Where [`Agent::add_or_update_mcp_server`](crate::agent::Agent::add_or_update_mcp_server) and
+/// [`Agent::remove_mcp_server`](crate::agent::Agent::remove_mcp_server) make the change.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum McpScope {

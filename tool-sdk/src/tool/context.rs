@@ -105,7 +105,7 @@ impl<T: Clone + Send + Sync + 'static> State<T> {
         })
     }
 
-    /// The requirement to list in [`Tool::required_state`].
+    /// The requirement to list in [`Tool::required_state`](crate::Tool::required_state).
     pub fn requirement() -> StateRequirement {
         StateRequirement {
             type_id: TypeId::of::<T>(),
