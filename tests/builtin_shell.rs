@@ -92,7 +92,7 @@ async fn the_working_directory_persists_between_calls_of_one_agent() {
     )
     .await;
     let inside = dir.join("a b/c");
-    // A clone of the context is the same agent: same session store.
+    // A clone of the context is the same agent: same session values.
     let second = bash(&registry, json!({"command": "pwd"}), &ctx.clone()).await;
     assert_eq!(
         second.lines().next(),
@@ -120,7 +120,7 @@ async fn the_working_directory_persists_between_calls_of_one_agent() {
         Some(dir.join("a b").to_str().unwrap())
     );
 
-    // Another agent (another session store) starts in its own working directory.
+    // Another agent (another set of session values) starts in its own working directory.
     let other = ToolContext::new(&dir);
     let fresh = bash(&registry, json!({"command": "pwd"}), &other).await;
     assert_eq!(fresh.lines().next(), Some(dir.to_str().unwrap()), "{fresh}");

@@ -49,7 +49,7 @@ use crate::pipeline::CallPolicy;
 use crate::registry::near_matches;
 use crate::validate::ValidationOptions;
 use crate::{
-    AgentId, FileStateTracker, RegistryError, SessionStore, StateMap, Tool, ToolContext,
+    AgentId, FileStateTracker, RegistryError, SessionValues, StateMap, Tool, ToolContext,
     ToolRegistry,
 };
 
@@ -152,7 +152,7 @@ pub(crate) struct AgentInner {
     pub(crate) gate: Arc<PermissionGate>,
     pub(crate) state: Arc<StateMap>,
     pub(crate) files: Arc<FileStateTracker>,
-    pub(crate) session: Arc<SessionStore>,
+    pub(crate) session: Arc<SessionValues>,
     pub(crate) sandbox: Arc<Sandbox>,
     pub(crate) session_id: Arc<str>,
     pub(crate) agent_id: AgentId,
@@ -462,7 +462,7 @@ impl AgentInner {
                 ))
             })?;
         }
-        let session = Arc::new(SessionStore::default());
+        let session = Arc::new(SessionValues::default());
         session.get::<ModeState>().set(config.permission_mode);
         let plan_exit_offered = specs.iter().any(|spec| spec.name == "ExitPlanMode");
         let gate = Arc::new(
@@ -635,7 +635,7 @@ impl AgentInner {
             .with_cancellation(cancel.child_token())
             .with_state(self.state.clone())
             .with_file_tracker(self.files.clone())
-            .with_session_store(self.session.clone())
+            .with_session_values(self.session.clone())
             .with_sandbox(self.sandbox.clone())
             .with_subagents(Arc::new(subagent::Subagents::new(
                 self.clone(),

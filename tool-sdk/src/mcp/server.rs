@@ -22,7 +22,7 @@ use crate::permission::Sandbox;
 use crate::pipeline::CallPolicy;
 use crate::registry::build_tools;
 use crate::schema::Provider;
-use crate::{ContentBlock, FileStateTracker, SessionStore, ToolContext, ToolOutput, ToolRegistry};
+use crate::{ContentBlock, FileStateTracker, SessionValues, ToolContext, ToolOutput, ToolRegistry};
 
 /// Serves the tools of a registry to MCP clients.
 ///
@@ -52,7 +52,7 @@ pub struct McpToolServer {
     working_dir: Arc<PathBuf>,
     sandbox: Option<Arc<Sandbox>>,
     files: Arc<FileStateTracker>,
-    session: Arc<SessionStore>,
+    session: Arc<SessionValues>,
     name: String,
     /// The server's own limits; no permission gate: the client's host asks its user.
     policy: Arc<CallPolicy>,
@@ -197,7 +197,7 @@ impl McpToolServer {
             .with_tool_call_id(context.id.to_string())
             .with_cancellation(context.ct.clone())
             .with_file_tracker(self.files.clone())
-            .with_session_store(self.session.clone());
+            .with_session_values(self.session.clone());
         if let Some(sandbox) = &self.sandbox {
             ctx = ctx.with_sandbox(sandbox.clone());
         }

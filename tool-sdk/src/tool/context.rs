@@ -198,24 +198,25 @@ pub struct ToolContext {
     state: Arc<StateMap>,
     files: Arc<FileStateTracker>,
     subagents: Option<Arc<dyn SubagentRunner>>,
-    session: Arc<SessionStore>,
+    session: Arc<SessionValues>,
     sandbox: Option<Arc<crate::sandbox::Sandbox>>,
 }
 
 /// Per-session values tools keep between calls (the Bash tool's working directory, the todo
-/// list), one of each type, created on first use. Each agent has its own store.
+/// list), one of each type, created on first use. Each agent has its own set. They live in
+/// memory only, unlike the conversation a session store keeps.
 #[derive(Default)]
-pub struct SessionStore {
+pub struct SessionValues {
     values: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
 }
 
-impl fmt::Debug for SessionStore {
+impl fmt::Debug for SessionValues {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SessionStore").finish_non_exhaustive()
+        f.debug_struct("SessionValues").finish_non_exhaustive()
     }
 }
 
-impl SessionStore {
+impl SessionValues {
     /// The session's `T`, created with `T::default()` on first use.
     pub fn get<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
         let mut values = self.values.lock().unwrap_or_else(|p| p.into_inner());
@@ -297,7 +298,7 @@ impl ToolContext {
             state: Arc::new(StateMap::new()),
             files: Arc::new(FileStateTracker::default()),
             subagents: None,
-            session: Arc::new(SessionStore::default()),
+            session: Arc::new(SessionValues::default()),
             sandbox: None,
         }
     }
@@ -313,13 +314,13 @@ impl ToolContext {
         self.sandbox.as_deref()
     }
 
-    /// Sets the per-session store (shared by all calls of one agent).
-    pub fn with_session_store(mut self, store: Arc<SessionStore>) -> Self {
+    /// Sets the per-session values (shared by all calls of one agent).
+    pub fn with_session_values(mut self, store: Arc<SessionValues>) -> Self {
         self.session = store;
         self
     }
 
-    /// The session's value of type `T`, kept between calls: see [`SessionStore`].
+    /// The session's value of type `T`, kept between calls: see [`SessionValues`].
     pub fn session<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
         self.session.get::<T>()
     }

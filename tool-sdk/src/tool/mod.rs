@@ -234,7 +234,7 @@ mod context;
 mod output;
 
 pub use context::{
-    AgentId, FileRead, FileStateTracker, SessionStore, State, StateMap, StateRequirement,
+    AgentId, FileRead, FileStateTracker, SessionValues, State, StateMap, StateRequirement,
     SubagentReport, SubagentRequest, SubagentRunner, ToolContext, ToolUpdate, ToolUpdateKind,
 };
 pub use output::{ContentBlock, ToolError, ToolErrorKind, ToolOutput};
