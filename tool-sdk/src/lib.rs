@@ -32,6 +32,7 @@
 //! - [`pipeline`] is the road every call takes (validation, permission, timeout, caps), for
 //!   the agent, the registry's call API and the MCP server alike; `ARCHITECTURE.md` maps it.
 //! - [`agent`] runs the model's tool_use -> tool_result loop.
+//! - [`session`] keeps conversations durably, to resume them after a crash or fork them.
 //! - [`validate`] checks every input against the tool's schema and reports all problems at
 //!   once, the way the model can fix them.
 
@@ -49,6 +50,7 @@ mod process;
 mod registry;
 mod sandbox;
 pub mod schema;
+pub mod session;
 mod tool;
 pub mod validate;
 

@@ -204,7 +204,7 @@ pub struct ToolContext {
 
 /// Per-session values tools keep between calls (the Bash tool's working directory, the todo
 /// list), one of each type, created on first use. Each agent has its own set. They live in
-/// memory only, unlike the conversation a session store keeps.
+/// memory only; the durable record of a conversation is [`crate::session::SessionStore`].
 #[derive(Default)]
 pub struct SessionValues {
     values: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,

@@ -1,0 +1,332 @@
+//! Durable sessions: a conversation written down as it happens, so that a run killed at any
+//! point can be resumed with nothing lost, and forked.
+//!
+//! A [`SessionStore`] keeps sessions ([`SessionInfo`]) and, for each, the [`Record`]s of what
+//! happened, in order: user messages, complete model turns, each tool call's start and its
+//! result, permission questions and answers, token usage. The agent appends them as they
+//! happen ([`crate::agent::AgentConfig::with_session_store`]); [`crate::agent::Agent::resume`]
+//! turns them back into a conversation ([`restore`]) and answers the calls a crash left open.
+//!
+//! [`SqliteStore`] is the store in the default build: one file, SQLite compiled in.
+//!
+//! ```
+//! use tool_sdk::session::{NewSession, Record, SessionStore, SqliteStore};
+//! use tool_sdk::model::Message;
+//!
+//! # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = SqliteStore::open(dir.path().join("sessions.db")).unwrap();
+//! let session = store.create(NewSession::new("/work")).await.unwrap();
+//! store.append(&session.id, &Record::UserMessage(Message::user("Hello"))).await.unwrap();
+//! assert_eq!(store.load(&session.id).await.unwrap().len(), 1);
+//! assert_eq!(store.get(&session.id).await.unwrap().title, "Hello");
+//! # });
+//! ```
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::BoxFuture;
+use crate::model::{Message, MessageContent, Usage};
+
+mod recover;
+mod sqlite;
+
+pub use recover::{NEVER_STARTED_MESSAGE, Restored, STOPPED_MESSAGE, records_for, restore};
+pub use sqlite::SqliteStore;
+
+/// Where a session stores what happens in it. Object safe: agents hold an
+/// `Arc<dyn SessionStore>`, so one store can serve many agents.
+///
+/// Every method either succeeds or says why in a [`SessionError`]; a store never drops a
+/// record silently, and the agent turns a failed append into a run error.
+pub trait SessionStore: Send + Sync {
+    /// Starts a session and returns it with its new id.
+    fn create(&self, new: NewSession) -> BoxFuture<'_, Result<SessionInfo, SessionError>>;
+
+    /// Appends one record to the session `id`, after all earlier ones. When it returns `Ok`,
+    /// the record is stored as durably as the store documents. The first
+    /// [`Record::UserMessage`] of a session with no title gives it its title.
+    fn append<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a Record,
+    ) -> BoxFuture<'a, Result<(), SessionError>>;
+
+    /// Every record of the session `id`, in the order appended.
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Record>, SessionError>>;
+
+    /// What is known about the session `id`.
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionInfo, SessionError>>;
+
+    /// Every session, the most recently updated first.
+    fn list(&self) -> BoxFuture<'_, Result<Vec<SessionInfo>, SessionError>>;
+}
+
+impl<T: SessionStore + ?Sized> SessionStore for Arc<T> {
+    fn create(&self, new: NewSession) -> BoxFuture<'_, Result<SessionInfo, SessionError>> {
+        (**self).create(new)
+    }
+
+    fn append<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a Record,
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        (**self).append(id, record)
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Record>, SessionError>> {
+        (**self).load(id)
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionInfo, SessionError>> {
+        (**self).get(id)
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<SessionInfo>, SessionError>> {
+        (**self).list()
+    }
+}
+
+/// What a new session starts with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NewSession {
+    /// Its title; empty means "the first prompt, when it comes".
+    pub title: String,
+    /// The directory its tools work in.
+    pub working_dir: PathBuf,
+    /// The session and point it was forked from, if it was.
+    pub parent: Option<ForkPoint>,
+}
+
+impl NewSession {
+    /// A session working in `working_dir`, titled by its first prompt.
+    pub fn new(working_dir: impl Into<PathBuf>) -> Self {
+        NewSession {
+            title: String::new(),
+            working_dir: working_dir.into(),
+            parent: None,
+        }
+    }
+
+    /// Sets the title.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = title.into();
+        self
+    }
+
+    /// Marks it as a fork of another session.
+    pub fn with_parent(mut self, parent: ForkPoint) -> Self {
+        self.parent = Some(parent);
+        self
+    }
+}
+
+/// A stored session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionInfo {
+    /// Its id, chosen by the store.
+    pub id: String,
+    /// Its first prompt (cut to [`TITLE_CHARS`] characters), or the title it was created with.
+    pub title: String,
+    /// The directory its tools work in.
+    pub working_dir: PathBuf,
+    /// When it was created.
+    pub created_at: SystemTime,
+    /// When a record was last appended (or when it was created).
+    pub updated_at: SystemTime,
+    /// The session and point it was forked from, if it was.
+    pub parent: Option<ForkPoint>,
+}
+
+/// Where a fork branched off: the first `at` messages of `session`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkPoint {
+    /// The session forked.
+    pub session: String,
+    /// How many of its messages the fork kept.
+    pub at: usize,
+}
+
+/// The longest title taken from a first prompt, in characters.
+pub const TITLE_CHARS: usize = 120;
+
+/// One thing that happened in a session, appended when it happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Record {
+    /// A user message: a prompt (text, images). Appended before the model is asked. When the
+    /// conversation already ends with a user message (tool results, or a prompt whose answer
+    /// never came), its blocks join that message instead: providers refuse two user messages
+    /// in a row.
+    UserMessage {
+        /// The message.
+        message: Message,
+    },
+    /// A whole assistant turn, appended once it has fully arrived: a turn cut mid-stream is
+    /// never stored, so a resumed session asks for it again.
+    ModelTurn {
+        /// The assistant message, tool calls included.
+        message: Message,
+    },
+    /// A tool call is about to run (its permission granted). Appended before the tool starts,
+    /// so that after a crash a call that may have partly happened is told from one that never
+    /// ran.
+    ToolStarted {
+        /// The tool_use id.
+        id: String,
+        /// The tool.
+        name: String,
+    },
+    /// A tool call's result, appended as soon as the call ends and before the next model
+    /// request.
+    ToolResult {
+        /// The `tool_result` block, whole.
+        block: MessageContent,
+    },
+    /// The user was asked for permission to run a call.
+    PermissionAsked {
+        /// The tool_use id.
+        id: String,
+        /// The tool.
+        tool: String,
+        /// The question's title, as shown to the user.
+        title: String,
+    },
+    /// The user's answer to a permission question.
+    PermissionAnswered {
+        /// The tool_use id.
+        id: String,
+        /// Whether the call may run.
+        allowed: bool,
+        /// Whether similar calls may run for the rest of the session.
+        always: bool,
+        /// The message sent to the model when the call was refused.
+        message: Option<String>,
+    },
+    /// Tokens used by one model turn.
+    Usage {
+        /// The turn's usage.
+        usage: Usage,
+    },
+}
+
+impl Record {
+    /// A user message record.
+    pub fn user(message: Message) -> Self {
+        Record::UserMessage { message }
+    }
+
+    /// A model turn record.
+    pub fn model_turn(message: Message) -> Self {
+        Record::ModelTurn { message }
+    }
+
+    /// The record's kind, as stored: `user_message`, `model_turn`, `tool_started`...
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Record::UserMessage { .. } => "user_message",
+            Record::ModelTurn { .. } => "model_turn",
+            Record::ToolStarted { .. } => "tool_started",
+            Record::ToolResult { .. } => "tool_result",
+            Record::PermissionAsked { .. } => "permission_asked",
+            Record::PermissionAnswered { .. } => "permission_answered",
+            Record::Usage { .. } => "usage",
+        }
+    }
+}
+
+/// Why a session store could not do what was asked.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// No session has this id. Nothing was changed.
+    #[error("no session `{id}` in this store (`SessionStore::list` shows the sessions it has)")]
+    UnknownSession {
+        /// The id asked for.
+        id: String,
+    },
+    /// The file is not a session database, or it is damaged.
+    #[error(
+        "{} is not a session database, or it is damaged ({detail}); \
+         move it away to start afresh",
+        path.display()
+    )]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What SQLite said.
+        detail: String,
+    },
+    /// The file was written by a newer tool-sdk, with a schema this one does not know.
+    #[error(
+        "{} holds sessions in schema version {found}, newer than this tool-sdk understands \
+         (up to {supported}); upgrade tool-sdk to open it",
+        path.display()
+    )]
+    NewerSchema {
+        /// The file.
+        path: PathBuf,
+        /// Its schema version.
+        found: i64,
+        /// The newest this build knows.
+        supported: i64,
+    },
+    /// The store could not be opened.
+    #[error("cannot open the session store {}: {detail}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        detail: String,
+    },
+    /// A stored record could not be read back.
+    #[error("record {seq} of session `{id}` cannot be read: {detail}")]
+    BadRecord {
+        /// The session.
+        id: String,
+        /// The record's position in the session.
+        seq: i64,
+        /// Why.
+        detail: String,
+    },
+    /// A fork point past the end of the session.
+    #[error("cannot fork session `{id}` at message {at}: it has only {len} messages")]
+    ForkPoint {
+        /// The session.
+        id: String,
+        /// The fork point asked for.
+        at: usize,
+        /// How many messages the session has.
+        len: usize,
+    },
+    /// A `[session] store = "..."` that names no store this build has.
+    #[error("unknown session store `{0}`: use `sqlite:PATH` (PostgreSQL is not supported yet)")]
+    UnknownStore(String),
+    /// Reading or writing failed.
+    #[error("the session store failed: {0}")]
+    Storage(String),
+}
+
+/// The title a first prompt gives a session: its first line, cut to [`TITLE_CHARS`].
+pub(crate) fn title_of(message: &Message) -> String {
+    let text = message.text();
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    line.trim().chars().take(TITLE_CHARS).collect()
+}
+
+/// Opens the store a config file names: `sqlite:PATH` (a relative path is taken from the
+/// current directory).
+pub fn open_store(spec: &str) -> Result<Arc<dyn SessionStore>, SessionError> {
+    match spec.split_once(':') {
+        Some(("sqlite", path)) if !path.is_empty() => Ok(Arc::new(SqliteStore::open(path)?)),
+        _ => Err(SessionError::UnknownStore(spec.to_owned())),
+    }
+}

@@ -1,0 +1,300 @@
+//! From records back to a conversation, answering every call a crash left open.
+//!
+//! The rules, which make a resumed history valid for every provider and the same on every
+//! resume:
+//! - every `tool_use` gets exactly one `tool_result`, in the order of the calls: the stored
+//!   one if there is one (the first, should a call have two), else a sealing error;
+//! - a call with a [`Record::ToolStarted`] and no result may have partly happened:
+//!   [`STOPPED_MESSAGE`]; a call never started did not run at all: [`NEVER_STARTED_MESSAGE`];
+//! - nothing is ever run again: recovery only writes results;
+//! - a user message after a user message joins it (providers refuse two in a row).
+
+use std::collections::{HashMap, HashSet};
+
+use super::Record;
+use crate::ContentBlock;
+use crate::model::{Message, MessageContent, Role, ToolUse};
+
+/// The result of a call that had started when the process stopped.
+pub const STOPPED_MESSAGE: &str =
+    "the process stopped while this call ran; it may have partly happened";
+
+/// The result of a call that had not started when the process stopped.
+pub const NEVER_STARTED_MESSAGE: &str = "this call did not run: the process stopped before it \
+                                         started. Call the tool again if it is still needed.";
+
+/// A conversation rebuilt from records.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Restored {
+    /// The messages, ready to send to a model.
+    pub messages: Vec<Message>,
+    /// The `tool_result` records made for calls left open at the end of the records. Append
+    /// them to the session so that the next restore finds them stored.
+    pub seals: Vec<Record>,
+}
+
+/// Rebuilds the conversation from a session's records; see the module docs for the rules.
+pub fn restore(records: &[Record]) -> Restored {
+    let mut messages = Vec::new();
+    let mut open: Option<OpenTurn> = None;
+    for record in records {
+        match record {
+            Record::UserMessage { message } => {
+                close(&mut messages, open.take());
+                push_user_message(&mut messages, message.clone());
+            }
+            Record::ModelTurn { message } => {
+                close(&mut messages, open.take());
+                let calls: Vec<ToolUse> = message.tool_uses().cloned().collect();
+                messages.push(message.clone());
+                if !calls.is_empty() {
+                    open = Some(OpenTurn {
+                        calls,
+                        started: HashSet::new(),
+                        results: HashMap::new(),
+                    });
+                }
+            }
+            Record::ToolStarted { id, .. } => {
+                if let Some(turn) = &mut open {
+                    turn.started.insert(id.clone());
+                }
+            }
+            Record::ToolResult { block } => {
+                if let (Some(turn), MessageContent::ToolResult { tool_use_id, .. }) =
+                    (&mut open, block)
+                    && turn.calls.iter().any(|call| &call.id == tool_use_id)
+                {
+                    turn.results
+                        .entry(tool_use_id.clone())
+                        .or_insert_with(|| block.clone());
+                } else {
+                    tracing::warn!("a stored tool result answers no open call; it is skipped");
+                }
+            }
+            Record::PermissionAsked { .. }
+            | Record::PermissionAnswered { .. }
+            | Record::Usage { .. } => {}
+        }
+    }
+    let seals = close(&mut messages, open.take())
+        .into_iter()
+        .map(|block| Record::ToolResult { block })
+        .collect();
+    Restored { messages, seals }
+}
+
+/// The records that rebuild `messages` (well formed: each assistant turn's calls answered by
+/// the next user message), for a fork.
+pub fn records_for(messages: &[Message]) -> Vec<Record> {
+    let mut records = Vec::new();
+    for message in messages {
+        match message.role {
+            Role::Assistant => records.push(Record::model_turn(message.clone())),
+            Role::User => {
+                let (results, rest): (Vec<_>, Vec<_>) = message
+                    .content
+                    .iter()
+                    .cloned()
+                    .partition(|block| matches!(block, MessageContent::ToolResult { .. }));
+                records.extend(
+                    results
+                        .into_iter()
+                        .map(|block| Record::ToolResult { block }),
+                );
+                if !rest.is_empty() {
+                    records.push(Record::user(Message {
+                        role: Role::User,
+                        content: rest,
+                    }));
+                }
+            }
+        }
+    }
+    records
+}
+
+/// Adds a user message, joining it to a user message the conversation ends with.
+pub(crate) fn push_user_message(messages: &mut Vec<Message>, message: Message) {
+    match messages.last_mut() {
+        Some(last) if last.role == Role::User => last.content.extend(message.content),
+        _ => messages.push(message),
+    }
+}
+
+/// The calls of the last model turn, and what is known of them so far.
+struct OpenTurn {
+    calls: Vec<ToolUse>,
+    started: HashSet<String>,
+    results: HashMap<String, MessageContent>,
+}
+
+/// Answers every call of `turn`, in call order, with its stored result or a seal; returns the
+/// seals.
+fn close(messages: &mut Vec<Message>, turn: Option<OpenTurn>) -> Vec<MessageContent> {
+    let Some(mut turn) = turn else {
+        return Vec::new();
+    };
+    let mut content = Vec::with_capacity(turn.calls.len());
+    let mut seals = Vec::new();
+    for call in &turn.calls {
+        match turn.results.remove(&call.id) {
+            Some(block) => content.push(block),
+            None => {
+                let message = match turn.started.contains(&call.id) {
+                    true => STOPPED_MESSAGE,
+                    false => NEVER_STARTED_MESSAGE,
+                };
+                let seal = MessageContent::ToolResult {
+                    tool_use_id: call.id.clone(),
+                    content: vec![ContentBlock::text(message)],
+                    is_error: true,
+                };
+                seals.push(seal.clone());
+                content.push(seal);
+            }
+        }
+    }
+    messages.push(Message {
+        role: Role::User,
+        content,
+    });
+    seals
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn call(id: &str) -> ToolUse {
+        ToolUse {
+            id: id.into(),
+            name: "write".into(),
+            input: json!({}),
+            malformed: None,
+        }
+    }
+
+    fn turn(ids: &[&str]) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: ids
+                .iter()
+                .map(|id| MessageContent::ToolUse(call(id)))
+                .collect(),
+        }
+    }
+
+    fn result(id: &str, text: &str, is_error: bool) -> MessageContent {
+        MessageContent::ToolResult {
+            tool_use_id: id.into(),
+            content: vec![ContentBlock::text(text)],
+            is_error,
+        }
+    }
+
+    #[test]
+    fn open_calls_are_sealed_by_whether_they_started() {
+        let records = vec![
+            Record::user(Message::user("go")),
+            Record::model_turn(turn(&["a", "b", "c"])),
+            Record::ToolStarted {
+                id: "a".into(),
+                name: "write".into(),
+            },
+            Record::ToolStarted {
+                id: "b".into(),
+                name: "write".into(),
+            },
+            // Results arrive in completion order; the message keeps call order.
+            Record::ToolResult {
+                block: result("b", "done", false),
+            },
+        ];
+        let restored = restore(&records);
+        assert_eq!(restored.messages.len(), 3);
+        assert_eq!(
+            restored.messages[2].content,
+            vec![
+                result("a", STOPPED_MESSAGE, true),
+                result("b", "done", false),
+                result("c", NEVER_STARTED_MESSAGE, true),
+            ]
+        );
+        assert_eq!(restored.seals.len(), 2);
+
+        // With the seals stored, a second restore sees the same history and seals nothing.
+        let mut again = records.clone();
+        again.extend(restored.seals.clone());
+        let second = restore(&again);
+        assert_eq!(second.messages, restored.messages);
+        assert!(second.seals.is_empty());
+    }
+
+    #[test]
+    fn a_stored_result_is_kept_once_and_strays_are_skipped() {
+        let records = vec![
+            Record::user(Message::user("go")),
+            Record::model_turn(turn(&["a"])),
+            Record::ToolResult {
+                block: result("a", "first", false),
+            },
+            Record::ToolResult {
+                block: result("a", "second", false),
+            },
+            Record::ToolResult {
+                block: result("zzz", "stray", false),
+            },
+        ];
+        let restored = restore(&records);
+        assert_eq!(
+            restored.messages[2].content,
+            vec![result("a", "first", false)]
+        );
+        assert!(restored.seals.is_empty());
+    }
+
+    #[test]
+    fn a_prompt_after_tool_results_joins_their_message() {
+        let records = vec![
+            Record::user(Message::user("go")),
+            Record::model_turn(turn(&["a"])),
+            Record::user(Message::user("and then?")),
+        ];
+        let restored = restore(&records);
+        assert_eq!(restored.messages.len(), 3);
+        assert_eq!(
+            restored.messages[2].content,
+            vec![
+                result("a", NEVER_STARTED_MESSAGE, true),
+                MessageContent::Text {
+                    text: "and then?".into()
+                }
+            ]
+        );
+        // A mid-history seal is not a tail seal: nothing to append.
+        assert!(restored.seals.is_empty());
+    }
+
+    #[test]
+    fn records_for_round_trips_a_conversation() {
+        let mut messages = vec![Message::user("go"), turn(&["a", "b"])];
+        messages.push(Message {
+            role: Role::User,
+            content: vec![
+                result("a", "one", false),
+                result("b", "two", true),
+                MessageContent::Text {
+                    text: "more".into(),
+                },
+            ],
+        });
+        messages.push(Message::assistant("done"));
+        let restored = restore(&records_for(&messages));
+        assert_eq!(restored.messages, messages);
+        assert!(restored.seals.is_empty());
+    }
+}
