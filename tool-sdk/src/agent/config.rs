@@ -14,6 +14,7 @@ use crate::model::{
 use crate::permission::{
     PermissionHandler, PermissionMode, PermissionRules, PostToolUse, PreToolUse, Rule,
 };
+use crate::session::{SessionStore, open_store};
 use crate::{StateMap, ToolRegistry};
 
 /// How an agent is built. Load it from a file with [`AgentConfig::from_file`] or build it in
@@ -86,6 +87,9 @@ pub struct AgentConfig {
         skip_serializing_if = "BTreeMap::is_empty"
     )]
     pub mcp_servers: BTreeMap<String, crate::mcp::McpServerConfig>,
+    /// Where the conversation is kept durably (`[session] store = "sqlite:PATH"` in a file).
+    #[serde(skip_serializing_if = "SessionSettings::is_empty")]
+    pub session: SessionSettings,
     /// Retries of failed model requests.
     #[serde(skip)]
     pub retry: Option<RetryPolicy>,
@@ -100,10 +104,28 @@ pub struct AgentConfig {
     #[serde(skip)]
     pub(crate) post_hooks: Vec<Arc<dyn PostToolUse>>,
     #[serde(skip)]
+    pub(crate) session_store: Option<Arc<dyn SessionStore>>,
+    #[serde(skip)]
     pub(crate) permission_handler: Option<Arc<dyn PermissionHandler>>,
     /// Mistakes found by builder methods, reported by `Agent::create`.
     #[serde(skip)]
     pub(crate) problems: Vec<String>,
+}
+
+/// The `[session]` table of a config file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionSettings {
+    /// The store: `sqlite:PATH` (a relative path is taken from the current directory). `None`
+    /// keeps the conversation in memory only. A store set with
+    /// [`AgentConfig::with_session_store`] takes precedence.
+    pub store: Option<String>,
+}
+
+impl SessionSettings {
+    fn is_empty(&self) -> bool {
+        self.store.is_none()
+    }
 }
 
 /// A kind of sub-agent the Task tool can start.
@@ -181,12 +203,14 @@ impl Default for AgentConfig {
             subagents: BTreeMap::new(),
             #[cfg(feature = "mcp")]
             mcp_servers: BTreeMap::new(),
+            session: SessionSettings::default(),
             retry: None,
             model_instance: None,
             registry: None,
             state: StateMap::new(),
             pre_hooks: Vec::new(),
             post_hooks: Vec::new(),
+            session_store: None,
             permission_handler: None,
             problems: Vec::new(),
         }
@@ -410,6 +434,28 @@ impl AgentConfig {
                 self.problems.push(format!("MCP servers: {error}"));
                 self
             }
+        }
+    }
+
+    /// Keeps the conversation in `store` as it happens, so that it can be resumed after a
+    /// crash ([`Agent::resume`](super::Agent::resume)) or forked
+    /// ([`Agent::fork`](super::Agent::fork)). Takes a store or an `Arc` of one, such as an
+    /// `Arc<dyn SessionStore>` shared by many agents.
+    pub fn with_session_store(mut self, store: impl SessionStore + 'static) -> Self {
+        self.session_store = Some(Arc::new(store));
+        self
+    }
+
+    /// The store set in code, else the one the config file names, else none.
+    pub(crate) fn resolve_session_store(
+        &self,
+    ) -> Result<Option<Arc<dyn SessionStore>>, AgentError> {
+        if let Some(store) = &self.session_store {
+            return Ok(Some(store.clone()));
+        }
+        match &self.session.store {
+            Some(spec) => Ok(Some(open_store(spec)?)),
+            None => Ok(None),
         }
     }
 

@@ -2,7 +2,7 @@
 //! consecutive read-only calls together, results in tool_use order, exactly one result per
 //! call whatever happens. This file only batches calls and turns outcomes into events.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use serde_json::Value;
@@ -17,12 +17,15 @@ use crate::permission::{
     PermissionAnswer, PermissionHandler, PermissionQuestion, not_allowed_message,
 };
 use crate::pipeline::{CallOutcome, RawInput, contain, run_call};
+use crate::session::{Record, SessionError};
 use crate::tool::{BoxFuture, ResultDisplay, ToolOutput};
 
-/// One call's result block, and its error line for the run result.
+/// One call's result block, its error line for the run result, and why the session store
+/// could not take its records (which ends the run).
 pub(crate) struct Outcome {
     pub(crate) block: MessageContent,
     pub(crate) error: Option<String>,
+    pub(crate) store_error: Option<SessionError>,
 }
 
 pub(crate) async fn execute(
@@ -92,6 +95,31 @@ async fn run_one(
         title,
     });
 
+    // Stored before the call can do anything, so that after a crash a call that may have
+    // partly happened is told from one that never ran. A call whose start cannot be stored
+    // does not run.
+    let started = Record::ToolStarted {
+        id: call.id.clone(),
+        name: call.name.clone(),
+    };
+    if let Err(error) = agent.record(&started).await {
+        let output = ToolOutput::error(format!(
+            "this call did not run: the session could not be stored ({error})"
+        ));
+        emit(AgentEvent::ToolFailed {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            duration: std::time::Duration::ZERO,
+            kind: crate::ToolErrorKind::ExecutionFailed,
+            output: output.clone(),
+        });
+        return Outcome {
+            block: result_block(&call.id, &output),
+            error: Some(format!("{}: {error}", call.name)),
+            store_error: Some(error),
+        };
+    }
+
     let ctx = agent.tool_context(&call.id, emit, cancel);
     let input = match &call.malformed {
         Some(raw) => RawInput::Malformed(raw),
@@ -101,9 +129,14 @@ async fn run_one(
         call_id: &call.id,
         emit,
     };
-    let ask: &dyn PermissionHandler = match &agent.config.permission_handler {
-        Some(handler) => handler.as_ref(),
-        None => &asker,
+    let ask = RecordingAsker {
+        agent,
+        call_id: &call.id,
+        asker: match &agent.config.permission_handler {
+            Some(handler) => handler.as_ref(),
+            None => &asker,
+        },
+        failure: Mutex::new(None),
     };
     let CallOutcome {
         output,
@@ -117,12 +150,23 @@ async fn run_one(
         input,
         &ctx,
         &agent.policy,
-        Some(ask),
+        Some(&ask),
     )
     .instrument(span)
     .await;
 
     let block = result_block(&call.id, &output);
+    // Stored as soon as the call ends: before the next model request, and before the other
+    // calls of the turn end.
+    let store_error = match ask.failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(error) => Some(error),
+        None => agent
+            .record(&Record::ToolResult {
+                block: block.clone(),
+            })
+            .await
+            .err(),
+    };
     match error {
         None => {
             let display = tool
@@ -143,7 +187,11 @@ async fn run_one(
                 output,
                 display,
             });
-            Outcome { block, error }
+            Outcome {
+                block,
+                error,
+                store_error,
+            }
         }
         Some(error) => {
             emit(AgentEvent::ToolFailed {
@@ -156,6 +204,7 @@ async fn run_one(
             Outcome {
                 block,
                 error: Some(format!("{}: {error}", call.name)),
+                store_error,
             }
         }
     }
@@ -180,6 +229,57 @@ impl PermissionHandler for EventAsker<'_> {
             answered
                 .await
                 .unwrap_or_else(|_| PermissionAnswer::Deny(not_allowed_message(question)))
+        })
+    }
+}
+
+/// Stores each permission question and its answer around the app's handler. A question that
+/// cannot be stored is refused (the call does not run) and the failure ends the run.
+struct RecordingAsker<'a> {
+    agent: &'a AgentInner,
+    call_id: &'a str,
+    asker: &'a dyn PermissionHandler,
+    failure: Mutex<Option<SessionError>>,
+}
+
+impl RecordingAsker<'_> {
+    fn refuse(&self, error: SessionError) -> PermissionAnswer {
+        let answer = PermissionAnswer::Deny(format!(
+            "this call did not run: the session could not be stored ({error})"
+        ));
+        let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        failure.get_or_insert(error);
+        answer
+    }
+}
+
+impl PermissionHandler for RecordingAsker<'_> {
+    fn ask<'a>(&'a self, question: &'a PermissionQuestion) -> BoxFuture<'a, PermissionAnswer> {
+        Box::pin(async move {
+            let asked = Record::PermissionAsked {
+                id: self.call_id.to_owned(),
+                tool: question.tool.clone(),
+                title: question.prompt.title.clone(),
+            };
+            if let Err(error) = self.agent.record(&asked).await {
+                return self.refuse(error);
+            }
+            let answer = self.asker.ask(question).await;
+            let (allowed, always, message) = match &answer {
+                PermissionAnswer::Allow => (true, false, None),
+                PermissionAnswer::AllowAlways => (true, true, None),
+                PermissionAnswer::Deny(message) => (false, false, Some(message.clone())),
+            };
+            let answered = Record::PermissionAnswered {
+                id: self.call_id.to_owned(),
+                allowed,
+                always,
+                message,
+            };
+            match self.agent.record(&answered).await {
+                Ok(()) => answer,
+                Err(error) => self.refuse(error),
+            }
         })
     }
 }

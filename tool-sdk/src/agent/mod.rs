@@ -47,6 +47,10 @@ use crate::model::{
 use crate::permission::{ModeState, PermissionGate, PermissionMode, Rule, Sandbox};
 use crate::pipeline::CallPolicy;
 use crate::registry::near_matches;
+use crate::session::{
+    ForkPoint, NewSession, Record, SessionError, SessionStore, push_user_message, records_for,
+    restore,
+};
 use crate::validate::ValidationOptions;
 use crate::{
     AgentId, FileStateTracker, RegistryError, SessionValues, StateMap, Tool, ToolContext,
@@ -60,7 +64,7 @@ mod executor;
 mod mcp;
 mod subagent;
 
-pub use config::{AgentConfig, ModelSpec, ProviderKind, SubagentConfig};
+pub use config::{AgentConfig, ModelSpec, ProviderKind, SessionSettings, SubagentConfig};
 pub use events::{AgentEvent, PermissionRequest};
 
 /// Why an agent could not be built, or a run failed.
@@ -93,6 +97,9 @@ pub enum AgentError {
     /// The run was cancelled.
     #[error("the run was cancelled")]
     Cancelled,
+    /// The session store failed: the run stopped rather than lose what it could not store.
+    #[error(transparent)]
+    Session(#[from] crate::session::SessionError),
     /// An MCP server could not be started, reached or listed.
     #[cfg(feature = "mcp")]
     #[error(transparent)]
@@ -155,6 +162,9 @@ pub(crate) struct AgentInner {
     pub(crate) session: Arc<SessionValues>,
     pub(crate) sandbox: Arc<Sandbox>,
     pub(crate) session_id: Arc<str>,
+    /// Where the run's records go; `None` keeps the conversation in memory only (and for
+    /// sub-agents, whose work reaches the parent's session as the Task call's result).
+    pub(crate) store: Option<Arc<dyn SessionStore>>,
     pub(crate) agent_id: AgentId,
     pub(crate) working_dir: PathBuf,
     pub(crate) messages: tokio::sync::Mutex<Vec<Message>>,
@@ -168,25 +178,99 @@ impl Agent {
     /// globs; an unknown name is an error that lists the near matches), checks that the app
     /// state every tool needs is there, compiles the validators.
     pub async fn create(config: AgentConfig) -> Result<Agent, AgentError> {
-        let model = config.resolve_model()?;
-        let source = match &config.registry {
-            Some(registry) => registry.clone(),
-            None => Arc::new(ToolRegistry::from_inventory_with(ValidationOptions {
-                coerce: config.coerce_inputs,
-            })?),
-        };
-        let tools = resolve_tools(&source, config.tools.as_deref())?;
-        #[allow(unused_mut)]
-        let mut inner = AgentInner::new(model, &source, tools, config, AgentId::Main)?;
-        #[cfg(feature = "mcp")]
-        {
-            let mcp = mcp::AgentMcp::new(&inner);
-            mcp.connect_configured(&inner.config).await?;
-            inner.mcp = Some(Arc::new(mcp));
+        let store = config.resolve_session_store()?;
+        let mut inner = AgentInner::build(config).await?;
+        if let Some(store) = store {
+            let session = store.create(NewSession::new(&inner.working_dir)).await?;
+            inner.session_id = Arc::from(session.id);
+            inner.store = Some(store);
         }
         Ok(Agent {
             inner: Arc::new(inner),
         })
+    }
+
+    /// Opens the stored session `id` again, with its history as it was stored: the run goes on
+    /// with [`prompt`](Agent::prompt) or [`run`](Agent::run), or [`continue_run`] when the
+    /// last message is the user's. `config` must name the store
+    /// ([`AgentConfig::with_session_store`] or `[session] store`); its working directory, if
+    /// unset, is the session's.
+    ///
+    /// After a crash, every tool call left open gets its one result, and those results are
+    /// stored so the next resume sees the same history: a call that had started is answered
+    /// as an error saying it may have partly happened
+    /// ([`STOPPED_MESSAGE`](crate::session::STOPPED_MESSAGE)), one that had not, as an error
+    /// saying it did not run. No call is ever run again by a resume. A model turn the crash
+    /// cut off was never stored: [`continue_run`] asks for it again.
+    ///
+    /// [`continue_run`]: Agent::continue_run
+    pub async fn resume(config: AgentConfig, id: &str) -> Result<Agent, AgentError> {
+        let store = required_store(&config, "resume")?;
+        Self::open_stored(config, store, id).await
+    }
+
+    /// Starts a new session with the first `at` messages of the session `id` (`at` is how many
+    /// messages are kept, `0..=len`), then goes on independently of it: what either does
+    /// next is not seen by the other. If the kept history ends with tool calls, they are
+    /// answered as calls that did not run. The fork's [`session_id`](Agent::session_id) is
+    /// new; [`SessionInfo::parent`](crate::session::SessionInfo::parent) names where it came
+    /// from.
+    pub async fn fork(config: AgentConfig, id: &str, at: usize) -> Result<Agent, AgentError> {
+        let store = required_store(&config, "fork")?;
+        let source = store.get(id).await?;
+        let messages = restore(&store.load(id).await?).messages;
+        if at > messages.len() {
+            return Err(SessionError::ForkPoint {
+                id: id.to_owned(),
+                at,
+                len: messages.len(),
+            }
+            .into());
+        }
+        let fork = store
+            .create(
+                NewSession::new(source.working_dir)
+                    .with_title(source.title)
+                    .with_parent(ForkPoint {
+                        session: id.to_owned(),
+                        at,
+                    }),
+            )
+            .await?;
+        for record in records_for(&messages[..at]) {
+            store.append(&fork.id, &record).await?;
+        }
+        Self::open_stored(config, store, &fork.id).await
+    }
+
+    /// Loads, seals and attaches the stored session `id`.
+    async fn open_stored(
+        mut config: AgentConfig,
+        store: Arc<dyn SessionStore>,
+        id: &str,
+    ) -> Result<Agent, AgentError> {
+        let session = store.get(id).await?;
+        let restored = restore(&store.load(id).await?);
+        // Stored before anything else runs, so the next resume finds the same results.
+        for seal in &restored.seals {
+            store.append(id, seal).await?;
+        }
+        if config.working_dir.is_none() {
+            config.working_dir = Some(session.working_dir);
+        }
+        let mut inner = AgentInner::build(config).await?;
+        inner.session_id = Arc::from(session.id);
+        inner.store = Some(store);
+        inner.messages = tokio::sync::Mutex::new(restored.messages);
+        Ok(Agent {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The session's id: the stored session's when the agent has a session store (give it to
+    /// [`Agent::resume`]), else one made up for this agent.
+    pub fn session_id(&self) -> &str {
+        &self.inner.session_id
     }
 
     /// The names of the tools the model can see, in the order offered.
@@ -237,7 +321,7 @@ impl Agent {
     ) -> AgentRun {
         let (sender, receiver) = mpsc::unbounded_channel();
         let inner = self.inner.clone();
-        let prompt = prompt.into();
+        let prompt = Some(prompt.into());
         let run_cancel = cancel.clone();
         let span = tracing::info_span!("agent.run", session = %inner.session_id);
         tokio::spawn(
@@ -263,6 +347,18 @@ impl Agent {
     /// Runs to the end and returns the result. Calls that need the user's permission are
     /// refused (use [`run`](Self::run) to answer them). Fails if the run failed.
     pub async fn prompt(&self, prompt: impl Into<String>) -> Result<RunResult, AgentError> {
+        self.prompt_with(Some(prompt.into())).await
+    }
+
+    /// Asks the model to answer the conversation as it stands, with no new prompt: after a
+    /// [`resume`](Agent::resume) whose history ends with the user's message or tool results
+    /// (a model turn the crash cut off, sealed calls), this gets the answer that never came.
+    /// Fails if the last message is the model's: there is nothing to answer.
+    pub async fn continue_run(&self) -> Result<RunResult, AgentError> {
+        self.prompt_with(None).await
+    }
+
+    async fn prompt_with(&self, prompt: Option<String>) -> Result<RunResult, AgentError> {
         // As `run(..).result()`, without the event channel: nobody reads the events, so they
         // are dropped where they are made instead of waking this task once each. The run still
         // goes on in a task of its own, cancelled (and so left consistent) if this future is
@@ -270,7 +366,6 @@ impl Agent {
         let cancel = CancellationToken::new();
         let _stop_when_dropped = cancel.clone().drop_guard();
         let inner = self.inner.clone();
-        let prompt = prompt.into();
         let span = tracing::info_span!("agent.run", session = %inner.session_id);
         let emit: Emit = Arc::new(|event| {
             if let AgentEvent::PermissionRequested(request) = event {
@@ -289,6 +384,16 @@ impl Agent {
             None => Ok(result),
         }
     }
+}
+
+/// The store `config` names, which resuming and forking need.
+fn required_store(config: &AgentConfig, what: &str) -> Result<Arc<dyn SessionStore>, AgentError> {
+    config.resolve_session_store()?.ok_or_else(|| {
+        AgentError::Config(format!(
+            "cannot {what} a session without a session store: set one with \
+             `AgentConfig::with_session_store(...)` or `[session] store = \"sqlite:PATH\"`"
+        ))
+    })
 }
 
 /// A run in progress: a stream of [`AgentEvent`]s ending with [`AgentEvent::Finished`].
@@ -406,6 +511,35 @@ fn resolve_tools(
 }
 
 impl AgentInner {
+    /// Everything [`Agent::create`] does before the session: model, tools, MCP servers.
+    async fn build(config: AgentConfig) -> Result<AgentInner, AgentError> {
+        let model = config.resolve_model()?;
+        let source = match &config.registry {
+            Some(registry) => registry.clone(),
+            None => Arc::new(ToolRegistry::from_inventory_with(ValidationOptions {
+                coerce: config.coerce_inputs,
+            })?),
+        };
+        let tools = resolve_tools(&source, config.tools.as_deref())?;
+        #[allow(unused_mut)]
+        let mut inner = AgentInner::new(model, &source, tools, config, AgentId::Main)?;
+        #[cfg(feature = "mcp")]
+        {
+            let mcp = mcp::AgentMcp::new(&inner);
+            mcp.connect_configured(&inner.config).await?;
+            inner.mcp = Some(Arc::new(mcp));
+        }
+        Ok(inner)
+    }
+
+    /// Appends `record` to the session, when there is a store.
+    pub(crate) async fn record(&self, record: &Record) -> Result<(), SessionError> {
+        match &self.store {
+            Some(store) => store.append(&self.session_id, record).await,
+            None => Ok(()),
+        }
+    }
+
     pub(crate) fn new(
         model: Arc<dyn Model>,
         source: &ToolRegistry,
@@ -488,6 +622,7 @@ impl AgentInner {
             state: Arc::new(config.state.clone()),
             files: Arc::new(FileStateTracker::default()),
             session_id: Arc::from(format!("session-{:016x}", fastrand::u64(..))),
+            store: None,
             agent_id,
             working_dir,
             messages: tokio::sync::Mutex::new(Vec::new()),
@@ -502,23 +637,62 @@ impl AgentInner {
         self.specs.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// One run: the loop of model turns and tool calls.
+    /// One run: the loop of model turns and tool calls. `None` asks the model to answer the
+    /// conversation as it stands.
     pub(crate) async fn run(
         self: &Arc<Self>,
-        prompt: String,
+        prompt: Option<String>,
         emit: Emit,
         cancel: CancellationToken,
     ) -> RunResult {
         let started = Instant::now();
         let mut messages = self.messages.lock().await;
         let written_before = self.files.written().len();
-        messages.push(Message::user(prompt));
         let mut result = RunResult::default();
+        if let Err(error) = self
+            .turns(prompt, &mut messages, &mut result, &emit, &cancel)
+            .await
+        {
+            result.error = Some(error);
+        }
+        result.messages = messages.clone();
+        result.files_modified = self.files.written().split_off(written_before);
+        result.duration = started.elapsed();
+        result
+    }
+
+    /// The prompt, then model turns and tool calls until the model stops, a limit is hit or
+    /// the run is cancelled. Each step is stored before the conversation in memory takes it,
+    /// so the two never disagree; a step that cannot be stored ends the run.
+    async fn turns(
+        self: &Arc<Self>,
+        prompt: Option<String>,
+        messages: &mut Vec<Message>,
+        result: &mut RunResult,
+        emit: &Emit,
+        cancel: &CancellationToken,
+    ) -> Result<(), AgentError> {
+        match prompt {
+            Some(prompt) => {
+                let prompt = Message::user(prompt);
+                self.record(&Record::user(prompt.clone())).await?;
+                // Joins tool results (or an unanswered prompt) the conversation may end with:
+                // providers refuse two user messages in a row.
+                push_user_message(messages, prompt);
+            }
+            None if messages.last().is_some_and(|m| m.role == Role::User) => {}
+            None => {
+                return Err(AgentError::Config(
+                    "there is nothing to continue: the conversation does not end with a user \
+                     message or tool results"
+                        .into(),
+                ));
+            }
+        }
 
         loop {
             if result.turns == self.config.max_turns {
-                result.error = Some(AgentError::MaxTurns(self.config.max_turns));
-                break;
+                return Err(AgentError::MaxTurns(self.config.max_turns));
             }
             result.turns += 1;
             let turn = result.turns;
@@ -531,17 +705,10 @@ impl AgentInner {
                 temperature: self.config.temperature,
             };
             let span = tracing::info_span!("agent.turn", turn);
-            let response = match self
-                .model_turn(&request, &emit, &cancel)
+            let response = self
+                .model_turn(&request, emit, cancel)
                 .instrument(span)
-                .await
-            {
-                Ok(response) => response,
-                Err(error) => {
-                    result.error = Some(error);
-                    break;
-                }
-            };
+                .await?;
             result.usage += response.usage;
             result.stop_reason = Some(response.stop_reason.clone());
             emit(AgentEvent::TurnCompleted {
@@ -559,19 +726,31 @@ impl AgentInner {
             if calls.is_empty() {
                 result.text = assistant.text();
             }
+            // Only a whole turn is stored: one cut mid-stream never got here.
             if !assistant.content.is_empty() {
+                self.record(&Record::model_turn(assistant.clone())).await?;
                 messages.push(assistant);
             }
+            self.record(&Record::Usage {
+                usage: response.usage,
+            })
+            .await?;
             if calls.is_empty() {
-                break;
+                return Ok(());
             }
 
             result.tool_calls += calls.len();
-            let outcomes = executor::execute(self, &calls, &emit, &cancel).await;
+            // Each call's start and result are stored by the executor as they happen, so all
+            // results are stored before the next request.
+            let outcomes = executor::execute(self, &calls, emit, cancel).await;
             let mut results = Vec::with_capacity(outcomes.len());
+            let mut store_error = None;
             for outcome in outcomes {
                 if let Some(error) = outcome.error {
                     result.errors.push(error);
+                }
+                if store_error.is_none() {
+                    store_error = outcome.store_error;
                 }
                 results.push(outcome.block);
             }
@@ -579,16 +758,13 @@ impl AgentInner {
                 role: Role::User,
                 content: results,
             });
+            if let Some(error) = store_error {
+                return Err(error.into());
+            }
             if cancel.is_cancelled() {
-                result.error = Some(AgentError::Cancelled);
-                break;
+                return Err(AgentError::Cancelled);
             }
         }
-
-        result.messages = messages.clone();
-        result.files_modified = self.files.written().split_off(written_before);
-        result.duration = started.elapsed();
-        result
     }
 
     async fn model_turn(

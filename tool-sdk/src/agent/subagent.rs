@@ -83,7 +83,7 @@ impl SubagentRunner for Subagents {
             });
             // Cancelling the parent's run (or timing out this call) stops the child too.
             let cancel = ctx.cancellation().child_token();
-            let result = child.run(request.prompt, forward, cancel).await;
+            let result = child.run(Some(request.prompt), forward, cancel).await;
             if let Some(error) = result.error {
                 return Err(ToolError::failed(format!(
                     "the sub-agent failed: {error}{}",

@@ -35,6 +35,7 @@ use crate::model::{Message, MessageContent, Usage};
 mod recover;
 mod sqlite;
 
+pub(crate) use recover::push_user_message;
 pub use recover::{NEVER_STARTED_MESSAGE, Restored, STOPPED_MESSAGE, records_for, restore};
 pub use sqlite::SqliteStore;
 

@@ -5,7 +5,8 @@
 //! - every `tool_use` gets exactly one `tool_result`, in the order of the calls: the stored
 //!   one if there is one (the first, should a call have two), else a sealing error;
 //! - a call with a [`Record::ToolStarted`] and no result may have partly happened:
-//!   [`STOPPED_MESSAGE`]; a call never started did not run at all: [`NEVER_STARTED_MESSAGE`];
+//!   [`STOPPED_MESSAGE`]; a call never started, or stopped while waiting for a permission
+//!   answer, did not run at all: [`NEVER_STARTED_MESSAGE`];
 //! - nothing is ever run again: recovery only writes results;
 //! - a user message after a user message joins it (providers refuse two in a row).
 
@@ -73,9 +74,20 @@ pub fn restore(records: &[Record]) -> Restored {
                     tracing::warn!("a stored tool result answers no open call; it is skipped");
                 }
             }
-            Record::PermissionAsked { .. }
-            | Record::PermissionAnswered { .. }
-            | Record::Usage { .. } => {}
+            // A call waiting for an answer has not run yet; it runs once allowed.
+            Record::PermissionAsked { id, .. } => {
+                if let Some(turn) = &mut open {
+                    turn.started.remove(id);
+                }
+            }
+            Record::PermissionAnswered { id, allowed, .. } => {
+                if let Some(turn) = &mut open
+                    && *allowed
+                {
+                    turn.started.insert(id.clone());
+                }
+            }
+            Record::Usage { .. } => {}
         }
     }
     let seals = close(&mut messages, open.take())
