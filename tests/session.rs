@@ -1,0 +1,759 @@
+//! Durable sessions end to end: an agent with a `SqliteStore` is killed with SIGKILL at each
+//! stage of a run (in a real child process: this test binary run again), then resumed here;
+//! every tool_use has exactly one tool_result, a stored result is never run again, nothing is
+//! lost or duplicated. Also bad input (unknown ids, a corrupted file), `list`, and forks.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tool_sdk::agent::{Agent, AgentConfig, AgentError};
+use tool_sdk::model::{
+    Message, MessageContent, Model, ModelEvent, ModelRequest, ModelStream, Role, ScriptedModel,
+    ScriptedTurn,
+};
+use tool_sdk::session::{
+    ForkPoint, NEVER_STARTED_MESSAGE, NewSession, Record, STOPPED_MESSAGE, SessionError,
+    SessionInfo, SessionStore, SqliteStore,
+};
+use tool_sdk::{BoxFuture, ContentBlock, ToolRegistry, tool};
+
+// ---- tools and models ----
+
+/// Appends a line to `side_effect` in `dir` (a visible side effect); with `block`, then
+/// marks that it is running and never returns.
+#[tool(register = false)]
+async fn mutate(dir: String, block: bool) -> String {
+    use std::io::Write;
+    let dir = PathBuf::from(dir);
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("side_effect"))
+        .expect("the side-effect file opens");
+    writeln!(file, "ran").expect("the side effect is written");
+    drop(file);
+    if block {
+        std::fs::write(dir.join("in_tool"), "").expect("the marker is written");
+        std::future::pending::<()>().await;
+    }
+    "mutated".to_owned()
+}
+
+/// Streams a little text, marks that it did, then never finishes the turn.
+struct HangingModel {
+    marker: PathBuf,
+}
+
+impl Model for HangingModel {
+    fn model_id(&self) -> &str {
+        "hanging"
+    }
+
+    fn stream<'a>(&'a self, _request: &'a ModelRequest) -> ModelStream<'a> {
+        let marker = self.marker.clone();
+        Box::pin(hanging_stream(marker))
+    }
+}
+
+fn hanging_stream(
+    marker: PathBuf,
+) -> impl futures::Stream<Item = Result<ModelEvent, tool_sdk::model::ModelError>> + Send {
+    let first = futures::stream::once(async { Ok(ModelEvent::TextDelta("I will ans".into())) });
+    let then = futures::stream::once(async move {
+        std::fs::write(&marker, "").expect("the marker is written");
+        std::future::pending::<()>().await;
+        Ok(ModelEvent::TextDelta("never".into()))
+    });
+    futures::StreamExt::chain(first, then)
+}
+
+fn registry() -> Arc<ToolRegistry> {
+    let registry = ToolRegistry::new();
+    registry.register(Arc::new(MutateTool)).unwrap();
+    Arc::new(registry)
+}
+
+fn config(dir: &Path, store: impl SessionStore + 'static) -> AgentConfig {
+    AgentConfig::new()
+        .with_registry(registry())
+        .with_working_dir(dir)
+        .with_session_store(store)
+        .allow("mutate")
+}
+
+fn store(dir: &Path) -> SqliteStore {
+    SqliteStore::open(dir.join("sessions.db")).expect("the store opens")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn text(message: &Message) -> String {
+    message.text()
+}
+
+fn result(id: &str, text: &str, is_error: bool) -> MessageContent {
+    MessageContent::ToolResult {
+        tool_use_id: id.into(),
+        content: vec![ContentBlock::text(text)],
+        is_error,
+    }
+}
+
+/// Every tool_use answered exactly once, by the next message, and no two messages of the same
+/// role in a row.
+fn assert_well_formed(messages: &[Message]) {
+    for pair in messages.windows(2) {
+        assert_ne!(
+            pair[0].role, pair[1].role,
+            "two {} messages in a row",
+            pair[0].role
+        );
+    }
+    for (index, message) in messages.iter().enumerate() {
+        let calls: Vec<_> = message.tool_uses().map(|call| call.id.clone()).collect();
+        if calls.is_empty() {
+            continue;
+        }
+        let next = messages.get(index + 1).expect("tool calls are answered");
+        let answered: Vec<_> = next
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                MessageContent::ToolResult { tool_use_id, .. } => Some(tool_use_id.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(answered, calls, "each call answered once, in order");
+    }
+}
+
+fn side_effects(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("side_effect"))
+        .map(|text| text.lines().count())
+        .unwrap_or(0)
+}
+
+async fn only_session(store: &SqliteStore) -> SessionInfo {
+    let sessions = store.list().await.unwrap();
+    assert_eq!(sessions.len(), 1, "one session: {sessions:?}");
+    sessions.into_iter().next().unwrap()
+}
+
+// ---- the child process ----
+
+const CHILD_STAGE: &str = "TOOL_SDK_SESSION_TEST_STAGE";
+const CHILD_DIR: &str = "TOOL_SDK_SESSION_TEST_DIR";
+
+/// The child's side of the SIGKILL tests: runs an agent until the parent kills it. Without
+/// the environment variables (a normal test run) it does nothing.
+#[test]
+fn child_entry() {
+    let (Ok(stage), Ok(dir)) = (std::env::var(CHILD_STAGE), std::env::var(CHILD_DIR)) else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    runtime().block_on(async {
+        let model: Arc<dyn Model> = match stage.as_str() {
+            "mid_tool" => Arc::new(ScriptedModel::new([ScriptedTurn::tool_call_with_id(
+                "call_1",
+                "mutate",
+                json!({"dir": dir, "block": true}),
+            )])),
+            "between" => {
+                let marker = dir.join("second_request");
+                Arc::new(
+                    ScriptedModel::new([ScriptedTurn::tool_call_with_id(
+                        "call_1",
+                        "mutate",
+                        json!({"dir": dir, "block": false}),
+                    )])
+                    .with_responder(move |_| {
+                        // The second request: the tool's result must be stored by now.
+                        std::fs::write(&marker, "").expect("the marker is written");
+                        loop {
+                            std::thread::sleep(Duration::from_secs(60));
+                        }
+                    }),
+                )
+            }
+            "mid_stream" => Arc::new(HangingModel {
+                marker: dir.join("mid_stream"),
+            }),
+            other => panic!("unknown stage {other}"),
+        };
+        let agent = Agent::create(config(&dir, store(&dir)).with_model_arc(model))
+            .await
+            .expect("the agent is built");
+        let outcome = agent.prompt("Change the file").await;
+        panic!("the run should have been killed, it ended: {outcome:?}");
+    });
+}
+
+/// Runs the child at `stage`, waits for `marker`, kills it with SIGKILL.
+fn run_child_until(dir: &Path, stage: &str, marker: &str) {
+    let mut child: Child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_entry", "--nocapture"])
+        .env(CHILD_STAGE, stage)
+        .env(CHILD_DIR, dir)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("child_stderr")).unwrap())
+        .spawn()
+        .expect("the test binary starts again");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !dir.join(marker).exists() {
+        if let Some(status) = child.try_wait().unwrap() {
+            let stderr = std::fs::read_to_string(dir.join("child_stderr")).unwrap_or_default();
+            panic!("the child ended before `{marker}` ({status}): {stderr}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the child never reached `{marker}`"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // `Child::kill` is SIGKILL on Unix: no destructor, no flush, nothing runs.
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the child was killed");
+}
+
+// ---- SIGKILL at each stage ----
+
+#[test]
+fn killed_mid_tool_the_call_is_sealed_as_maybe_done_and_never_rerun() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    run_child_until(dir, "mid_tool", "in_tool");
+    assert_eq!(side_effects(dir), 1, "the tool had done its side effect");
+
+    runtime().block_on(async {
+        let store = Arc::new(store(dir));
+        let id = only_session(&store).await.id;
+        let before = store.load(&id).await.unwrap();
+        assert_eq!(
+            before.iter().map(Record::kind).collect::<Vec<_>>(),
+            ["user_message", "model_turn", "usage", "tool_started"]
+        );
+
+        let model = ScriptedModel::new([ScriptedTurn::text("I will check the file first.")]);
+        let agent = Agent::resume(config(dir, store.clone()).with_model(model.clone()), &id)
+            .await
+            .unwrap();
+        assert_eq!(agent.session_id(), id);
+        let messages = agent.messages().await;
+        assert_eq!(messages.len(), 3);
+        assert_eq!(text(&messages[0]), "Change the file");
+        assert_eq!(messages[1].tool_uses().count(), 1);
+        assert_eq!(
+            messages[2].content,
+            vec![result("call_1", STOPPED_MESSAGE, true)]
+        );
+        assert_well_formed(&messages);
+
+        // The seal is stored once; a second resume sees the same history and adds nothing.
+        let sealed = store.load(&id).await.unwrap();
+        assert_eq!(sealed.len(), before.len() + 1);
+        let again = Agent::resume(config(dir, store.clone()).with_model(model.clone()), &id)
+            .await
+            .unwrap();
+        assert_eq!(again.messages().await, messages);
+        assert_eq!(store.load(&id).await.unwrap().len(), sealed.len());
+
+        // A new prompt joins the sealed results' message: no two user messages in a row.
+        let outcome = agent.prompt("Did it work?").await.unwrap();
+        assert_eq!(outcome.text, "I will check the file first.");
+        let sent = &model.requests()[0].messages;
+        assert_eq!(sent.len(), 3);
+        assert_eq!(
+            sent[2].content,
+            vec![
+                result("call_1", STOPPED_MESSAGE, true),
+                MessageContent::Text {
+                    text: "Did it work?".into()
+                }
+            ]
+        );
+        assert_well_formed(&outcome.messages);
+        assert_eq!(side_effects(dir), 1, "the call was not run again");
+
+        // What the resumed run did is stored too.
+        let third = Agent::resume(config(dir, store.clone()).with_model(model), &id)
+            .await
+            .unwrap();
+        assert_eq!(third.messages().await, outcome.messages);
+    });
+}
+
+#[test]
+fn killed_before_the_next_request_the_stored_result_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    run_child_until(dir, "between", "second_request");
+    assert_eq!(side_effects(dir), 1);
+
+    runtime().block_on(async {
+        let store = Arc::new(store(dir));
+        let id = only_session(&store).await.id;
+        let records = store.load(&id).await.unwrap();
+        assert_eq!(
+            records.iter().map(Record::kind).collect::<Vec<_>>(),
+            [
+                "user_message",
+                "model_turn",
+                "usage",
+                "tool_started",
+                "tool_result"
+            ],
+            "the tool result was stored before the second request was sent"
+        );
+
+        let model = ScriptedModel::new([ScriptedTurn::text("The file is changed.")]);
+        let agent = Agent::resume(config(dir, store.clone()).with_model(model.clone()), &id)
+            .await
+            .unwrap();
+        let messages = agent.messages().await;
+        assert_eq!(messages.len(), 3);
+        assert_eq!(
+            messages[2].content,
+            vec![result("call_1", "mutated", false)]
+        );
+        assert_eq!(
+            store.load(&id).await.unwrap().len(),
+            records.len(),
+            "no seal"
+        );
+
+        // The answer the crash cut off is asked for again, from the same history.
+        let outcome = agent.continue_run().await.unwrap();
+        assert_eq!(outcome.text, "The file is changed.");
+        assert_eq!(model.requests().len(), 1);
+        assert_eq!(model.requests()[0].messages, messages);
+        assert_eq!(outcome.messages.len(), 4);
+        assert_well_formed(&outcome.messages);
+        assert_eq!(side_effects(dir), 1, "the stored call was not run again");
+
+        // Nothing left to continue now.
+        assert!(matches!(
+            agent.continue_run().await,
+            Err(AgentError::Config(_))
+        ));
+    });
+}
+
+#[test]
+fn killed_mid_stream_the_partial_turn_is_dropped_and_asked_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    run_child_until(dir, "mid_stream", "mid_stream");
+
+    runtime().block_on(async {
+        let store = Arc::new(store(dir));
+        let id = only_session(&store).await.id;
+        let model = ScriptedModel::new([ScriptedTurn::text("I will answer in full.")]);
+        let agent = Agent::resume(config(dir, store.clone()).with_model(model.clone()), &id)
+            .await
+            .unwrap();
+        assert_eq!(
+            agent.messages().await,
+            vec![Message::user("Change the file")]
+        );
+
+        let outcome = agent.continue_run().await.unwrap();
+        assert_eq!(outcome.text, "I will answer in full.");
+        assert_eq!(
+            model.requests()[0].messages,
+            vec![Message::user("Change the file")]
+        );
+        assert_eq!(
+            outcome.messages,
+            vec![
+                Message::user("Change the file"),
+                Message::assistant("I will answer in full.")
+            ]
+        );
+        let kinds = store
+            .load(&id)
+            .await
+            .unwrap()
+            .iter()
+            .map(Record::kind)
+            .collect::<Vec<_>>()
+            .join(",");
+        assert_eq!(kinds, "user_message,model_turn,usage");
+    });
+}
+
+// ---- in one process ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_stored_as_it_happens_and_resumes_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let store = Arc::new(store(dir));
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id("call_1", "mutate", json!({"dir": dir, "block": false})),
+        ScriptedTurn::text("Done."),
+    ]);
+    let agent = Agent::create(config(dir, store.clone()).with_model(model))
+        .await
+        .unwrap();
+    let outcome = agent.prompt("Change the file").await.unwrap();
+    assert_eq!(outcome.text, "Done.");
+
+    let records = store.load(agent.session_id()).await.unwrap();
+    let kinds: Vec<_> = records.iter().map(Record::kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            "user_message",
+            "model_turn",
+            "usage",
+            "tool_started",
+            "tool_result",
+            "model_turn",
+            "usage"
+        ]
+    );
+    let info = store.get(agent.session_id()).await.unwrap();
+    assert_eq!(info.title, "Change the file");
+    assert_eq!(info.working_dir, dir);
+
+    let resumed = Agent::resume(
+        config(dir, store.clone()).with_model(ScriptedModel::new([])),
+        agent.session_id(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(resumed.messages().await, outcome.messages);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_session_is_a_clear_error_and_nothing_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let store = Arc::new(store(dir));
+    let model = ScriptedModel::new([ScriptedTurn::text("Hi.")]);
+    let agent = Agent::create(config(dir, store.clone()).with_model(model))
+        .await
+        .unwrap();
+    agent.prompt("Hello").await.unwrap();
+    let records = store.load(agent.session_id()).await.unwrap();
+
+    let error = Agent::resume(
+        config(dir, store.clone()).with_model(ScriptedModel::new([])),
+        "session-nope",
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        error,
+        AgentError::Session(SessionError::UnknownSession {
+            id: "session-nope".into()
+        })
+    );
+    assert!(
+        error.to_string().contains("no session `session-nope`"),
+        "{error}"
+    );
+    let fork = Agent::fork(
+        config(dir, store.clone()).with_model(ScriptedModel::new([])),
+        "session-nope",
+        0,
+    )
+    .await;
+    assert!(matches!(
+        fork,
+        Err(AgentError::Session(SessionError::UnknownSession { .. }))
+    ));
+
+    assert_eq!(store.list().await.unwrap().len(), 1, "no session was made");
+    assert_eq!(store.load(agent.session_id()).await.unwrap(), records);
+
+    // Without a store there is nothing to resume, and the error says how to set one.
+    let error = Agent::resume(
+        AgentConfig::new().with_model(ScriptedModel::new([])),
+        agent.session_id(),
+    )
+    .await
+    .unwrap_err();
+    assert!(error.to_string().contains("with_session_store"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupted_file_is_refused_by_name_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let garbage: Vec<u8> = (0..16_384u32).map(|i| (i * 31 % 251) as u8).collect();
+    std::fs::write(&path, &garbage).unwrap();
+
+    let error = SqliteStore::open(&path).unwrap_err();
+    assert!(matches!(&error, SessionError::Corrupt { path: p, .. } if *p == path));
+    let message = error.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("not a session database"), "{message}");
+
+    // The same through a config file's `[session] store`.
+    let file = dir.path().join("agent.toml");
+    std::fs::write(
+        &file,
+        format!("[session]\nstore = \"sqlite:{}\"\n", path.display()),
+    )
+    .unwrap();
+    let config = AgentConfig::from_file(&file).unwrap();
+    assert_eq!(
+        config.session.store.as_deref(),
+        Some(format!("sqlite:{}", path.display()).as_str())
+    );
+    let error = Agent::create(
+        config
+            .with_model(ScriptedModel::new([]))
+            .with_registry(registry())
+            .with_working_dir(dir.path()),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(error, AgentError::Session(SessionError::Corrupt { .. })),
+        "{error}"
+    );
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        garbage,
+        "the file is untouched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_file_names_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("from-file.db");
+    let file = dir.path().join("agent.toml");
+    std::fs::write(
+        &file,
+        format!("[session]\nstore = \"sqlite:{}\"\n", path.display()),
+    )
+    .unwrap();
+    let config = AgentConfig::from_file(&file)
+        .unwrap()
+        .with_model(ScriptedModel::new([ScriptedTurn::text("Hi.")]))
+        .with_registry(registry())
+        .with_working_dir(dir.path());
+    let agent = Agent::create(config).await.unwrap();
+    agent.prompt("Hello").await.unwrap();
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(only_session(&store).await.id, agent.session_id());
+
+    let mut unknown = AgentConfig::new()
+        .with_model(ScriptedModel::new([]))
+        .with_registry(registry());
+    unknown.session.store = Some("redis://nowhere".into());
+    let error = Agent::create(unknown).await.unwrap_err();
+    assert_eq!(
+        error,
+        AgentError::Session(SessionError::UnknownStore("redis://nowhere".into()))
+    );
+    assert!(error.to_string().contains("sqlite:PATH"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_is_newest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let store = Arc::new(store(dir));
+    let mut agents = Vec::new();
+    for name in ["first", "second", "third"] {
+        let model = ScriptedModel::new([ScriptedTurn::text("ok"), ScriptedTurn::text("ok")]);
+        let agent = Agent::create(config(dir, store.clone()).with_model(model))
+            .await
+            .unwrap();
+        agent.prompt(format!("the {name} one")).await.unwrap();
+        agents.push(agent);
+    }
+    let titles = |sessions: Vec<SessionInfo>| -> Vec<String> {
+        sessions.into_iter().map(|s| s.title).collect()
+    };
+    assert_eq!(
+        titles(store.list().await.unwrap()),
+        ["the third one", "the second one", "the first one"]
+    );
+    // Talking to the first again makes it the newest.
+    agents[0].prompt("again").await.unwrap();
+    assert_eq!(
+        titles(store.list().await.unwrap()),
+        ["the first one", "the third one", "the second one"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_shares_the_history_up_to_its_point_and_goes_its_own_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let store = Arc::new(store(dir));
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id("call_1", "mutate", json!({"dir": dir, "block": false})),
+        ScriptedTurn::text("one"),
+        ScriptedTurn::text("two"),
+    ]);
+    let source = Agent::create(config(dir, store.clone()).with_model(model))
+        .await
+        .unwrap();
+    source.prompt("first").await.unwrap();
+    source.prompt("second").await.unwrap();
+    let original = source.messages().await;
+    assert_eq!(original.len(), 6);
+
+    // Keep the first prompt, the tool call and its result.
+    let model = ScriptedModel::new([ScriptedTurn::text("forked answer")]);
+    let fork = Agent::fork(
+        config(dir, store.clone()).with_model(model.clone()),
+        source.session_id(),
+        3,
+    )
+    .await
+    .unwrap();
+    assert_ne!(fork.session_id(), source.session_id());
+    assert_eq!(fork.messages().await, original[..3]);
+    let info = store.get(fork.session_id()).await.unwrap();
+    assert_eq!(
+        info.parent,
+        Some(ForkPoint {
+            session: source.session_id().to_owned(),
+            at: 3
+        })
+    );
+    assert_eq!(info.title, "first");
+
+    let outcome = fork.prompt("other way").await.unwrap();
+    assert_eq!(outcome.text, "forked answer");
+    assert_well_formed(&outcome.messages);
+    assert_eq!(side_effects(dir), 1, "forking ran nothing");
+
+    // Independent after the fork: neither sees the other's new messages, in memory or stored.
+    assert_eq!(source.messages().await, original);
+    let reopened = Agent::resume(
+        config(dir, store.clone()).with_model(ScriptedModel::new([])),
+        source.session_id(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reopened.messages().await, original);
+    let refork = Agent::resume(
+        config(dir, store.clone()).with_model(ScriptedModel::new([])),
+        fork.session_id(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(refork.messages().await, outcome.messages);
+
+    // Forking between a call and its result answers the call as not run.
+    let cut = Agent::fork(
+        config(dir, store.clone()).with_model(ScriptedModel::new([])),
+        source.session_id(),
+        2,
+    )
+    .await
+    .unwrap();
+    let messages = cut.messages().await;
+    assert_eq!(messages.len(), 3);
+    assert_eq!(
+        messages[2].content,
+        vec![result("call_1", NEVER_STARTED_MESSAGE, true)]
+    );
+
+    // Past the end is an error.
+    let error = Agent::fork(
+        config(dir, store.clone()).with_model(ScriptedModel::new([])),
+        source.session_id(),
+        7,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        error,
+        AgentError::Session(SessionError::ForkPoint {
+            id: source.session_id().to_owned(),
+            at: 7,
+            len: 6
+        })
+    );
+}
+
+/// A store that takes `left` appends, then fails every one.
+struct FailingStore {
+    inner: SqliteStore,
+    left: std::sync::atomic::AtomicUsize,
+}
+
+impl SessionStore for FailingStore {
+    fn create(&self, new: NewSession) -> BoxFuture<'_, Result<SessionInfo, SessionError>> {
+        self.inner.create(new)
+    }
+
+    fn append<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a Record,
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        use std::sync::atomic::Ordering;
+        let left = self.left.load(Ordering::SeqCst);
+        if left == 0 {
+            return Box::pin(async { Err(SessionError::Storage("the disk is full".into())) });
+        }
+        self.left.store(left - 1, Ordering::SeqCst);
+        self.inner.append(id, record)
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Record>, SessionError>> {
+        self.inner.load(id)
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionInfo, SessionError>> {
+        self.inner.get(id)
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<SessionInfo>, SessionError>> {
+        self.inner.list()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_that_cannot_be_stored_ends_the_run_and_the_call_does_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    // The prompt, the model turn and its usage are stored; the call's start is not.
+    let store = FailingStore {
+        inner: store(dir),
+        left: 3.into(),
+    };
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id("call_1", "mutate", json!({"dir": dir, "block": false})),
+        ScriptedTurn::text("never asked"),
+    ]);
+    let agent = Agent::create(config(dir, store).with_model(model.clone()))
+        .await
+        .unwrap();
+    let error = agent.prompt("Change the file").await.unwrap_err();
+    assert_eq!(
+        error,
+        AgentError::Session(SessionError::Storage("the disk is full".into()))
+    );
+    assert!(error.to_string().contains("the disk is full"), "{error}");
+    assert_eq!(
+        side_effects(dir),
+        0,
+        "a call whose start is not stored does not run"
+    );
+    assert_eq!(model.requests().len(), 1, "no request after the failure");
+    let messages = agent.messages().await;
+    assert_well_formed(&messages);
+    assert_eq!(messages.last().map(|m| m.role), Some(Role::User));
+}
