@@ -17,7 +17,7 @@
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = SqliteStore::open(dir.path().join("sessions.db")).unwrap();
 //! let session = store.create(NewSession::new("/work")).await.unwrap();
-//! store.append(&session.id, &Record::UserMessage(Message::user("Hello"))).await.unwrap();
+//! store.append(&session.id, &Record::user(Message::user("Hello"))).await.unwrap();
 //! assert_eq!(store.load(&session.id).await.unwrap().len(), 1);
 //! assert_eq!(store.get(&session.id).await.unwrap().title, "Hello");
 //! # });
