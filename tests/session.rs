@@ -14,6 +14,7 @@ use tool_sdk::model::{
     Message, MessageContent, Model, ModelEvent, ModelRequest, ModelStream, Role, ScriptedModel,
     ScriptedTurn,
 };
+use tool_sdk::permission::{PermissionAnswer, PermissionQuestion};
 use tool_sdk::session::{
     ForkPoint, NEVER_STARTED_MESSAGE, NewSession, Record, STOPPED_MESSAGE, SessionError,
     SessionInfo, SessionStore, SqliteStore,
@@ -185,14 +186,30 @@ fn child_entry() {
                     }),
                 )
             }
+            "approval" => Arc::new(ScriptedModel::new([ScriptedTurn::tool_call_with_id(
+                "call_1",
+                "mutate",
+                json!({"dir": dir, "block": false}),
+            )])),
             "mid_stream" => Arc::new(HangingModel {
                 marker: dir.join("mid_stream"),
             }),
             other => panic!("unknown stage {other}"),
         };
-        let agent = Agent::create(config(&dir, store(&dir)).with_model_arc(model))
-            .await
-            .expect("the agent is built");
+        let mut config = config(&dir, store(&dir)).with_model_arc(model);
+        if stage == "approval" {
+            // The user never answers: the question is open when the process dies.
+            let marker = dir.join("asked");
+            config = config
+                .ask("mutate")
+                .with_permission_handler(move |_: &PermissionQuestion| {
+                    std::fs::write(&marker, "").expect("the marker is written");
+                    loop {
+                        std::thread::sleep(Duration::from_secs(60));
+                    }
+                });
+        }
+        let agent = Agent::create(config).await.expect("the agent is built");
         let outcome = agent.prompt("Change the file").await;
         panic!("the run should have been killed, it ended: {outcome:?}");
     });
@@ -392,6 +409,47 @@ fn killed_mid_stream_the_partial_turn_is_dropped_and_asked_again() {
     });
 }
 
+#[test]
+fn killed_while_asking_for_permission_the_call_is_sealed_as_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    run_child_until(dir, "approval", "asked");
+
+    runtime().block_on(async {
+        let store = Arc::new(store(dir));
+        let id = only_session(&store).await.id;
+        let kinds: Vec<_> = store
+            .load(&id)
+            .await
+            .unwrap()
+            .iter()
+            .map(Record::kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "user_message",
+                "model_turn",
+                "usage",
+                "tool_started",
+                "permission_asked"
+            ]
+        );
+        let agent = Agent::resume(
+            config(dir, store.clone()).with_model(ScriptedModel::new([])),
+            &id,
+        )
+        .await
+        .unwrap();
+        let messages = agent.messages().await;
+        assert_eq!(
+            messages[2].content,
+            vec![result("call_1", NEVER_STARTED_MESSAGE, true)]
+        );
+        assert_eq!(side_effects(dir), 0, "the call never ran");
+    });
+}
+
 // ---- in one process ----
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -434,6 +492,97 @@ async fn a_run_is_stored_as_it_happens_and_resumes_whole() {
     .await
     .unwrap();
     assert_eq!(resumed.messages().await, outcome.messages);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permission_questions_and_answers_are_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let store = Arc::new(store(dir));
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id("call_1", "mutate", json!({"dir": dir, "block": false})),
+        ScriptedTurn::text("Understood."),
+    ]);
+    let config = config(dir, store.clone())
+        .with_model(model)
+        .ask("mutate")
+        .with_permission_handler(|_: &PermissionQuestion| {
+            PermissionAnswer::Deny("not today".into())
+        });
+    let agent = Agent::create(config).await.unwrap();
+    agent.prompt("Change the file").await.unwrap();
+    assert_eq!(side_effects(dir), 0);
+
+    let records = store.load(agent.session_id()).await.unwrap();
+    let asked = records
+        .iter()
+        .position(|r| matches!(r, Record::PermissionAsked { id, tool, .. } if id == "call_1" && tool == "mutate"))
+        .expect("the question is stored");
+    assert_eq!(
+        records[asked + 1],
+        Record::PermissionAnswered {
+            id: "call_1".into(),
+            allowed: false,
+            always: false,
+            message: Some("not today".into()),
+        }
+    );
+    assert!(matches!(
+        &records[asked + 2],
+        Record::ToolResult {
+            block: MessageContent::ToolResult { is_error: true, .. }
+        }
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_truncated_file_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        for n in 0..20 {
+            let session = store.create(NewSession::new("/work")).await.unwrap();
+            for _ in 0..20 {
+                let long = Message::user(format!("prompt {n} {}", "x".repeat(2000)));
+                store
+                    .append(&session.id, &Record::user(long))
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+    // The last connection closed, so everything is in the main file; cut most of it off.
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.len() > 100_000, "{}", bytes.len());
+    std::fs::write(&path, &bytes[..bytes.len() / 3]).unwrap();
+    let _ = std::fs::remove_file(format!("{}-wal", path.display()));
+
+    let outcome = match SqliteStore::open(&path) {
+        Err(error) => Err(error),
+        Ok(store) => match store.list().await {
+            Err(error) => Err(error),
+            Ok(sessions) => {
+                let mut outcome = Ok(());
+                for session in sessions {
+                    if let Err(error) = store.load(&session.id).await {
+                        outcome = Err(error);
+                        break;
+                    }
+                }
+                outcome
+            }
+        },
+    };
+    let error = outcome.expect_err("a truncated file is found out");
+    assert!(
+        matches!(&error, SessionError::Corrupt { path: p, .. } if *p == path),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains(&path.display().to_string()),
+        "{error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
