@@ -1,11 +1,4 @@
 //! [`SqliteStore`]: sessions in one SQLite file, SQLite compiled in (no system library).
-//!
-//! Durability: the file is in WAL mode with `synchronous = NORMAL`. A record whose append
-//! returned survives the process being killed at any point (SIGKILL included): it is in the
-//! write-ahead log, which SQLite replays on the next open. What NORMAL gives up against FULL
-//! is the last few appends on a power cut or an OS crash (the WAL is synced at checkpoints,
-//! not at each commit); the file is never corrupted either way. That keeps an append in the
-//! tens of microseconds instead of one disk flush each.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -44,6 +37,18 @@ const MIGRATIONS: &[&str] = &[
 
 /// Sessions in one SQLite file. Cheap to clone (clones share the connection); several
 /// processes may open the same file, SQLite locks it (a writer waits up to 5 s for another).
+///
+/// **Durability**: the file is in WAL mode with `synchronous = NORMAL`. A record whose
+/// `append` returned survives the process being killed at any point (SIGKILL included): it is
+/// in the write-ahead log, which SQLite replays on the next open. What NORMAL gives up against
+/// FULL is the last few appends on a power cut or an OS crash (the log is flushed to the disk
+/// at checkpoints, not at each commit); the file is not corrupted either way. In exchange an
+/// append does not wait for a disk flush. (The benchmark against the issue's per-step target
+/// is not written yet.)
+///
+/// The SQL runs in Tokio's blocking pool (a commit may wait for the disk or for another
+/// process's lock), so the store's methods need a Tokio runtime; [`open`](Self::open) works
+/// on the calling thread.
 ///
 /// ```
 /// use tool_sdk::session::{SessionStore, SqliteStore};
