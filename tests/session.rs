@@ -43,6 +43,14 @@ async fn mutate(dir: String, block: bool) -> String {
     "mutated".to_owned()
 }
 
+/// Marks that it is reading, then never returns: a read-only call the process dies in.
+#[tool(register = false, read_only)]
+async fn peek(dir: String) -> String {
+    std::fs::write(PathBuf::from(dir).join("peeking"), "").expect("the marker is written");
+    std::future::pending::<()>().await;
+    "seen".to_owned()
+}
+
 /// Streams a little text, marks that it did, then never finishes the turn.
 struct HangingModel {
     marker: PathBuf,
@@ -74,6 +82,7 @@ fn hanging_stream(
 fn registry() -> Arc<ToolRegistry> {
     let registry = ToolRegistry::new();
     registry.register(Arc::new(MutateTool)).unwrap();
+    registry.register(Arc::new(PeekTool)).unwrap();
     Arc::new(registry)
 }
 
@@ -186,6 +195,13 @@ fn child_entry() {
                     }),
                 )
             }
+            // A read-only call, then a mutating one that waits for it (they do not overlap).
+            "read_only" => Arc::new(ScriptedModel::new([ScriptedTurn::tool_call_with_id(
+                "call_1",
+                "peek",
+                json!({"dir": dir}),
+            )
+            .with_tool_call_id("call_2", "mutate", json!({"dir": dir, "block": false}))])),
             "approval" => Arc::new(ScriptedModel::new([ScriptedTurn::tool_call_with_id(
                 "call_1",
                 "mutate",
@@ -406,6 +422,35 @@ fn killed_mid_stream_the_partial_turn_is_dropped_and_asked_again() {
             .collect::<Vec<_>>()
             .join(",");
         assert_eq!(kinds, "user_message,model_turn,usage");
+    });
+}
+
+#[test]
+fn killed_in_a_read_only_call_it_and_the_call_after_it_are_sealed() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    run_child_until(dir, "read_only", "peeking");
+
+    runtime().block_on(async {
+        let store = Arc::new(store(dir));
+        let id = only_session(&store).await.id;
+        let agent = Agent::resume(
+            config(dir, store.clone()).with_model(ScriptedModel::new([])),
+            &id,
+        )
+        .await
+        .unwrap();
+        let messages = agent.messages().await;
+        assert_eq!(messages.len(), 3);
+        assert_eq!(
+            messages[2].content,
+            vec![
+                result("call_1", STOPPED_MESSAGE, true),
+                result("call_2", NEVER_STARTED_MESSAGE, true)
+            ]
+        );
+        assert_well_formed(&messages);
+        assert_eq!(side_effects(dir), 0, "the mutating call never ran");
     });
 }
 
