@@ -1,6 +1,7 @@
 //! Running one turn's tool calls: each down the call pipeline ([`crate::pipeline`]),
 //! consecutive read-only calls together, results in tool_use order, exactly one result per
-//! call whatever happens. This file only batches calls and turns outcomes into events.
+//! call whatever happens. This file only batches calls, turns outcomes into events, and
+//! stores each call's start, permission question and result in the session as they happen.
 
 use std::sync::{Arc, Mutex};
 
