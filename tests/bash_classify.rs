@@ -161,6 +161,16 @@ const TABLE: &[(Exp, bool, &str)] = &[
     (K, false, "git stash"),
     (K, false, "git reset --hard"),
     (K, false, "git grep -O foo"),
+    // The Bash tool disarms the git drivers of the repository a command starts in, so git
+    // may not change repository, run merge drivers, or go into submodules.
+    (K, false, "cd ../other && git status"),
+    (K, false, "(cd /tmp/x; git log -p)"),
+    (K, false, "git diff; cd sub"),
+    (A, false, "cd src && ls"),
+    (K, false, "git log --remerge-diff"),
+    (K, false, "git diff --submodule=diff"),
+    (K, false, "git status --ignore-submodules=none"),
+    (K, false, "git grep --recurse-submodules x"),
     (K, false, "find / -fprint /tmp/x"),
     (K, false, "find . -delete"),
     (K, false, "find . -execdir rm {} +"),
@@ -574,6 +584,13 @@ fn harden_git_disables_config_programs() {
     assert_eq!(h.last().unwrap(), "HEAD");
     let ls: Vec<String> = vec!["ls".into()];
     assert_eq!(harden_git(&ls), ls);
+    // The repository picks the signature format; each format's program is pinned.
+    let h = harden_git(&["git".to_string(), "log".to_string()]);
+    assert!(
+        h.contains(&"gpg.ssh.program=ssh-keygen".to_string()),
+        "{h:?}"
+    );
+    assert!(h.contains(&"log.showSignature=false".to_string()), "{h:?}");
 }
 
 /// Stable stand-in for the cargo-fuzz target: pseudo-random and mutated inputs must not

@@ -4,9 +4,14 @@
 use super::parse::Arg;
 use super::safe_list::forbid;
 
-/// Rewrites a `git` argv so that repository configuration cannot run programs while a
+/// Rewrites a `git` argv so that repository configuration runs fewer programs while a
 /// read-only subcommand runs: no pager, no fsmonitor or hooks, no external diff or
-/// textconv drivers. Returns `argv` unchanged unless `argv[0]` is `git`.
+/// textconv drivers, no signature programs of its choosing. Returns `argv` unchanged unless
+/// `argv[0]` is `git`.
+///
+/// Filter drivers (`filter.<name>.clean`, which `git status` and `git diff` run on files
+/// whose stat data looks changed) are named by the repository's attributes and have no flag
+/// that turns them off: this rewrite does not cover them. The Bash tool does, by name.
 pub fn harden_git(argv: &[String]) -> Vec<String> {
     if argv.first().map(String::as_str) != Some("git") {
         return argv.to_vec();
@@ -26,6 +31,14 @@ pub fn harden_git(argv: &[String]) -> Vec<String> {
         "core.sshCommand=false",
         "-c",
         "protocol.allow=never",
+        "-c",
+        "log.showSignature=false",
+        "-c",
+        "gpg.program=gpg",
+        "-c",
+        "gpg.x509.program=gpgsm",
+        "-c",
+        "gpg.ssh.program=ssh-keygen",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -91,6 +104,12 @@ pub(super) fn git_check(args: &[Arg]) -> Result<(), String> {
             "--exec",
             "--open-files-in-pager",
             "--config-env",
+            // Merge drivers run, which the Bash tool does not disarm.
+            "--remerge-diff",
+            // Into submodules, whose filter and diff drivers the Bash tool did not read.
+            "--submodule",
+            "--ignore-submodules",
+            "--recurse-submodules",
         ],
     )?;
     let vals: Vec<&str> = rest.iter().map(|a| a.value.as_str()).collect();
