@@ -28,6 +28,7 @@ use std::fmt;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
@@ -229,7 +230,22 @@ pub const PROTECTED_FILES: &[&str] = &[
 #[derive(Clone, Debug)]
 struct Root {
     path: PathBuf,
+    /// The directory, opened once when the root was added: every confined open starts from
+    /// this handle, so a root renamed away and replaced (by a link to elsewhere) since then
+    /// takes no write.
+    dir: Arc<Dir>,
     writable: bool,
+}
+
+impl Root {
+    fn open(path: PathBuf, writable: bool) -> io::Result<Self> {
+        let dir = Dir::open_ambient_dir(&path, ambient_authority())?;
+        Ok(Root {
+            path,
+            dir: Arc::new(dir),
+            writable,
+        })
+    }
 }
 
 /// Confines file tools to a working directory and chosen extra directories.
@@ -288,10 +304,7 @@ impl Sandbox {
             )
             .collect();
         Ok(Sandbox {
-            roots: vec![Root {
-                path: working_dir.clone(),
-                writable: true,
-            }],
+            roots: vec![Root::open(working_dir.clone(), true)?],
             working_dir,
             protected,
             bypass: false,
@@ -314,7 +327,7 @@ impl Sandbox {
         // The last call for a directory decides; the working directory stays first.
         match self.roots.iter_mut().find(|r| r.path == path) {
             Some(root) => root.writable = writable,
-            None => self.roots.push(Root { path, writable }),
+            None => self.roots.push(Root::open(path, writable)?),
         }
         Ok(self)
     }
@@ -404,7 +417,7 @@ impl Sandbox {
         let mut opts = OpenOptions::new();
         opts.read(true);
         set_flags(&mut opts, false);
-        let file = open_beneath(&root.path, rel, &opts, resolved)?;
+        let file = open_beneath(root, rel, &opts, resolved)?;
         let meta = file
             .metadata()
             .map_err(|e| SandboxError::io(resolved, &e))?;
@@ -433,7 +446,7 @@ impl Sandbox {
         let mut opts = OpenOptions::new();
         opts.write(true).create(true);
         set_flags(&mut opts, true);
-        let file = open_beneath(&root.path, rel, &opts, resolved)?;
+        let file = open_beneath(root, rel, &opts, resolved)?;
         let meta = file
             .metadata()
             .map_err(|e| SandboxError::io(resolved, &e))?;
@@ -454,13 +467,12 @@ impl Sandbox {
         let name = rel
             .file_name()
             .ok_or_else(|| SandboxError::invalid(path, "no file name"))?;
-        let root_dir = Dir::open_ambient_dir(&root.path, ambient_authority()).map_err(io_err)?;
         let parent_rel = rel.parent().unwrap_or(Path::new(""));
         let dir = if parent_rel.as_os_str().is_empty() {
-            root_dir
+            root.dir.try_clone().map_err(io_err)?
         } else {
-            root_dir.create_dir_all(parent_rel).map_err(io_err)?;
-            root_dir.open_dir(parent_rel).map_err(io_err)?
+            root.dir.create_dir_all(parent_rel).map_err(io_err)?;
+            root.dir.open_dir(parent_rel).map_err(io_err)?
         };
 
         // The old file's permissions, read through a handle checked like a write target.
@@ -672,21 +684,23 @@ fn canonical_dir(dir: &Path) -> io::Result<PathBuf> {
     Ok(path)
 }
 
-/// Opens `rel` beneath `root` through a directory handle: the kernel refuses to leave it.
+/// Opens `rel` beneath `root` through its directory handle: the kernel refuses to leave it.
 fn open_beneath(
-    root: &Path,
+    root: &Root,
     rel: &Path,
     opts: &OpenOptions,
     shown: &Path,
 ) -> Result<fs::File, SandboxError> {
-    let dir = Dir::open_ambient_dir(root, ambient_authority())
-        .map_err(|e| SandboxError::io(shown, &e))?;
-    dir.open_with(rel, opts)
+    root.dir
+        .open_with(rel, opts)
         .map(|f| f.into_std())
         .map_err(|e| SandboxError::Io {
             path: shown.to_path_buf(),
             kind: e.kind(),
-            message: format!("refused by the open confined to {}: {e}", root.display()),
+            message: format!(
+                "refused by the open confined to {}: {e}",
+                root.path.display()
+            ),
         })
 }
 
