@@ -661,7 +661,8 @@ fn a_root_swapped_for_a_link_after_construction_confines_to_the_original() {
 
     let write =
         |file: Result<fs::File, SandboxError>| file.map(|mut f| f.write_all(b"pwned\n").unwrap());
-    let attempts: Vec<(&str, Box<dyn Fn() -> Result<(), SandboxError>>)> = vec![
+    type Attempt<'a> = Box<dyn Fn() -> Result<(), SandboxError> + 'a>;
+    let attempts: Vec<(&str, Attempt)> = vec![
         (
             "write_atomic",
             Box::new(|| {
