@@ -329,6 +329,46 @@ mod linux {
         }
     }
 
+    /// The shell may write beneath the directory the sandbox was built on, not beneath
+    /// whatever its path names when the command runs.
+    #[tokio::test]
+    async fn a_working_directory_swapped_for_a_link_opens_nothing_outside() {
+        let ws = outside_tmp("swapped-ws");
+        let outside = outside_tmp("swapped-outside");
+        let registry = registry();
+        let ctx = contained(&ws, None);
+        let probe = bash(&registry, "echo fine > ok", &ctx).await;
+        if !enforced(&probe) {
+            return;
+        }
+        let moved = ws.with_file_name(format!(
+            "{}-moved",
+            ws.file_name().unwrap().to_string_lossy()
+        ));
+        let _ = std::fs::remove_dir_all(&moved);
+        std::fs::rename(&ws, &moved).unwrap();
+        std::os::unix::fs::symlink(&outside, &ws).unwrap();
+
+        let out = bash(
+            &registry,
+            &format!("echo pwned > '{}'", outside.join("escaped").display()),
+            &ctx,
+        )
+        .await;
+        assert!(!out.ends_with("Exit code: 0"), "{out}");
+        assert!(!outside.join("escaped").exists(), "{out}");
+        // The original directory is still the writable one.
+        let original = bash(
+            &registry,
+            &format!("echo fine > '{}'", moved.join("still").display()),
+            &ctx,
+        )
+        .await;
+        assert!(original.ends_with("Exit code: 0"), "{original}");
+        std::fs::remove_file(&ws).unwrap();
+        let _ = std::fs::remove_dir_all(&moved);
+    }
+
     #[tokio::test]
     async fn the_shell_writes_only_inside_the_sandbox_and_the_temp_dir() {
         let ws = outside_tmp("ws");

@@ -363,6 +363,15 @@ impl Sandbox {
             .map(|r| (r.path.as_path(), r.writable))
     }
 
+    /// The handles of the writable roots, opened when the sandbox was built: what the Bash
+    /// tool's OS containment lets the shell write beneath, whatever their paths name now.
+    pub(crate) fn writable_root_dirs(&self) -> impl Iterator<Item = Arc<Dir>> + '_ {
+        self.roots
+            .iter()
+            .filter(|r| r.writable)
+            .map(|r| r.dir.clone())
+    }
+
     /// The protected patterns in force (ignored when protection is bypassed).
     pub fn protected(&self) -> &[ProtectedPattern] {
         &self.protected
