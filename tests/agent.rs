@@ -379,7 +379,9 @@ async fn every_failing_step_becomes_an_error_result_the_model_sees() {
         ScriptedTurn::raw_tool_call("count", "{\"n\": 3"),
         ScriptedTurn::text("I give up."),
     ]);
-    let agent = Agent::create(config(model).with_max_result_chars(100))
+    // Large enough for the error messages (they are capped too), small enough to cut the
+    // 500-character result.
+    let agent = Agent::create(config(model).with_max_result_chars(300))
         .await
         .unwrap();
     let result = agent.prompt("try things").await.unwrap();
@@ -397,7 +399,7 @@ async fn every_failing_step_becomes_an_error_result_the_model_sees() {
     let (_, unknown, is_error) = &first_results[0];
     assert!(is_error);
     assert!(
-        unknown.contains("there is no tool named `lok`"),
+        unknown.contains("no tool is named `lok` (did you mean `look`?)"),
         "{unknown}"
     );
     assert!(
@@ -417,7 +419,7 @@ async fn every_failing_step_becomes_an_error_result_the_model_sees() {
     assert!(panicked.contains("the tool panicked: kaboom"), "{panicked}");
     let (_, capped, is_error) = &first_results[4];
     assert!(!is_error);
-    assert!(capped.contains("400 characters cut"), "{capped}");
+    assert!(capped.contains("200 characters cut"), "{capped}");
 
     let (_, malformed, is_error) = &last_results(&result.messages)[0];
     assert!(is_error);

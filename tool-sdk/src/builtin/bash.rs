@@ -43,8 +43,8 @@ use super::shell_env;
 use crate::permission::bash::{Decision, classify, simple_commands};
 use crate::process::kill_group;
 use crate::{
-    BoxFuture, PermissionPrompt, ResultDisplay, StateRequirement, Tool, ToolAnnotations, ToolChild,
-    ToolCommand, ToolContext, ToolError, ToolOutput, ToolResult, tool,
+    ActsOn, BoxFuture, PermissionPrompt, ResultDisplay, StateRequirement, Tool, ToolAnnotations,
+    ToolChild, ToolCommand, ToolContext, ToolError, ToolOutput, ToolResult, tool,
 };
 
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -314,6 +314,7 @@ fn start_failed(error: std::io::Error) -> ToolError {
 /// Runs a bash command in a persistent shell session and returns its output and exit code.
 #[tool(
     name = "Bash",
+    acts_on(shell = "command"),
     register = false,
     category = "builtin",
     destructive,
@@ -638,6 +639,10 @@ impl Tool for BashTool {
 
     fn category(&self) -> Option<&str> {
         INNER.category()
+    }
+
+    fn acts_on(&self) -> ActsOn {
+        INNER.acts_on()
     }
 
     fn required_state(&self) -> Vec<StateRequirement> {

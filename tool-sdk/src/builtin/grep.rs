@@ -53,6 +53,7 @@ pub enum GrepOutputMode {
 /// - For open-ended searches that need several rounds, use the Task tool.
 #[tool(
     name = "Grep",
+    acts_on(reads = "path"),
     category = "builtin",
     read_only,
     idempotent,

@@ -135,6 +135,31 @@ pub fn simple_commands(command: &str) -> Result<Vec<SimpleCommand>, BashParseErr
     }
 }
 
+/// A command's verdict and its simple commands, from one parse: what the permission gate
+/// computes once per shell call and every rule and the classifier then read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandAnalysis {
+    /// The classifier's verdict, as [`classify`] gives it.
+    pub classification: Classification,
+    /// The simple commands, as [`simple_commands`] gives them.
+    pub commands: Result<Vec<SimpleCommand>, BashParseError>,
+}
+
+/// [`classify`] and [`simple_commands`] in one walk of the syntax tree.
+pub fn analyze_command(command: &str) -> CommandAnalysis {
+    let mut verdict = Verdict::default();
+    let mut out = Vec::new();
+    analyze(command, 0, &mut verdict, &mut out);
+    let commands = match verdict.parse_error.clone() {
+        Some(e) => Err(e),
+        None => Ok(out),
+    };
+    CommandAnalysis {
+        classification: verdict.finish(),
+        commands,
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Verdict bookkeeping
 
