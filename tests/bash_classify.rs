@@ -1,7 +1,7 @@
 //! The Bash command classifier: a table of commands and their expected decisions, the
 //! properties that must hold for every row, and a deterministic fuzz smoke test.
 
-use tool_sdk::permission::bash::{Decision, classify, harden_git, simple_commands};
+use tool_sdk::permission::bash::{Decision, classify, simple_commands};
 
 /// Expected decisions: Allow, Deny, Ask, or Not-allow (Ask or Deny both acceptable).
 #[derive(Clone, Copy, Debug)]
@@ -603,30 +603,6 @@ fn simple_commands_unwraps_every_command() {
         "{cmds:?}"
     );
     assert!(simple_commands("echo 'open").is_err());
-}
-
-#[test]
-fn harden_git_disables_config_programs() {
-    let argv: Vec<String> = ["git", "diff", "HEAD"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let h = harden_git(&argv);
-    assert_eq!(h[0], "git");
-    assert!(h.contains(&"core.fsmonitor=false".to_string()));
-    assert!(h.contains(&"--no-ext-diff".to_string()));
-    let sub = h.iter().position(|a| a == "diff").unwrap();
-    assert!(h.iter().position(|a| a == "--no-ext-diff").unwrap() > sub);
-    assert_eq!(h.last().unwrap(), "HEAD");
-    let ls: Vec<String> = vec!["ls".into()];
-    assert_eq!(harden_git(&ls), ls);
-    // The repository picks the signature format; each format's program is pinned.
-    let h = harden_git(&["git".to_string(), "log".to_string()]);
-    assert!(
-        h.contains(&"gpg.ssh.program=ssh-keygen".to_string()),
-        "{h:?}"
-    );
-    assert!(h.contains(&"log.showSignature=false".to_string()), "{h:?}");
 }
 
 /// Stable stand-in for the cargo-fuzz target: pseudo-random and mutated inputs must not

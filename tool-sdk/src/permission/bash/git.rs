@@ -1,70 +1,8 @@
-//! `git`: which subcommands and flags are read-only, and the argv rewrite that keeps a
-//! repository's configuration from running programs.
+//! `git`: which subcommands and flags are read-only. What keeps a repository's configuration
+//! from running programs is the Bash tool's environment (`builtin/shell_env.rs`).
 
 use super::parse::Arg;
 use super::safe_list::forbid;
-
-/// Rewrites a `git` argv so that repository configuration runs fewer programs while a
-/// read-only subcommand runs: no pager, no fsmonitor or hooks, no external diff or
-/// textconv drivers, no signature programs of its choosing. Returns `argv` unchanged unless
-/// `argv[0]` is `git`.
-///
-/// Filter drivers (`filter.<name>.clean`, which `git status` and `git diff` run on files
-/// whose stat data looks changed) are named by the repository's attributes and have no flag
-/// that turns them off: this rewrite does not cover them. The Bash tool does, by name.
-pub fn harden_git(argv: &[String]) -> Vec<String> {
-    if argv.first().map(String::as_str) != Some("git") {
-        return argv.to_vec();
-    }
-    let mut out: Vec<String> = [
-        "git",
-        "--no-pager",
-        "-c",
-        "core.fsmonitor=false",
-        "-c",
-        "core.hooksPath=/dev/null",
-        "-c",
-        "core.pager=cat",
-        "-c",
-        "diff.external=",
-        "-c",
-        "core.sshCommand=false",
-        "-c",
-        "protocol.allow=never",
-        "-c",
-        "log.showSignature=false",
-        "-c",
-        "gpg.program=gpg",
-        "-c",
-        "gpg.x509.program=gpgsm",
-        "-c",
-        "gpg.ssh.program=ssh-keygen",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let rest = &argv[1..];
-    // The subcommand is the first word that is not a global option.
-    let sub = rest.iter().position(|a| !a.starts_with('-'));
-    match sub {
-        Some(i) => {
-            out.extend(rest[..=i].iter().cloned());
-            if matches!(
-                rest[i].as_str(),
-                "diff" | "log" | "show" | "whatchanged" | "diff-tree" | "diff-files" | "diff-index"
-            ) {
-                out.push("--no-ext-diff".into());
-                out.push("--no-textconv".into());
-            }
-            if rest[i] == "blame" || rest[i] == "annotate" {
-                out.push("--no-textconv".into());
-            }
-            out.extend(rest[i + 1..].iter().cloned());
-        }
-        None => out.extend(rest.iter().cloned()),
-    }
-    out
-}
 
 pub(super) fn git_check(args: &[Arg]) -> Result<(), String> {
     let mut i = 0;

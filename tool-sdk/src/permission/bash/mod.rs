@@ -31,7 +31,6 @@ mod sed;
 
 use std::fmt;
 
-pub use git::harden_git;
 use parse::analyze;
 
 /// Longest command (in bytes) that is parsed at all; longer ones are [`Decision::Ask`].
