@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use super::events::{AgentEvent, PermissionRequest};
 use super::{AgentInner, Emit};
-use crate::model::{MessageContent, ToolUse};
+use crate::model::{MessageContent, ToolInput, ToolUse};
 use crate::permission::bash::{Classification, Decision, classify};
 use crate::permission::{
     HookDecision, ModeState, PermissionAnswer, PermissionMode, PermissionQuestion, Rule,
@@ -71,7 +71,7 @@ pub(crate) async fn execute(
 
 /// Read-only tools, and calls that will not run at all (unknown tool, bad JSON).
 fn runs_concurrently(agent: &AgentInner, call: &ToolUse) -> bool {
-    call.malformed.is_some()
+    call.input.is_malformed()
         || agent
             .registry
             .get(&call.name)
@@ -90,13 +90,16 @@ async fn run_call(
     let title = tool
         .as_ref()
         .and_then(|tool| {
-            std::panic::catch_unwind(AssertUnwindSafe(|| tool.display_title(&call.input))).ok()
+            std::panic::catch_unwind(AssertUnwindSafe(|| {
+                tool.display_title(&call.input.json_or_empty())
+            }))
+            .ok()
         })
         .unwrap_or_else(|| call.name.clone());
     emit(AgentEvent::ToolRequested {
         id: call.id.clone(),
         name: call.name.clone(),
-        input: call.input.clone(),
+        input: call.input.json_or_empty().into_owned(),
         title,
     });
 
@@ -185,15 +188,18 @@ async fn checked_call(
                 .join(", ")
         )));
     };
-    if let Some(raw) = &call.malformed {
-        let shown: String = raw.chars().take(500).collect();
-        return Err(ToolError::invalid_input(format!(
-            "the arguments are not a JSON object: {shown}\nSend a JSON object that matches \
-             this schema: {}",
-            tool.input_schema()
-        )));
-    }
-    let mut input = agent.registry.validate(&call.name, call.input.clone())?;
+    let input = match &call.input {
+        ToolInput::Parsed(input) => input,
+        ToolInput::Malformed { raw, .. } => {
+            let shown: String = raw.chars().take(500).collect();
+            return Err(ToolError::invalid_input(format!(
+                "the arguments are not a JSON object: {shown}\nSend a JSON object that matches \
+                 this schema: {}",
+                tool.input_schema()
+            )));
+        }
+    };
+    let mut input = agent.registry.validate(&call.name, input.clone())?;
     let ctx = agent.tool_context(&call.id, emit, cancel);
     tool.validate_input(&input, &ctx).await?;
     permit(agent, tool, &mut input, &ctx, &call.id, emit, cancel).await?;

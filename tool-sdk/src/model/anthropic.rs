@@ -380,7 +380,7 @@ fn content_json(content: &MessageContent) -> Option<Value> {
             "type": "tool_use",
             "id": tool_use.id,
             "name": tool_use.name,
-            "input": tool_use.input,
+            "input": tool_use.input.json_or_empty(),
         }),
         MessageContent::ToolResult {
             tool_use_id,
@@ -621,12 +621,7 @@ impl Block {
                 initial,
             } => Some(match initial {
                 Value::Object(map) if json.trim().is_empty() && !map.is_empty() => {
-                    MessageContent::ToolUse(ToolUse {
-                        id,
-                        name,
-                        input: Value::Object(map),
-                        malformed: None,
-                    })
+                    MessageContent::ToolUse(ToolUse::new(id, name, Value::Object(map)))
                 }
                 _ => MessageContent::ToolUse(ToolUse::from_raw(id, name, &json)),
             }),

@@ -471,7 +471,7 @@ fn push_assistant_message(out: &mut Vec<Value>, content: &[MessageContent]) {
                     // servers parse these arguments and reject the request when they are not
                     // JSON. The error result answering such a call tells the model what was
                     // wrong.
-                    "arguments": tool_use.input.to_string(),
+                    "arguments": tool_use.input.json_or_empty().to_string(),
                 },
             })),
             MessageContent::Image { .. }
@@ -1002,7 +1002,9 @@ mod tests {
             .content
             .iter()
             .filter_map(|block| match block {
-                MessageContent::ToolUse(call) => Some((call.id.as_str(), call.input.clone())),
+                MessageContent::ToolUse(call) => {
+                    Some((call.id.as_str(), call.input.json_or_empty().into_owned()))
+                }
                 _ => None,
             })
             .collect();

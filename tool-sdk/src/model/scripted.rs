@@ -68,12 +68,11 @@ impl ScriptedTurn {
     /// Adds one more tool call to this turn (parallel tool use).
     pub fn with_tool_call(mut self, name: impl Into<String>, input: Value) -> Self {
         let index = self.content.len();
-        self.content.push(MessageContent::ToolUse(ToolUse {
-            id: format!("toolu_scripted_{index}_{}", fastrand::u32(..)),
-            name: name.into(),
+        self.content.push(MessageContent::ToolUse(ToolUse::new(
+            format!("toolu_scripted_{index}_{}", fastrand::u32(..)),
+            name,
             input,
-            malformed: None,
-        }));
+        )));
         self
     }
 }
