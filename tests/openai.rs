@@ -743,3 +743,70 @@ async fn an_unreachable_server_is_a_transport_error() {
     assert!(events.is_empty());
     assert!(matches!(error, Some(ModelError::Transport(_))), "{error:?}");
 }
+
+#[tokio::test]
+async fn a_final_event_without_its_blank_line_is_kept() {
+    // No `[DONE]` and no blank line after the usage chunk: the body just ends.
+    let body = fixture("text_with_usage.sse");
+    let body = body.trim_end().trim_end_matches("data: [DONE]").trim_end();
+    assert!(body.ends_with('}'), "the usage chunk is last");
+    let server = serve(sse(body)).await;
+    let (events, error) = run(&model_for(&server), &ask("hi")).await;
+    assert_eq!(error, None);
+    let response = completed(&events);
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    assert_eq!(
+        (response.usage.input_tokens, response.usage.output_tokens),
+        (20, 5),
+        "the usage of the last chunk"
+    );
+}
+
+/// A server that answers one request with a 200 whose headers promise more body than it
+/// sends: the client reads `sent`, then the connection closes.
+fn server_that_breaks_off(sent: &'static str) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream);
+        // Read the whole request first, so closing does not reset the connection.
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line.trim().is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap();
+            }
+        }
+        reader.read_exact(&mut vec![0; length]).unwrap();
+        let mut stream = reader.into_inner();
+        write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{sent}",
+            sent.len() + 1000
+        )
+        .unwrap();
+        stream.flush().unwrap();
+    });
+    format!("http://{address}/v1")
+}
+
+#[tokio::test]
+async fn a_connection_broken_mid_stream_is_a_transport_error() {
+    let url = server_that_breaks_off(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n",
+    );
+    let model = OpenAiModel::new("m", None)
+        .with_base_url(url)
+        .with_retry(RetryPolicy::none());
+    let (events, error) = run(&model, &ask("hi")).await;
+    assert_eq!(text_deltas(&events), "Hel");
+    assert!(matches!(error, Some(ModelError::Transport(_))), "{error:?}");
+}

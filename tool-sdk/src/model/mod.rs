@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use crate::ContentBlock;
 
 pub mod anthropic;
+mod http;
 pub mod openai;
 mod retry;
 mod scripted;
