@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tool_sdk::agent::{Agent, AgentConfig, AgentEvent};
 use tool_sdk::model::{Model, ScriptedModel, ScriptedTurn};
-use tool_sdk::{Provider, State, ToolContext, ToolError, ToolRegistry, tool};
+use tool_sdk::schema::Provider;
+use tool_sdk::{State, ToolContext, ToolError, ToolRegistry, tool};
 
 /// Temperature unit.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, schemars::JsonSchema)]

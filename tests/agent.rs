@@ -98,6 +98,23 @@ async fn hang(pid_file: String, ctx: &ToolContext) -> Result<String, ToolError> 
     Ok(format!("{output:?}"))
 }
 
+/// Starts a shell that starts a grandchild (whose pid it writes to `pid_file`), then waits
+/// for both forever.
+#[tool(register = false, read_only, timeout = "2s")]
+async fn hang_family(pid_file: String, ctx: &ToolContext) -> Result<String, ToolError> {
+    let status = ctx
+        .command("sh")
+        .args([
+            "-c",
+            r#"sleep 300 & echo $! > "$1.tmp" && mv "$1.tmp" "$1"; wait"#,
+        ])
+        .args(["sh", &pid_file])
+        .status()
+        .await
+        .map_err(|e| ToolError::failed(e.to_string()))?;
+    Ok(status.to_string())
+}
+
 /// Says a lot.
 #[tool(register = false, read_only)]
 async fn chatter(chars: usize) -> String {
@@ -362,7 +379,9 @@ async fn every_failing_step_becomes_an_error_result_the_model_sees() {
         ScriptedTurn::raw_tool_call("count", "{\"n\": 3"),
         ScriptedTurn::text("I give up."),
     ]);
-    let agent = Agent::create(config(model).with_max_result_chars(100))
+    // Large enough for the error messages (they are capped too), small enough to cut the
+    // 500-character result.
+    let agent = Agent::create(config(model).with_max_result_chars(300))
         .await
         .unwrap();
     let result = agent.prompt("try things").await.unwrap();
@@ -380,7 +399,7 @@ async fn every_failing_step_becomes_an_error_result_the_model_sees() {
     let (_, unknown, is_error) = &first_results[0];
     assert!(is_error);
     assert!(
-        unknown.contains("there is no tool named `lok`"),
+        unknown.contains("no tool is named `lok` (did you mean `look`?)"),
         "{unknown}"
     );
     assert!(
@@ -400,14 +419,15 @@ async fn every_failing_step_becomes_an_error_result_the_model_sees() {
     assert!(panicked.contains("the tool panicked: kaboom"), "{panicked}");
     let (_, capped, is_error) = &first_results[4];
     assert!(!is_error);
-    assert!(capped.contains("400 characters cut"), "{capped}");
+    assert!(capped.contains("200 characters cut"), "{capped}");
 
     let (_, malformed, is_error) = &last_results(&result.messages)[0];
     assert!(is_error);
     assert!(
-        malformed.contains("not a JSON object: {\"n\": 3"),
-        "{malformed}"
+        malformed.contains("the arguments are not valid JSON: EOF while parsing"),
+        "says why: {malformed}"
     );
+    assert!(malformed.contains(": {\"n\": 3"), "{malformed}");
     assert!(
         malformed.contains("\"properties\""),
         "echoes the schema: {malformed}"
@@ -441,6 +461,81 @@ async fn a_timeout_stops_the_tool_and_kills_its_child_process() {
     tokio::time::timeout(Duration::from_secs(5), gone)
         .await
         .expect("the child process was killed");
+    std::fs::remove_file(pid_file).ok();
+}
+
+/// An agent with only `hang_family`.
+fn family(model: ScriptedModel) -> AgentConfig {
+    AgentConfig::new()
+        .with_model(model)
+        .with_registry(registry(vec![Arc::new(HangFamilyTool)]))
+}
+
+/// Waits until `pid_file` names a process, then until that process no longer runs.
+async fn assert_dies(pid_file: &std::path::Path, what: &str) {
+    let gone = async {
+        let pid = loop {
+            match std::fs::read_to_string(pid_file) {
+                Ok(pid) if !pid.trim().is_empty() => break pid.trim().to_owned(),
+                _ => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        };
+        loop {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Gone, or a zombie waiting to be reaped: either way it no longer runs.
+            if status.is_empty() || status.split_whitespace().nth(2) == Some("Z") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), gone)
+        .await
+        .unwrap_or_else(|_| panic!("{what} still runs"));
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_timeout_kills_the_grandchildren_of_a_tools_command() {
+    let pid_file = std::env::temp_dir().join(format!("family-timeout-{}.pid", std::process::id()));
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("hang_family", json!({"pid_file": pid_file})),
+        ScriptedTurn::text("it hung"),
+    ]);
+    let agent = Agent::create(family(model)).await.unwrap();
+    let result = agent.prompt("hang").await.unwrap();
+    let (_, text, is_error) = &last_results(&result.messages)[0];
+    assert!(*is_error && text.contains("timed out after 2s"), "{text}");
+    assert_dies(&pid_file, "the grandchild `sleep 300`").await;
+    std::fs::remove_file(pid_file).ok();
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn cancelling_kills_the_grandchildren_of_a_tools_command() {
+    let pid_file = std::env::temp_dir().join(format!("family-cancel-{}.pid", std::process::id()));
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("hang_family", json!({"pid_file": pid_file})),
+        ScriptedTurn::text("unreachable"),
+    ]);
+    let agent = Agent::create(family(model)).await.unwrap();
+    let run = agent.run("hang");
+    // Cancel once the grandchild runs.
+    let token = run.cancellation_token();
+    let watched = pid_file.clone();
+    tokio::spawn(async move {
+        while std::fs::metadata(&watched).is_err() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        token.cancel();
+    });
+    let events: Vec<AgentEvent> = run.collect().await;
+    let finished = events.iter().find_map(|event| match event {
+        AgentEvent::Finished(finished) => Some(finished),
+        _ => None,
+    });
+    assert_eq!(finished.unwrap().error, Some(AgentError::Cancelled));
+    assert_dies(&pid_file, "the grandchild `sleep 300`").await;
     std::fs::remove_file(pid_file).ok();
 }
 

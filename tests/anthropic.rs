@@ -6,12 +6,13 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use serde_json::{Value, json};
+use tool_sdk::ContentBlock;
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::{
     Message, MessageContent, Model, ModelError, ModelEvent, ModelRequest, ModelResponse,
     RetryPolicy, Role, StopReason, ToolSpec, ToolUse, Usage,
 };
-use tool_sdk::{ContentBlock, Provider, schema};
+use tool_sdk::schema::{self, Provider};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 

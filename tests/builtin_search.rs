@@ -625,6 +625,122 @@ async fn grep_skips_binary_files_but_searches_named_ignored_files() {
     );
 }
 
+/// Binary files placed where ripgrep's handling shows: `bin.txt` has its NUL in the first
+/// line buffer (64 KiB), `big.bin` after it, past thousands of matching lines.
+fn binary_tree() -> Tree {
+    let tree = Tree::empty();
+    let mut big: Vec<u8> = (0..10_000)
+        .flat_map(|i| format!("hello line {i}\n").into_bytes())
+        .collect();
+    big.extend_from_slice(b"\0tail hello\nhello after\n");
+    tree.file(
+        "bin.txt",
+        b"hello one\nhello two\n\0hello three\nhello four\n",
+        10,
+    )
+    .file("big.bin", big, 20)
+    .file("text.txt", "hello plain\n", 30);
+    tree
+}
+
+#[tokio::test]
+async fn grep_searches_a_named_binary_file_as_rg_does() {
+    let tree = binary_tree();
+    let bin = tree.path("bin.txt");
+    let named =
+        |mode: &str, file: &str| json!({"pattern": "hello", "path": file, "output_mode": mode});
+
+    // Listed, and said to be binary.
+    let out = ok("Grep", named("files_with_matches", "bin.txt"), &tree).await;
+    assert_eq!(
+        lines(&out)[..2],
+        ["Found 1 file".to_owned(), bin.clone()],
+        "{out}"
+    );
+    assert!(out.contains("binary file"), "{out}");
+    // Every match is counted: NUL bytes read as line breaks, the search goes on past them.
+    let out = ok("Grep", named("count", "bin.txt"), &tree).await;
+    assert_eq!(lines(&out)[0], format!("{bin}:4"), "{out}");
+    assert!(out.contains("binary file"), "{out}");
+    let out = ok("Grep", named("count", "big.bin"), &tree).await;
+    assert_eq!(
+        lines(&out)[0],
+        format!("{}:10002", tree.path("big.bin")),
+        "{out}"
+    );
+    // Lines of binary data are not shown: rg's message instead.
+    let out = ok("Grep", named("content", "bin.txt"), &tree).await;
+    assert_eq!(
+        lines(&out),
+        [format!(
+            "{bin}: binary file matches (found \"\\0\" byte around offset 20)"
+        )]
+    );
+    // Lines read before the binary data was seen are shown, then the message; nothing after
+    // the NUL byte.
+    let out = ok(
+        "Grep",
+        json!({"pattern": "hello", "path": "big.bin", "output_mode": "content", "head_limit": 0}),
+        &tree,
+    )
+    .await;
+    let shown = lines(&out);
+    assert!(shown.len() > 1000, "{} lines", shown.len());
+    assert_eq!(
+        shown[shown.len() - 1],
+        format!(
+            "{}: binary file matches (found \"\\0\" byte around offset 158890)",
+            tree.path("big.bin")
+        )
+    );
+    assert!(
+        shown[..shown.len() - 1]
+            .iter()
+            .all(|line| line.contains(":hello line "))
+    );
+}
+
+#[tokio::test]
+async fn grep_leaves_walked_binary_files_out_as_rg_does() {
+    let tree = binary_tree();
+    // No partial count for big.bin, whose NUL comes after thousands of matches.
+    let out = ok(
+        "Grep",
+        json!({"pattern": "hello", "output_mode": "count"}),
+        &tree,
+    )
+    .await;
+    assert_eq!(
+        out,
+        format!(
+            "{}:1\n\nFound 1 total matches across 1 file.",
+            tree.path("text.txt")
+        )
+    );
+    // Content: what was printed before the NUL was seen stays, and a warning says the
+    // search stopped there.
+    let out = ok(
+        "Grep",
+        json!({"pattern": "hello", "output_mode": "content", "head_limit": 0}),
+        &tree,
+    )
+    .await;
+    let big: Vec<&str> = out
+        .lines()
+        .filter(|line| line.starts_with(&tree.path("big.bin")))
+        .collect();
+    assert!(big.len() < 10_000, "{} lines of big.bin", big.len());
+    assert_eq!(
+        big[big.len() - 1],
+        format!(
+            "{}: WARNING: stopped searching binary file after match (found \"\\0\" byte around \
+             offset 158890)",
+            tree.path("big.bin")
+        )
+    );
+    assert!(!out.contains("bin.txt"), "{out}");
+}
+
 // ---- agreement with ripgrep ----
 
 /// Whether `rg` runs; prints a note when it does not.
@@ -643,6 +759,11 @@ fn have_rg() -> bool {
 /// `root`, because rg matches `--glob`s relative to its working directory and Grep relative
 /// to the searched directory.
 fn rg(root: &Path, args: &[&str]) -> Vec<String> {
+    rg_on(root, args, root)
+}
+
+/// rg's output lines for `args` on `target`, run in `root`.
+fn rg_on(root: &Path, args: &[&str], target: &Path) -> Vec<String> {
     let out = Command::new("rg")
         .current_dir(root)
         .args([
@@ -654,7 +775,7 @@ fn rg(root: &Path, args: &[&str]) -> Vec<String> {
         ])
         .args(["--with-filename", "--color", "never"])
         .args(args)
-        .arg(root)
+        .arg(target)
         .env_remove("RIPGREP_CONFIG_PATH")
         .output()
         .unwrap();
@@ -825,6 +946,44 @@ async fn grep_agrees_with_rg_on_the_test_tree() {
     let tree = tree();
     let nonempty = agree_with_rg(&tree.root).await;
     assert!(nonempty >= 5, "only {nonempty} cases matched anything");
+}
+
+#[tokio::test]
+async fn grep_agrees_with_rg_on_binary_files() {
+    if !have_rg() {
+        return;
+    }
+    let tree = binary_tree();
+    // Walked: rg's BinaryDetection::quit.
+    let nonempty = agree_with_rg(&tree.root).await;
+    assert!(nonempty >= 2, "only {nonempty} cases matched anything");
+    // Named as `path`: rg's BinaryDetection::convert. Grep's notes on binary files follow a
+    // blank line; they are not compared.
+    for file in ["bin.txt", "big.bin", "text.txt"] {
+        for (mode, flag, skip) in [
+            ("content", "-n", 0),
+            ("count", "-c", 0),
+            ("files_with_matches", "-l", 1),
+        ] {
+            let input =
+                json!({"pattern": "hello", "path": file, "output_mode": mode, "head_limit": 0});
+            let ours = ok("Grep", input, &tree).await;
+            let ours: Vec<String> = ours
+                .lines()
+                .skip(skip)
+                .take_while(|line| !line.is_empty())
+                .map(str::to_owned)
+                .collect();
+            // rg memory-maps a file it is given and so reads big.bin whole before it sees the
+            // NUL; Grep reads files in buffers, as rg does with --no-mmap.
+            let theirs = rg_on(
+                &tree.root,
+                &["--no-mmap", flag, "hello"],
+                &tree.root.join(file),
+            );
+            assert_eq!(ours, theirs, "{mode} on {file}");
+        }
+    }
 }
 
 #[tokio::test]

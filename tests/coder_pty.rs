@@ -57,10 +57,49 @@ fn coder_command(dir: &Path, extra: &[&str]) -> Command {
     command
 }
 
+/// The pseudo-terminal's size, and so the screen's.
+const COLS: u16 = 80;
+const ROWS: u16 = 24;
+
 fn start(dir: &Path) -> Session {
     let mut session = Session::spawn(coder_command(dir, &[])).expect("coder starts in a pty");
     session.set_expect_timeout(Some(Duration::from_secs(30)));
     session
+        .get_process_mut()
+        .set_window_size(COLS, ROWS)
+        .unwrap();
+    session
+}
+
+/// [`start`], in a terminal set up as a user's is: it echoes what is typed (ptys start
+/// without echo), `^C` included.
+fn start_in_terminal(dir: &Path) -> Session {
+    let mut session = start(dir);
+    // Set right after exec, well before the coder first reads a line (rustyline keeps the
+    // terminal's modes from then on).
+    session.get_process_mut().set_echo(true, None).unwrap();
+    session
+}
+
+/// What the user sees: everything the coder wrote, drawn by a terminal emulator.
+struct Screen(vt100::Parser);
+
+impl Screen {
+    fn new() -> Self {
+        let size = |n| std::num::NonZeroU16::new(n).expect("a screen has rows and columns");
+        Screen(vt100::Parser::new(size(ROWS), size(COLS), 0))
+    }
+
+    /// Waits for `needle`, drawing what came up to it; returns that text.
+    fn expect(&mut self, coder: &mut Session, needle: &str) -> String {
+        let found = coder.expect(needle).unwrap();
+        self.0.process(found.as_bytes());
+        String::from_utf8_lossy(found.as_bytes()).into_owned()
+    }
+
+    fn rows(&self) -> Vec<String> {
+        self.0.screen().rows(0, COLS).collect()
+    }
 }
 
 /// Answers the demo's first question with `n` and waits for the turn to end.
@@ -289,4 +328,198 @@ fn on_this_repository_the_demo_finds_a_todo_and_asks_to_edit_it() {
     assert!(stdout.contains("● Read "), "{stdout}");
     assert!(stdout.contains("Edit "), "{stdout}");
     assert!(stdout.contains("The edit was not applied"), "{stdout}");
+}
+
+#[test]
+fn an_invalid_call_shows_every_problem_the_model_is_told() {
+    let dir = project();
+    let input = serde_json::json!({ "file_path": 3, "limit": "many", "bogus": true });
+    let run = coder_command(dir.path(), &["-p", &format!("call Read {input}")])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{stdout}");
+    // What the model gets for this input, from the same registry the coder uses.
+    let told = tool_sdk::ToolRegistry::global()
+        .unwrap()
+        .validate("Read", input)
+        .unwrap_err()
+        .message_for_model();
+    let problems: Vec<&str> = told
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    assert!(problems.len() >= 3, "one line per problem: {told}");
+    for problem in problems {
+        assert!(
+            stdout.contains(problem),
+            "{problem:?} is not shown:\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn print_mode_names_the_rule_that_would_allow_a_refused_call() {
+    let dir = project();
+    let refused = coder_command(dir.path(), &["-p", "run touch made-by-print"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&refused.stdout);
+    assert!(!dir.path().join("made-by-print").exists());
+    let hint = "--allow 'Bash(touch made-by-print)'";
+    assert!(stdout.contains(hint), "{stdout}");
+
+    // The rule it names does allow the call.
+    let allowed = coder_command(
+        dir.path(),
+        &[
+            "--allow",
+            "Bash(touch made-by-print)",
+            "-p",
+            "run touch made-by-print",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        dir.path().join("made-by-print").exists(),
+        "{}",
+        String::from_utf8_lossy(&allowed.stdout)
+    );
+}
+
+#[test]
+fn ctrl_c_leaves_no_frozen_spinner_on_the_screen() {
+    let dir = project();
+    let mut coder = start_in_terminal(dir.path());
+    let mut screen = Screen::new();
+    screen.expect(&mut coder, "Allow? [y]es / [n]o / [a]lways");
+    coder.send_line("n").unwrap();
+    screen.expect(&mut coder, "tool calls");
+
+    coder.send_line("run sleep 43.21").unwrap();
+    screen.expect(&mut coder, "Run sleep 43.21");
+    wait_for(|| find_process("sleep", "43.21"), "the sleep to start");
+    // A few ticks of the spinner, as a user would see before pressing Ctrl-C.
+    std::thread::sleep(Duration::from_millis(300));
+    coder.send(ControlCode::EndOfText).unwrap();
+    screen.expect(&mut coder, "Cancelled.");
+    screen.expect(&mut coder, " tokens · ");
+
+    let rows = screen.rows();
+    let about_the_call: Vec<&String> = rows
+        .iter()
+        .filter(|row| row.contains("Run sleep 43.21"))
+        .collect();
+    assert_eq!(
+        about_the_call.len(),
+        1,
+        "the cancelled call's result line, and no spinner:\n{}",
+        rows.join("\n")
+    );
+    assert!(about_the_call[0].starts_with('●'), "{}", rows.join("\n"));
+    quit_with_ctrl_d(coder);
+}
+
+#[test]
+fn ctrl_c_at_a_permission_question_says_the_call_did_not_run() {
+    let dir = project();
+    let mut coder = start(dir.path());
+    decline_the_demos_edit(&mut coder);
+    // The SDK races the refusal against the cancellation; the line must not depend on it.
+    for round in 0..4 {
+        coder.send_line(format!("run touch never-{round}")).unwrap();
+        coder.expect("Allow? [y]es / [n]o / [a]lways").unwrap();
+        coder.send(ControlCode::EndOfText).unwrap();
+        // The turn ends cancelled: the refusal does not let the model take another turn.
+        let shown = coder.expect("Cancelled.").unwrap();
+        let shown = String::from_utf8_lossy(shown.before()).into_owned();
+        let line = shown
+            .lines()
+            .rev()
+            .find(|line| line.contains(&format!("Run touch never-{round}")) && line.contains('●'))
+            .unwrap_or_else(|| panic!("no result line for the call:\n{shown}"));
+        assert!(line.contains("did not run"), "{line}");
+        assert!(!line.contains("before it finished"), "{line}");
+        coder.expect(" tokens · ").unwrap();
+        assert!(!dir.path().join(format!("never-{round}")).exists());
+    }
+    quit_with_ctrl_d(coder);
+}
+
+#[test]
+fn the_bash_question_shows_the_command_once() {
+    let dir = project();
+    let mut coder = start_in_terminal(dir.path());
+    let mut screen = Screen::new();
+    screen.expect(&mut coder, "Allow? [y]es / [n]o / [a]lways");
+    coder.send_line("n").unwrap();
+    screen.expect(&mut coder, "tool calls");
+
+    coder
+        .send_line(r#"call Bash {"command": "touch m-4711", "description": "Make a marker"}"#)
+        .unwrap();
+    screen.expect(&mut coder, "I'll call Bash.");
+    screen.expect(&mut coder, "Allow? [y]es / [n]o / [a]lways");
+    let rows = screen.rows();
+    let question = rows
+        .iter()
+        .rposition(|row| row.starts_with("? "))
+        .unwrap_or_else(|| panic!("no question on the screen:\n{}", rows.join("\n")));
+    let shown = rows[question..].join("\n");
+    assert_eq!(shown.matches("touch m-4711").count(), 1, "{shown}");
+    assert!(shown.contains("$ touch m-4711"), "{shown}");
+    assert!(shown.contains("Make a marker"), "{shown}");
+    coder.send_line("n").unwrap();
+    screen.expect(&mut coder, " tokens · ");
+    quit_with_ctrl_d(coder);
+}
+
+#[test]
+fn flags_that_do_nothing_are_warned_about() {
+    let dir = project();
+    let run = coder_command(
+        dir.path(),
+        &[
+            "--allow",
+            "Nonexistent",
+            "--deny",
+            "Globb",
+            "--allow",
+            "Bash(cargo test:*)",
+            "--deny",
+            "Read(.env)",
+            "--model",
+            "some-model",
+            "-p",
+            "hi",
+        ],
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("warning"))
+        .collect();
+    assert_eq!(warnings.len(), 3, "{stderr}");
+    assert!(
+        warnings.iter().any(|w| w.contains("--allow Nonexistent")),
+        "{stderr}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("--deny Globb") && w.contains("did you mean `Glob`")),
+        "{stderr}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("--model some-model") && w.contains("demo")),
+        "{stderr}"
+    );
 }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tool_sdk::{Provider, Tool, ToolContext, ToolRegistry, build_tools, tool};
+use tool_sdk::schema::Provider;
+use tool_sdk::{Tool, ToolContext, ToolRegistry, build_tools, tool};
 
 /// A postal address.
 #[derive(Deserialize, schemars::JsonSchema)]

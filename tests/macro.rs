@@ -261,6 +261,139 @@ async fn validate_runs_the_tools_own_check() {
     );
 }
 
+/// Takes parameters of every schema shape.
+#[tool(register = false)]
+async fn shapes(
+    /// A stop.
+    stop: Stop,
+    stops: Option<Vec<Stop>>,
+    mode: Mode,
+    #[arg(default = 3)] nights: u32,
+    #[arg(rename = "type", description = "The kind.")] kind: String,
+) -> String {
+    format!("{} {stops:?} {mode:?} {nights} {kind}", stop.name)
+}
+
+#[derive(schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct ShapesByHand {
+    /// A stop.
+    stop: Stop,
+    stops: Option<Vec<Stop>>,
+    mode: Mode,
+    #[serde(default = "three")]
+    nights: u32,
+    #[serde(rename = "type")]
+    #[schemars(description = "The kind.")]
+    kind: String,
+}
+
+fn three() -> u32 {
+    3
+}
+
+#[test]
+fn parameter_schema_is_the_one_schemars_derives_for_the_same_struct() {
+    assert_eq!(
+        *ShapesTool.input_schema(),
+        tool_sdk::schema::schema_for::<ShapesByHand>()
+    );
+    assert_eq!(
+        ShapesTool.input_schema()["required"],
+        json!(["stop", "mode", "type"])
+    );
+}
+
+// ---- unknown keys: refused with a did-you-mean in both styles, unless opted out ----
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct NoteArgs {
+    /// The text.
+    text: String,
+    /// Labels.
+    tags: Option<Vec<String>>,
+}
+
+/// Takes a note.
+#[tool(register = false)]
+async fn note(#[input] args: NoteArgs) -> String {
+    format!("{} {:?}", args.text, args.tags)
+}
+
+/// Takes a note, ignoring keys it does not know.
+#[tool(register = false, allow_unknown_fields)]
+async fn loose_note(#[input] args: NoteArgs) -> String {
+    args.text
+}
+
+/// A struct that says itself that other keys are welcome.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[schemars(extend("additionalProperties" = true))]
+struct OpenNoteArgs {
+    text: String,
+}
+
+/// Takes a note, ignoring keys it does not know.
+#[tool(register = false)]
+async fn open_note(#[input] args: OpenNoteArgs) -> String {
+    args.text
+}
+
+/// Takes a note as a parameter.
+#[tool(register = false)]
+async fn strict_param_note(text: String, tags: Option<Vec<String>>) -> String {
+    format!("{text} {tags:?}")
+}
+
+/// Takes a note as a parameter, ignoring keys it does not know.
+#[tool(register = false, allow_unknown_fields)]
+async fn loose_param_note(text: String) -> String {
+    text
+}
+
+#[tokio::test]
+async fn unknown_keys_are_refused_with_a_suggestion_unless_the_tool_opts_out() {
+    let registry = ToolRegistry::new();
+    for tool in [
+        Arc::new(NoteTool) as Arc<dyn Tool>,
+        Arc::new(LooseNoteTool),
+        Arc::new(OpenNoteTool),
+        Arc::new(StrictParamNoteTool),
+        Arc::new(LooseParamNoteTool),
+    ] {
+        registry.register(tool).unwrap();
+    }
+    let typo = json!({"text": "hi", "tgas": ["a"]});
+    for name in ["note", "strict_param_note"] {
+        let out = registry.call(name, typo.clone(), &ctx()).await;
+        assert!(out.is_error, "{name} accepted an unknown key");
+        let text = out.to_text();
+        assert!(
+            text.contains("additional property 'tgas'") && text.contains("did you mean 'tags'?"),
+            "{name}: {text}"
+        );
+    }
+    for name in ["loose_note", "open_note", "loose_param_note"] {
+        let out = registry.call(name, typo.clone(), &ctx()).await;
+        assert!(!out.is_error, "{name}: {}", out.to_text());
+        assert_eq!(out.to_text(), "hi", "{name}");
+    }
+    // The struct's own choice is kept, and nothing else of its schema changes.
+    assert_eq!(NoteTool.input_schema()["additionalProperties"], false);
+    assert_eq!(OpenNoteTool.input_schema()["additionalProperties"], true);
+    assert_eq!(
+        LooseNoteTool.input_schema().get("additionalProperties"),
+        None
+    );
+    assert_eq!(
+        LooseParamNoteTool
+            .input_schema()
+            .get("additionalProperties"),
+        None
+    );
+}
+
 // ---- State<T> ----
 
 #[derive(Clone, Default)]
@@ -294,6 +427,40 @@ async fn state_is_injected_from_the_context() {
     assert!(requirements[0].type_name.ends_with("Counter"));
 }
 
+/// Counts calls, unpacking the state axum style.
+#[tool(register = false)]
+async fn bump_unpacked(
+    by: u32,
+    State(counter): State<Counter>,
+    State(mut step): State<u32>,
+) -> Result<u32, ToolError> {
+    step += by;
+    let mut value = counter
+        .0
+        .lock()
+        .map_err(|_| ToolError::failed("poisoned"))?;
+    *value += step;
+    Ok(*value)
+}
+
+#[tokio::test]
+async fn state_can_be_unpacked_in_the_parameter() {
+    let counter = Counter::default();
+    let mut state = StateMap::new();
+    state.insert(counter.clone());
+    state.insert(10_u32);
+    let ctx = ToolContext::default().with_state(state);
+    let out = BumpUnpackedTool.call(json!({"by": 2}), &ctx).await.unwrap();
+    assert_eq!(out.to_text(), "12");
+    assert_eq!(*counter.0.lock().unwrap(), 12);
+    assert_eq!(BumpUnpackedTool.required_state().len(), 2);
+    assert_eq!(
+        BumpUnpackedTool.input_schema()["required"],
+        json!(["by"]),
+        "state is not part of the input"
+    );
+}
+
 #[tokio::test]
 async fn missing_state_is_an_error_result_not_a_panic() {
     let error = BumpTool
@@ -302,6 +469,83 @@ async fn missing_state_is_an_error_result_not_a_panic() {
     let error = error.unwrap_err();
     assert_eq!(error.kind(), ToolErrorKind::ExecutionFailed);
     assert!(error.to_string().contains("Counter"), "{error}");
+}
+
+// ---- generated code never collides with the user's names ----
+
+/// Finds a word.
+#[tool(register = false, title = "Find {find}")]
+async fn find(find: String) -> String {
+    format!("found {find}")
+}
+
+/// Sums items.
+#[tool(register = false)]
+async fn items(items: Vec<u32>) -> u32 {
+    items.iter().sum()
+}
+
+/// Reads the tally.
+#[tool(register = false)]
+async fn tally(tally: State<Counter>, ctx: &ToolContext) -> Result<String, ToolError> {
+    let value = *tally
+        .0
+        .0
+        .lock()
+        .map_err(|_| ToolError::failed("poisoned"))?;
+    Ok(format!("{value} for {}", ctx.tool_call_id()))
+}
+
+/// Takes arguments named like the generated code's own variables.
+#[tool(register = false)]
+async fn echo(
+    __tool_input: String,
+    __tool_ctx: u32,
+    __tool_args: bool,
+    __tool_return: Option<String>,
+    ctx: &ToolContext,
+) -> String {
+    format!(
+        "{__tool_input} {__tool_ctx} {__tool_args} {__tool_return:?} {}",
+        ctx.tool_call_id()
+    )
+}
+
+/// Named like a helper the registration generates.
+#[tool]
+async fn __tool_make(__tool_assertions: u32) -> u32 {
+    __tool_assertions + 1
+}
+
+#[tokio::test]
+async fn parameters_named_like_the_fn_or_the_generated_locals_work() {
+    let out = call(&FindTool, json!({"find": "needle"})).await.unwrap();
+    assert_eq!(out.to_text(), "found needle");
+    assert_eq!(
+        FindTool.display_title(&json!({"find": "needle"})),
+        "Find needle"
+    );
+
+    let out = call(&ItemsTool, json!({"items": [1, 2, 3]})).await.unwrap();
+    assert_eq!(out.to_text(), "6");
+
+    let counter = Counter::default();
+    *counter.0.lock().unwrap() = 7;
+    let mut state = StateMap::new();
+    state.insert(counter);
+    let ctx = ctx().with_state(state);
+    let out = TallyTool.call(json!({}), &ctx).await.unwrap();
+    assert_eq!(out.to_text(), "7 for toolu_1");
+
+    let input = json!({"__tool_input": "in", "__tool_ctx": 3, "__tool_args": true});
+    let out = call(&EchoTool, input).await.unwrap();
+    assert_eq!(out.to_text(), "in 3 true None toolu_1");
+
+    let out = call(&ToolMakeTool, json!({"__tool_assertions": 1}))
+        .await
+        .unwrap();
+    assert_eq!(out.to_text(), "2");
+    assert!(ToolRegistry::global().unwrap().contains("__tool_make"));
 }
 
 // ---- return types ----

@@ -56,6 +56,14 @@ fn check_report(report: &Value) {
     assert!(message.contains("/a: must be integer"), "{message}");
     assert!(message.contains("must have required property 'b'") || message.contains("b"));
     assert_eq!(report["count"]["text"], "counted to 3");
+    // A panicking or hanging tool gets an isError answer, and the server keeps serving.
+    assert_eq!(report["panic_now"]["is_error"], true, "{report}");
+    let panicked = report["panic_now"]["text"].as_str().unwrap();
+    assert!(panicked.contains("this tool always panics"), "{panicked}");
+    assert_eq!(report["hang"]["is_error"], true, "{report}");
+    let hung = report["hang"]["text"].as_str().unwrap();
+    assert!(hung.contains("timed out after 1.5s"), "{hung}");
+    assert_eq!(report["after"], json!({"is_error": false, "text": "2"}));
     assert_eq!(
         report["count"]["progress"],
         json!(["step 1 of 3", "step 2 of 3", "step 3 of 3"])

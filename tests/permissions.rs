@@ -13,15 +13,16 @@ use tool_sdk::{State, ToolRegistry, tool};
 #[derive(Clone, Default)]
 struct Ran(Arc<Mutex<Vec<String>>>);
 
-/// Stands in for the shell: records the commands that would have run.
-#[tool(name = "Bash", register = false)]
+/// Stands in for the shell: records the commands that would have run. The permission gate
+/// judges it by what it declares (a shell command), not by its name.
+#[tool(name = "Bash", acts_on(shell = "command"), register = false)]
 async fn fake_bash(command: String, ran: State<Ran>) -> String {
     ran.0.0.lock().unwrap().push(command.clone());
     format!("ran {command}")
 }
 
 /// Stands in for a file editor.
-#[tool(name = "Edit", register = false)]
+#[tool(name = "Edit", acts_on(writes = "file_path"), register = false)]
 async fn fake_edit(file_path: String, ran: State<Ran>) -> String {
     ran.0.0.lock().unwrap().push(format!("edit {file_path}"));
     "edited".into()

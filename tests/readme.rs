@@ -1,5 +1,6 @@
 //! The README's code blocks that rustdoc does not compile: its quickstart must be
-//! `examples/quickstart.rs` word for word, and its configuration file must load.
+//! `examples/quickstart.rs` word for word, its configuration file must load, its
+//! `[dependencies]` block must have what its examples use. And what it must show.
 //! (The Rust blocks are doctests: `tool-sdk/src/lib.rs` includes the README.)
 
 use tool_sdk::agent::AgentConfig;
@@ -48,7 +49,10 @@ fn the_quickstart_block_is_the_quickstart_example() {
 
 #[test]
 fn the_configuration_file_reference_loads_and_means_what_it_says() {
-    let toml_blocks = blocks("toml");
+    let toml_blocks: Vec<String> = blocks("toml")
+        .into_iter()
+        .filter(|block| !block.starts_with("[dependencies]"))
+        .collect();
     assert_eq!(toml_blocks.len(), 1, "one configuration reference");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("agent.toml");
@@ -58,8 +62,8 @@ fn the_configuration_file_reference_loads_and_means_what_it_says() {
     let defaults = AgentConfig::default();
     assert_eq!(config.max_turns, defaults.max_turns);
     assert_eq!(config.max_tokens, defaults.max_tokens);
-    assert_eq!(config.tool_timeout_secs, defaults.tool_timeout_secs);
-    assert_eq!(config.max_tool_timeout_secs, defaults.max_tool_timeout_secs);
+    assert_eq!(config.tool_timeout, defaults.tool_timeout);
+    assert_eq!(config.max_tool_timeout, defaults.max_tool_timeout);
     assert_eq!(config.max_concurrent_tools, defaults.max_concurrent_tools);
     assert_eq!(config.max_result_chars, defaults.max_result_chars);
     assert_eq!(config.coerce_inputs, defaults.coerce_inputs);
@@ -70,4 +74,124 @@ fn the_configuration_file_reference_loads_and_means_what_it_says() {
         3
     );
     assert_eq!(config.model.unwrap().id, "claude-sonnet-4-5");
+}
+
+/// The README's `[dependencies]` block, parsed.
+fn dependencies_block() -> toml::Table {
+    let block = blocks("toml")
+        .into_iter()
+        .find(|block| block.starts_with("[dependencies]"))
+        .expect("a [dependencies] block for a new crate");
+    let manifest: toml::Table = block.parse().expect("the block is valid TOML");
+    manifest["dependencies"].as_table().unwrap().clone()
+}
+
+#[test]
+fn the_dependencies_block_has_every_crate_the_examples_use() {
+    let dependencies = dependencies_block();
+    let workspace: toml::Table = include_str!("../Cargo.toml").parse().unwrap();
+    let workspace_deps = workspace["workspace"]["dependencies"].as_table().unwrap();
+    let version = |spec: &toml::Value| -> String {
+        match spec {
+            toml::Value::String(version) => version.clone(),
+            other => other["version"].as_str().unwrap_or_default().to_owned(),
+        }
+    };
+    let features = |spec: &toml::Value| -> Vec<String> {
+        spec.get("features")
+            .and_then(toml::Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter_map(|f| f.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+
+    // tool-sdk from where the workspace says it lives.
+    assert_eq!(
+        dependencies["tool-sdk"]["git"].as_str(),
+        workspace["workspace"]["package"]["repository"].as_str()
+    );
+    // The others at the versions the workspace builds with.
+    for (name, spec) in &dependencies {
+        if name != "tool-sdk" {
+            assert_eq!(version(spec), version(&workspace_deps[name]), "{name}");
+        }
+    }
+    // `#[tokio::main]` needs the macros and the multi-threaded runtime; input types derive
+    // Deserialize. JsonSchema comes from tool-sdk, so schemars is not a dependency.
+    let tokio = features(&dependencies["tokio"]);
+    assert!(tokio.contains(&"macros".to_owned()), "{tokio:?}");
+    assert!(tokio.contains(&"rt-multi-thread".to_owned()), "{tokio:?}");
+    assert!(features(&dependencies["serde"]).contains(&"derive".to_owned()));
+    assert!(!dependencies.contains_key("schemars"));
+
+    // Every crate the README's Rust code names is in the block.
+    let crate_names: Vec<String> = dependencies
+        .keys()
+        .map(|name| name.replace('-', "_"))
+        .collect();
+    for block in blocks("rust") {
+        for root in path_roots(&block) {
+            // Lower-case path roots are crates, or modules brought in by a `use` (such as
+            // `tool_sdk::mcp` used as `mcp::serve_stdio`).
+            let imported = block.contains(&format!("::{root};"))
+                || block.contains(&format!("::{root},"))
+                || block.contains(&format!("{{{root},"));
+            if root.starts_with(|c: char| c.is_ascii_lowercase())
+                && !["std", "crate", "self", "super"].contains(&root)
+                && !imported
+            {
+                assert!(
+                    crate_names.contains(&root.to_owned()),
+                    "`{root}` in:\n{block}"
+                );
+            }
+        }
+    }
+}
+
+/// The first segments of the paths in `code`: `serde_json` in `serde_json::json!`, not
+/// `collect` in `.collect::<T>()` nor `b` in `a::b::c`.
+fn path_roots(code: &str) -> Vec<&str> {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices("::")
+        .filter_map(|(at, _)| {
+            let before = &code[..at];
+            let start = before.trim_end_matches(is_ident).len();
+            let root = &before[start..];
+            let preceded_by = before[..start].chars().next_back();
+            (!root.is_empty() && !matches!(preceded_by, Some('.' | ':'))).then_some(root)
+        })
+        .collect()
+}
+
+#[test]
+fn app_state_is_shown_with_the_call_that_gives_it_to_the_agent() {
+    assert!(
+        blocks("rust")
+            .iter()
+            .any(|block| block.contains("State<") && block.contains(".with_state(")),
+        "a Rust block with a State<T> parameter and AgentConfig::with_state"
+    );
+}
+
+#[test]
+fn a_second_prompt_on_the_same_agent_is_shown() {
+    assert!(
+        blocks("rust")
+            .iter()
+            .any(|block| block.matches("agent.prompt(").count() >= 2),
+        "a Rust block that prompts one agent twice"
+    );
+}
+
+#[test]
+fn the_demo_instructions_say_answers_end_with_enter() {
+    let paragraph = README
+        .split("\n\n")
+        .find(|paragraph| paragraph.contains("`y`") && paragraph.contains("`n`"))
+        .expect("the paragraph on the demo's question");
+    assert!(paragraph.contains("Enter"), "{paragraph}");
 }

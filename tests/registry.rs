@@ -5,9 +5,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use tool_sdk::schema::Provider;
+use tool_sdk::validate::ValidationOptions;
 use tool_sdk::{
-    BoxFuture, Provider, RegistryError, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry,
-    ToolResult, ValidationOptions, tool,
+    BoxFuture, RegistryError, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolResult,
+    tool,
 };
 
 // Two tools that claim one name: the global registry must refuse to start.
@@ -322,6 +324,59 @@ async fn coercion_is_on_by_default_and_can_be_turned_off() {
         "{}",
         out.to_text()
     );
+}
+
+/// Untagged variants that share a property name.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum Target {
+    Line { x: i64 },
+    Labelled { x: String, y: u32 },
+}
+
+/// Says which target it got.
+#[tool]
+async fn aim(target: Target, times: u32) -> String {
+    match target {
+        Target::Line { x } => format!("line {x}, {times} times"),
+        Target::Labelled { x, y } => format!("labelled {x:?} {y}, {times} times"),
+    }
+}
+
+#[tokio::test]
+async fn coercion_keeps_the_untagged_variant_the_model_meant() {
+    let ctx = ToolContext::default();
+    let registry = ToolRegistry::new();
+    registry.register(Arc::new(AimTool)).unwrap();
+    // Coercing `x` for `Line` while coercing `y` for `Labelled` used to make this a `Line`,
+    // dropping `y`.
+    assert_eq!(
+        registry
+            .validate("aim", json!({"target": {"x": "5", "y": "7"}, "times": 1}))
+            .unwrap(),
+        json!({"target": {"x": "5", "y": 7}, "times": 1})
+    );
+    let out = registry
+        .call(
+            "aim",
+            json!({"target": {"x": "5", "y": "7"}, "times": "2"}),
+            &ctx,
+        )
+        .await;
+    assert_eq!(out.to_text(), r#"labelled "5" 7, 2 times"#);
+    // A target that is a `Labelled` as sent stays one when something else needs coercion.
+    let out = registry
+        .call(
+            "aim",
+            json!({"target": {"x": "5", "y": 7}, "times": "2"}),
+            &ctx,
+        )
+        .await;
+    assert_eq!(out.to_text(), r#"labelled "5" 7, 2 times"#);
+    let out = registry
+        .call("aim", json!({"target": {"x": "5"}, "times": 3}), &ctx)
+        .await;
+    assert_eq!(out.to_text(), "line 5, 3 times");
 }
 
 /// A tool whose schema root is not an object.

@@ -7,7 +7,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use tool_sdk::{Provider, ToolRegistry, build_tools};
+use tool_sdk::schema::Provider;
+use tool_sdk::{ToolRegistry, build_tools};
 use tool_sdk_benches::hundred;
 
 fn startup(c: &mut Criterion) {

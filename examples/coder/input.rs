@@ -55,3 +55,47 @@ impl LineReader {
         answer.await.unwrap_or(Line::Eof)
     }
 }
+
+/// While a turn runs, the terminal does not echo what is typed. The spinners fill their lines
+/// to the last column, so an echoed `^C` (or any key) would wrap onto the next line and the
+/// spinner would be redrawn, and cleared, one line too low, leaving a frozen copy behind.
+/// Typed-ahead text is kept for the next prompt; Ctrl-C still interrupts.
+pub struct QuietTerminal {
+    #[cfg(unix)]
+    saved: Option<rustix::termios::Termios>,
+}
+
+impl QuietTerminal {
+    /// Turns echo off on standard input, if it is a terminal, until dropped.
+    pub fn new() -> Self {
+        #[cfg(unix)]
+        {
+            use rustix::termios::{LocalModes, OptionalActions, isatty, tcgetattr, tcsetattr};
+            let stdin = std::io::stdin();
+            let saved = isatty(&stdin)
+                .then(|| tcgetattr(&stdin).ok())
+                .flatten()
+                .filter(|modes| {
+                    let mut quiet = modes.clone();
+                    quiet.local_modes.remove(LocalModes::ECHO);
+                    tcsetattr(&stdin, OptionalActions::Now, &quiet).is_ok()
+                });
+            QuietTerminal { saved }
+        }
+        #[cfg(not(unix))]
+        QuietTerminal {}
+    }
+}
+
+impl Drop for QuietTerminal {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Some(modes) = &self.saved {
+            let _ = rustix::termios::tcsetattr(
+                std::io::stdin(),
+                rustix::termios::OptionalActions::Now,
+                modes,
+            );
+        }
+    }
+}

@@ -21,14 +21,16 @@ use std::sync::{Arc, Mutex};
 use clap::{Parser, ValueEnum};
 use console::style;
 use futures::StreamExt;
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
+use tool_sdk::RegistryError;
 use tool_sdk::agent::{Agent, AgentConfig, RunResult};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::openai::OpenAiModel;
 use tool_sdk::model::{Model, ModelError};
-use tool_sdk::permission::{PermissionAnswer, PermissionMode};
+use tool_sdk::permission::{CallFacts, PermissionAnswer, PermissionMode, Rule};
 
-use input::{Line, LineReader};
+use input::{Line, LineReader, QuietTerminal};
 use ui::{Answer, RunView};
 
 /// A terminal coding agent built on tool-sdk. With no API key it runs a scripted demo.
@@ -119,6 +121,13 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         config = config.with_mcp_servers_file(file);
     }
     let agent = Agent::create(config).await.map_err(|e| e.to_string())?;
+    for (flag, rules) in [("--allow", &args.allow), ("--deny", &args.deny)] {
+        for rule in rules {
+            if let Some(problem) = rule_problem(&agent, rule, &cwd) {
+                warn(&format!("{flag} {rule}: {problem}"));
+            }
+        }
+    }
 
     // Ctrl-C cancels the running turn, if any; at the prompt rustyline sees it as a key.
     let current_turn: Arc<Mutex<Option<CancellationToken>>> = Arc::default();
@@ -193,6 +202,7 @@ async fn one_turn(
     input: Option<&LineReader>,
     current_turn: &Mutex<Option<CancellationToken>>,
 ) -> RunResult {
+    let _quiet = QuietTerminal::new();
     let mut run = agent.run(prompt);
     *current_turn.lock().unwrap() = Some(run.cancellation_token());
     let mut view = RunView::new();
@@ -206,12 +216,24 @@ async fn one_turn(
             continue;
         };
         match input {
-            None => request.deny("Not allowed in --print mode; the user can pass --allow."),
+            None => {
+                let rule = shell_quote(&request.question.suggested_rule.to_string());
+                request.deny(format!(
+                    "Not allowed in --print mode; the user can rerun with --allow {rule}."
+                ));
+            }
             Some(input) => match view.ask(&request.question, input).await {
                 Answer::Given(answer) => request.answer(answer),
                 Answer::CancelTurn => {
-                    request.answer(PermissionAnswer::Deny("The user cancelled.".into()));
+                    view.cancelled_at_question(&request.id);
+                    // Cancelled before the refusal is sent: the run cannot take the refusal
+                    // and go on to another model turn before it sees the cancellation.
                     run.cancel();
+                    request.answer(PermissionAnswer::Deny(
+                        "The user cancelled the turn at this call's permission question; the \
+                         call did not run."
+                            .into(),
+                    ));
                 }
             },
         }
@@ -299,8 +321,58 @@ fn choose_model(args: &Args, cwd: &std::path::Path) -> Result<(Arc<dyn Model>, b
             )?),
             false,
         ),
-        ProviderChoice::Demo => (Arc::new(demo::model(cwd)), true),
+        ProviderChoice::Demo => {
+            if let Some(model) = &args.model {
+                warn(&format!(
+                    "--model {model} is ignored: the scripted demo plays the model (set \
+                     ANTHROPIC_API_KEY or OPENAI_API_KEY, or pass --provider)"
+                ));
+            }
+            (Arc::new(demo::model(cwd)), true)
+        }
     })
+}
+
+/// Why a `--allow`/`--deny` rule can never apply: it names no tool the model has.
+fn rule_problem(agent: &Agent, rule: &str, cwd: &std::path::Path) -> Option<String> {
+    let name = rule.split('(').next().unwrap_or_default().trim();
+    // The tool part alone: `Read` also covers Glob and Grep, `mcp__*` any MCP tool.
+    let tools_rule = Rule::parse(name).ok()?;
+    let registry = agent.registry();
+    let covers_one = agent.tool_names().iter().any(|tool_name| {
+        registry.get(tool_name).is_some_and(|tool| {
+            let facts = CallFacts::for_tool(tool.as_ref(), &json!({}), cwd);
+            tools_rule.matches(&facts, &json!({}), cwd)
+        })
+    });
+    if covers_one {
+        return None;
+    }
+    let suggestions = match registry.get_tools(Some(&[name])) {
+        Err(RegistryError::UnknownTool { suggestions, .. }) => suggestions,
+        _ => Vec::new(),
+    };
+    Some(match suggestions.first() {
+        Some(near) => format!("no tool the model has is called `{name}`; did you mean `{near}`?"),
+        None => format!(
+            "it matches none of the model's tools ({})",
+            agent.tool_names().join(", ")
+        ),
+    })
+}
+
+fn warn(message: &str) {
+    eprintln!("{} {message}", style("warning:").yellow().bold());
+}
+
+/// `text` as one shell word, for a command line the user can paste.
+fn shell_quote(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@,+".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
 }
 
 fn system_prompt(cwd: &std::path::Path) -> String {

@@ -1,7 +1,7 @@
 //! How a run looks in the terminal: streamed text, a spinner per running tool, results with
 //! their display titles, Edit diffs in colour, permission questions, a summary per turn.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write as _;
 use std::time::Duration;
 
@@ -14,11 +14,16 @@ use tool_sdk::permission::{PermissionAnswer, PermissionQuestion};
 
 use crate::input::{Line, LineReader};
 
+/// How many lines of an error, after its first, are shown under the failed call.
+const MAX_ERROR_LINES: usize = 20;
+
 /// The terminal side of one run.
 pub struct RunView {
     spinners: MultiProgress,
     running: HashMap<String, ProgressBar>,
     titles: HashMap<String, String>,
+    /// Calls whose permission question the user answered with Ctrl-C: they never ran.
+    cancelled_at_question: HashSet<String>,
     mid_line: bool,
 }
 
@@ -28,6 +33,7 @@ impl RunView {
             spinners: MultiProgress::new(),
             running: HashMap::new(),
             titles: HashMap::new(),
+            cancelled_at_question: HashSet::new(),
             mid_line: false,
         }
     }
@@ -85,13 +91,35 @@ impl RunView {
             } => {
                 self.stop_spinner(&id);
                 let title = self.titles.get(&id).cloned().unwrap_or(name);
+                if self.cancelled_at_question.contains(&id) {
+                    // Whichever of the refusal and the cancellation reached the call first,
+                    // it stopped at its question.
+                    self.println(format!(
+                        "{} {} {}",
+                        style("●").yellow(),
+                        style(title).bold(),
+                        style("cancelled at its permission question; it did not run").yellow()
+                    ));
+                    return None;
+                }
                 let text = output.to_text();
+                let mut lines = text.lines();
                 self.println(format!(
                     "{} {} {}",
                     style("●").red(),
                     style(title).bold(),
-                    style(text.lines().next().unwrap_or("failed")).red()
+                    style(lines.next().unwrap_or("failed")).red()
                 ));
+                // The rest is what the model is told too, such as every schema problem of an
+                // invalid input.
+                let rest: Vec<&str> = lines.collect();
+                for line in rest.iter().take(MAX_ERROR_LINES) {
+                    self.println(format!("  {}", style(line).red()));
+                }
+                if rest.len() > MAX_ERROR_LINES {
+                    let more = rest.len() - MAX_ERROR_LINES;
+                    self.println(format!("  {}", style(format!("… {more} more lines")).dim()));
+                }
             }
             AgentEvent::PermissionRequested(request) => {
                 self.end_line();
@@ -108,6 +136,11 @@ impl RunView {
             _ => {}
         }
         None
+    }
+
+    /// The user cancelled the turn at this call's permission question.
+    pub fn cancelled_at_question(&mut self, id: &str) {
+        self.cancelled_at_question.insert(id.to_owned());
     }
 
     /// The run is over: its summary line.
@@ -165,17 +198,17 @@ impl RunView {
     }
 
     async fn ask_hidden(&self, question: &PermissionQuestion, input: &LineReader) -> Answer {
-        {
-            println!(
-                "{} {}",
-                style("?").yellow().bold(),
-                style(&question.prompt.title).bold()
-            );
-            if let Some(summary) = &question.prompt.summary {
-                println!("  {summary}");
-            }
-            println!("{}", preview(&question.tool, &question.input));
+        // The preview shows a Bash call's command; the SDK's title (`Bash: <command>`) would
+        // repeat it.
+        let title = match question.tool.as_str() {
+            "Bash" => "Bash command",
+            _ => &question.prompt.title,
+        };
+        println!("{} {}", style("?").yellow().bold(), style(title).bold());
+        if let Some(summary) = &question.prompt.summary {
+            println!("  {summary}");
         }
+        println!("{}", preview(&question.tool, &question.input));
         loop {
             let prompt = "  Allow? [y]es / [n]o / [a]lways: ".to_owned();
             match input.read(prompt).await {

@@ -10,6 +10,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tool_sdk::builtin::{GlobTool, GrepTool, ReadTool, WriteTool};
 use tool_sdk::mcp::McpToolServer;
+use tool_sdk::pipeline::CallPolicy;
+
+/// How long a call may run on this server.
+const HANG_LIMIT: Duration = Duration::from_millis(1500);
 use tool_sdk::{
     BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolResult,
     tool,
@@ -77,6 +81,18 @@ async fn count_slowly(to: u32, ctx: &ToolContext) -> Result<String, ToolError> {
         ctx.progress(format!("step {step} of {to}"));
     }
     Ok(format!("counted to {to}"))
+}
+
+/// Panics: the server must answer `isError` and keep serving.
+#[tool(read_only, register = false)]
+async fn panic_now() -> String {
+    panic!("this tool always panics")
+}
+
+/// Never finishes: the server's own timeout must stop it.
+#[tool(read_only, register = false)]
+async fn hang() -> String {
+    std::future::pending::<String>().await
 }
 
 /// The registry served, for `learn_tool`.
@@ -177,6 +193,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry.register(Arc::new(GrepTool))?;
     registry.register(Arc::new(AddTool))?;
     registry.register(Arc::new(CountSlowlyTool))?;
+    registry.register(Arc::new(PanicNowTool))?;
+    registry.register(Arc::new(HangTool))?;
     registry.register(Arc::new(LearnToolTool))?;
     registry.register(Arc::new(ForgetToolTool))?;
     registry.register(Arc::new(TestSimpleTextTool))?;
@@ -199,7 +217,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "required": ["n"]}),
     }))?;
     let _ = REGISTRY.set(registry.clone());
-    let server = McpToolServer::new(registry).with_root(&root)?;
+    // The server's own limit: short, so that `hang` is stopped quickly.
+    let policy = CallPolicy::new().with_timeouts(HANG_LIMIT, HANG_LIMIT);
+    let server = McpToolServer::new(registry)
+        .with_root(&root)?
+        .with_call_policy(policy);
     match (args.next().as_deref(), args.next()) {
         (Some("--http"), Some(addr)) => {
             let running = server.serve_http(addr.parse()?).await?;

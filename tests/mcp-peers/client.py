@@ -38,6 +38,11 @@ async def main() -> None:
 
         slow = await client.call_tool("count_slowly", {"to": 3}, progress_callback=on_progress)
         report["count"] = {"text": slow.content[0].text, "progress": progress}
+        for name in ["panic_now", "hang"]:
+            result = await client.call_tool(name, {})
+            report[name] = {"is_error": bool(result.is_error), "text": result.content[0].text}
+        after = await client.call_tool("add", {"a": 1, "b": 1})
+        report["after"] = {"is_error": bool(after.is_error), "text": after.content[0].text}
     print(json.dumps(report))
 
 

@@ -38,8 +38,90 @@ pub struct ToolArgs {
     pub category: Option<LitStr>,
     pub validate: Option<syn::Path>,
     pub register: Option<Hint>,
+    pub acts_on: Option<ActsOnArg>,
+    /// Accept (and ignore) input keys the tool does not know, instead of refusing them.
+    pub allow_unknown_fields: Option<Hint>,
     #[darling(rename = "crate")]
     pub krate: Option<syn::Path>,
+}
+
+/// `acts_on(...)`: what a call acts on, for the permission gate. The string names the input
+/// property holding the path, command or URL.
+#[derive(Debug)]
+pub enum ActsOnArg {
+    /// `acts_on(agent_state)`: only the agent's own state.
+    AgentState,
+    /// `acts_on(reads = "file_path")`.
+    Reads(LitStr),
+    /// `acts_on(writes = "file_path")`.
+    Writes(LitStr),
+    /// `acts_on(shell = "command")`.
+    Shell(LitStr),
+    /// `acts_on(url = "url")`.
+    Url(LitStr),
+}
+
+const ACTS_ON_USAGE: &str = "write one of `acts_on(reads = \"path_property\")`, \
+    `acts_on(writes = \"path_property\")`, `acts_on(shell = \"command_property\")`, \
+    `acts_on(url = \"url_property\")` or `acts_on(agent_state)`";
+
+impl FromMeta for ActsOnArg {
+    fn from_list(items: &[NestedMeta]) -> darling::Result<Self> {
+        let [NestedMeta::Meta(meta)] = items else {
+            return Err(DarlingError::custom(format!(
+                "`acts_on` takes exactly one entry: {ACTS_ON_USAGE}"
+            )));
+        };
+        let key = meta
+            .path()
+            .get_ident()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let field = || match meta {
+            Meta::NameValue(pair) => match &pair.value {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Str(lit), ..
+                }) => Ok(lit.clone()),
+                other => Err(DarlingError::custom(format!(
+                    "`{key}` takes the name of an input property as a string: \
+                     `acts_on({key} = \"...\")`"
+                ))
+                .with_span(other)),
+            },
+            _ => Err(DarlingError::custom(format!(
+                "`{key}` names the input property it acts on: write `acts_on({key} = \"...\")`"
+            ))
+            .with_span(meta)),
+        };
+        match key.as_str() {
+            "agent_state" if matches!(meta, Meta::Path(_)) => Ok(ActsOnArg::AgentState),
+            "agent_state" => Err(DarlingError::custom(
+                "`agent_state` takes no value: write `acts_on(agent_state)`",
+            )
+            .with_span(meta)),
+            "reads" => field().map(ActsOnArg::Reads),
+            "writes" => field().map(ActsOnArg::Writes),
+            "shell" => field().map(ActsOnArg::Shell),
+            "url" => field().map(ActsOnArg::Url),
+            _ => Err(DarlingError::custom(format!(
+                "unknown `acts_on` entry `{key}`: {ACTS_ON_USAGE}"
+            ))
+            .with_span(meta)),
+        }
+    }
+}
+
+impl ActsOnArg {
+    /// The input property it names, if any.
+    pub fn field(&self) -> Option<&LitStr> {
+        match self {
+            ActsOnArg::AgentState => None,
+            ActsOnArg::Reads(field)
+            | ActsOnArg::Writes(field)
+            | ActsOnArg::Shell(field)
+            | ActsOnArg::Url(field) => Some(field),
+        }
+    }
 }
 
 /// A flag written bare (`read_only`) or with a bool (`read_only = false`).
@@ -247,18 +329,44 @@ fn parse_param(typed: &mut syn::PatType) -> (Option<Param>, Vec<Error>) {
         }
     }
 
+    let ty = (*typed.ty).clone();
     let ident = match &*typed.pat {
         Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => pat.ident.clone(),
+        Pat::TupleStruct(pat) if is_state_path(&pat.path) => match state_binding(pat) {
+            Some(ident) if is_state(&ty) => ident,
+            Some(_) => {
+                errors.push(error(
+                    &typed.ty,
+                    "`State(name)` unpacks app state: the parameter's type must be written \
+                         `State<T>`",
+                ));
+                return (None, errors);
+            }
+            None => {
+                errors.push(error(
+                    pat,
+                    "app state is unpacked as `State(name): State<T>` or \
+                         `State(mut name): State<T>`, with no other pattern inside",
+                ));
+                return (None, errors);
+            }
+        },
         other => {
+            let hint = if is_state(&ty) {
+                ", or `State(name): State<T>` to unpack app state"
+            } else {
+                ""
+            };
             errors.push(error(
                 other,
-                "tool parameters need a plain name (it becomes the JSON property): \
-                     write `name: Type`, not a pattern",
+                format!(
+                    "tool parameters need a plain name (it becomes the JSON property): write \
+                     `name: Type`, not a pattern{hint}"
+                ),
             ));
             return (None, errors);
         }
     };
-    let ty = (*typed.ty).clone();
 
     let kind = if input_span.is_some() {
         if let Some(arg) = &arg_attr {
@@ -308,6 +416,24 @@ fn is_context(ty: &Type) -> bool {
             last_segment(&reference.elem).is_some_and(|seg| seg.ident == "ToolContext")
         }
         _ => false,
+    }
+}
+
+/// `State`, or any path ending in it (`tool_sdk::State`).
+fn is_state_path(path: &syn::Path) -> bool {
+    path.segments.last().is_some_and(|seg| seg.ident == "State")
+}
+
+/// `x` in `State(x)` or `State(mut x)`, axum's way of unpacking state.
+fn state_binding(pat: &syn::PatTupleStruct) -> Option<Ident> {
+    if pat.qself.is_some() || pat.elems.len() != 1 {
+        return None;
+    }
+    match pat.elems.first() {
+        Some(Pat::Ident(inner)) if inner.by_ref.is_none() && inner.subpat.is_none() => {
+            Some(inner.ident.clone())
+        }
+        _ => None,
     }
 }
 

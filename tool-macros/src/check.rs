@@ -159,6 +159,12 @@ pub fn check(tool: &ToolFn, errors: &mut Vec<Error>) -> Plan {
         .as_ref()
         .map(|lit| template(lit, "permission", &tool.params, &input, errors));
 
+    if let (Some(field), InputShape::Params) =
+        (tool.args.acts_on.as_ref().and_then(|a| a.field()), &input)
+    {
+        check_acts_on_field(field, &tool.params, errors);
+    }
+
     check_return(&sig.output, errors);
 
     Plan {
@@ -461,30 +467,44 @@ fn template(
     }
 }
 
+/// `acts_on(reads = "file_path")` must name an input property: the JSON name of a parameter.
+fn check_acts_on_field(field: &LitStr, params: &[Param], errors: &mut Vec<Error>) {
+    let names: Vec<String> = params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKind::Arg { .. }))
+        .map(Param::json_name)
+        .collect();
+    let value = field.value();
+    if names.contains(&value) {
+        return;
+    }
+    let hint = closest(&value, &names)
+        .map(|n| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default();
+    errors.push(error(
+        field,
+        format!(
+            "`acts_on` names the input property holding the path, command or URL, but this \
+             tool has no property `{value}`{hint}; its properties are {}",
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        ),
+    ));
+}
+
+/// The candidate nearest to `name`, if it is near enough to be a likely typo. Optimal string
+/// alignment counts a swap of two neighbours as one edit (the commonest typo), like the input
+/// validator's suggestions do.
 fn closest<'a>(name: &str, candidates: &'a [String]) -> Option<&'a str> {
     candidates
         .iter()
-        .map(|candidate| (edit_distance(name, candidate), candidate))
+        .map(|candidate| (strsim::osa_distance(name, candidate), candidate))
         .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 3))
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, candidate)| candidate.as_str())
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (diagonal + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(above + 1);
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 fn name_problem(name: &str) -> Option<String> {
@@ -564,4 +584,18 @@ pub fn upper_camel(snake: &str) -> String {
                 .unwrap_or_default()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closest_counts_swapped_letters_as_one_typo() {
+        let names = ["file_path".to_owned(), "offset".to_owned()];
+        // Two swaps: four single-letter edits, but two typos.
+        assert_eq!(closest("fiel_apth", &names), Some("file_path"));
+        assert_eq!(closest("ofset", &names), Some("offset"));
+        assert_eq!(closest("query", &names), None);
+    }
 }

@@ -1,12 +1,26 @@
 //! Stage 3: turn a checked model into code.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, ItemFn, Lit, ReturnType, Type};
 
-use crate::attr::{DefaultExpr, Hint, ParamKind, ToolFn, unraw};
+use crate::attr::{ActsOnArg, DefaultExpr, Hint, ParamKind, ToolFn, unraw};
 use crate::check::{InputShape, Piece, Plan, Template};
+
+/// A variable of the generated code. `Span::mixed_site()` makes it hygienic the way a
+/// `macro_rules!` local is: it can neither shadow nor be shadowed by the user's names, so a
+/// parameter named like its fn (`search(search: String)`) or like one of these still works.
+/// Every use must come from here too: an ident with another span does not see the binding.
+fn local(name: &str) -> Ident {
+    Ident::new(name, Span::mixed_site())
+}
+
+/// [`local`], reported at `span` when the compiler points at it (hygiene comes from
+/// `mixed_site`, the location from `span`).
+fn local_at(name: &str, span: Span) -> Ident {
+    Ident::new(name, Span::mixed_site().located_at(span))
+}
 
 /// Everything generated for one tool, after the fn itself.
 pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
@@ -16,15 +30,23 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     let struct_ident = Ident::new(&plan.struct_name, fn_ident.span());
     let private = quote!(#krate::__private);
 
-    let (input_ty, input_struct, schema_fn) = match plan.input {
+    let (input_ty, input_struct, field_schemas, input_schema) = match plan.input {
         InputShape::Params => {
             let ident = format_ident!("{}Input", struct_ident);
-            let definition = input_struct(tool, &ident, &struct_ident, krate);
-            (quote!(#ident), definition, quote!(params_schema_for))
+            let (definition, field_schemas) = input_struct(tool, &ident, &struct_ident, krate);
+            let schema = quote!(#private::params_schema_for::<#ident>());
+            (quote!(#ident), definition, field_schemas, schema)
         }
         InputShape::Struct(index) => {
             let ty = &tool.params[index].ty;
-            (quote!(#ty), TokenStream::new(), quote!(schema_for))
+            // Probed, not bound: see `assertions`.
+            let allow_unknown = allow_unknown_fields(tool);
+            let schema = quote! {
+                (&&#private::Tag::<#ty>::of_type())
+                    .__tool_schema_tag()
+                    .input_schema::<#ty>(#allow_unknown)
+            };
+            (quote!(#ty), TokenStream::new(), TokenStream::new(), schema)
         }
     };
 
@@ -42,6 +64,20 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
         quote! {
             fn timeout(&self) -> ::core::option::Option<::core::time::Duration> {
                 ::core::option::Option::Some(::core::time::Duration::from_millis(#ms))
+            }
+        }
+    });
+    let acts_on = tool.args.acts_on.as_ref().map(|acts_on| {
+        let value = match acts_on {
+            ActsOnArg::AgentState => quote!(#krate::ActsOn::AgentState),
+            ActsOnArg::Reads(field) => quote!(#krate::ActsOn::ReadsPath(#field)),
+            ActsOnArg::Writes(field) => quote!(#krate::ActsOn::WritesPath(#field)),
+            ActsOnArg::Shell(field) => quote!(#krate::ActsOn::ShellCommand(#field)),
+            ActsOnArg::Url(field) => quote!(#krate::ActsOn::FetchesUrl(#field)),
+        };
+        quote! {
+            fn acts_on(&self) -> #krate::ActsOn {
+                #value
             }
         }
     });
@@ -65,19 +101,26 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
             }
         }
     });
+    let (input, ctx) = (local("__tool_input"), local("__tool_ctx"));
     let validate = tool.args.validate.as_ref().map(|path| {
+        let span = path.span();
+        let (input, ctx) = (local_at("__tool_input", span), local_at("__tool_ctx", span));
+        let (args, error) = (
+            local_at("__tool_args", span),
+            local_at("__tool_error", span),
+        );
         quote_spanned! {path.span()=>
             fn validate_input<'__tool>(
                 &'__tool self,
-                __tool_input: &'__tool #private::serde_json::Value,
-                __tool_ctx: &'__tool #krate::ToolContext,
+                #input: &'__tool #private::serde_json::Value,
+                #ctx: &'__tool #krate::ToolContext,
             ) -> #krate::BoxFuture<'__tool, ::core::result::Result<(), #krate::ToolError>> {
                 ::std::boxed::Box::pin(async move {
-                    let __tool_args: #input_ty = #private::parse_input_ref(__tool_input)?;
-                    match #path(&__tool_args, __tool_ctx).await {
+                    let #args: #input_ty = #private::parse_input_ref(#input)?;
+                    match #path(&#args, #ctx).await {
                         ::core::result::Result::Ok(()) => ::core::result::Result::Ok(()),
-                        ::core::result::Result::Err(__tool_error) => ::core::result::Result::Err(
-                            (&&#private::Tag::of(&__tool_error)).__tool_error_tag().invalid_input(__tool_error),
+                        ::core::result::Result::Err(#error) => ::core::result::Result::Err(
+                            (&&#private::Tag::of(&#error)).__tool_error_tag().invalid_input(::core::convert::identity(#error)),
                         ),
                     }
                 })
@@ -87,7 +130,7 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     let display_title = plan.title.as_ref().map(|title| {
         let render = render(title, krate);
         quote! {
-            fn display_title(&self, __tool_input: &#private::serde_json::Value) -> ::std::string::String {
+            fn display_title(&self, #input: &#private::serde_json::Value) -> ::std::string::String {
                 #render
             }
         }
@@ -97,12 +140,12 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
         quote! {
             fn permission_prompt(
                 &self,
-                __tool_input: &#private::serde_json::Value,
+                #input: &#private::serde_json::Value,
             ) -> #krate::PermissionPrompt {
                 #krate::PermissionPrompt {
                     title: { #render },
                     summary: ::core::option::Option::None,
-                    content: ::core::clone::Clone::clone(__tool_input),
+                    content: ::core::clone::Clone::clone(#input),
                 }
             }
         }
@@ -110,19 +153,23 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     let assertions = assertions(tool, plan, krate);
     let registration = tool.args.register.is_none_or(|hint| hint.value).then(|| {
         let fn_name = unraw(fn_ident);
+        // In a block of its own, so that `__tool_make` cannot shadow a user's fn of that name
+        // in the code around it.
         quote! {
-            fn __tool_make() -> ::std::sync::Arc<dyn #krate::Tool> {
-                ::std::sync::Arc::new(#struct_ident)
-            }
-            #private::inventory::submit! {
-                #private::ToolRegistration::new(
-                    #name,
-                    ::core::concat!(::core::module_path!(), "::", #fn_name),
-                    ::core::file!(),
-                    ::core::line!(),
-                    __tool_make,
-                )
-            }
+            const _: () = {
+                fn __tool_make() -> ::std::sync::Arc<dyn #krate::Tool> {
+                    ::std::sync::Arc::new(#struct_ident)
+                }
+                #private::inventory::submit! {
+                    #private::ToolRegistration::new(
+                        #name,
+                        ::core::concat!(::core::module_path!(), "::", #fn_name),
+                        ::core::file!(),
+                        ::core::line!(),
+                        __tool_make,
+                    )
+                }
+            };
         }
     });
 
@@ -137,7 +184,9 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
         const _: () = {
             #[allow(unused_imports)]
             use #private::{ViaDisplay as _, ViaPlain as _, ViaResult as _, ViaSerialize as _,
-                ViaToolError as _, ViaToolOutput as _};
+                ViaToolError as _, ViaToolOutput as _, ViaJsonSchema as _, ViaNoSchema as _};
+
+            #field_schemas
 
             impl #krate::Tool for #struct_ident {
                 fn name(&self) -> &str {
@@ -151,7 +200,7 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
                 fn input_schema(&self) -> &#private::serde_json::Value {
                     static SCHEMA: ::std::sync::OnceLock<#private::serde_json::Value> =
                         ::std::sync::OnceLock::new();
-                    SCHEMA.get_or_init(#private::#schema_fn::<#input_ty>)
+                    SCHEMA.get_or_init(|| #input_schema)
                 }
 
                 fn annotations(&self) -> #krate::ToolAnnotations {
@@ -163,16 +212,19 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
                 }
 
                 #timeout
+                #acts_on
                 #category
                 #required_state
                 #validate
                 #display_title
                 #permission_prompt
 
+                // A tool returning `()` passes it to `identity` (see `call_body`).
+                #[allow(clippy::unit_arg)]
                 fn call<'__tool>(
                     &'__tool self,
-                    __tool_input: #private::serde_json::Value,
-                    __tool_ctx: &'__tool #krate::ToolContext,
+                    #input: #private::serde_json::Value,
+                    #ctx: &'__tool #krate::ToolContext,
                 ) -> #krate::BoxFuture<'__tool, #krate::ToolResult> {
                     ::std::boxed::Box::pin(async move { #call })
                 }
@@ -184,26 +236,48 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     }
 }
 
-/// `struct ReadToolInput { ... }` for the parameter form.
+/// `allow_unknown_fields`: keys the input does not name are accepted (and ignored).
+fn allow_unknown_fields(tool: &ToolFn) -> bool {
+    tool.args
+        .allow_unknown_fields
+        .is_some_and(|hint| hint.value)
+}
+
+/// `struct ReadToolInput { ... }` for the parameter form, and the `__private::FieldSchema`
+/// impls its schema is built from (to go where the schema probe's traits are in scope).
+///
+/// Each field's schema is that of its type, but reached through `FieldSchemaOf` so that the
+/// derive does not require `JsonSchema` of the type: if the type is not `JsonSchema`, the one
+/// error is the assertion's, which says what to derive.
 fn input_struct(
     tool: &ToolFn,
     ident: &Ident,
     struct_ident: &Ident,
     krate: &TokenStream,
-) -> TokenStream {
+) -> (TokenStream, TokenStream) {
+    let private = quote!(#krate::__private);
     let vis = &tool.func.vis;
     let serde_crate = format!("{krate}::__private::serde").replace(' ', "");
     let schemars_crate = format!("{krate}::__private::schemars").replace(' ', "");
     let doc = format!("The input of [`{struct_ident}`]: the arguments the model sends.");
     let mut fields = Vec::new();
     let mut defaults = Vec::new();
-    for param in &tool.params {
+    let mut field_schemas = Vec::new();
+    for (index, param) in tool.params.iter().enumerate() {
         let ParamKind::Arg { doc, options } = &param.kind else {
             continue;
         };
         let field = &param.ident;
         let ty = &param.ty;
-        let mut attrs = Vec::new();
+        let with = format!("{krate}::__private::FieldSchemaOf<{ident}, {index}>").replace(' ', "");
+        let mut attrs = vec![quote!(#[schemars(with = #with)])];
+        field_schemas.push(quote! {
+            impl #private::FieldSchema<#index> for #ident {
+                fn schema_fns() -> #private::SchemaFns {
+                    (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag().fns::<#ty>()
+                }
+            }
+        });
         if let Some(doc) = doc {
             attrs.push(quote!(#[doc = #doc]));
         }
@@ -243,10 +317,13 @@ fn input_struct(
             }
         }
     });
-    quote! {
+    // `deny_unknown_fields` also closes the schema (`additionalProperties: false`), which is
+    // what the validator refuses unknown keys by, with a did-you-mean.
+    let deny_unknown = (!allow_unknown_fields(tool)).then(|| quote!(deny_unknown_fields));
+    let definition = quote! {
         #[doc = #doc]
         #[derive(#krate::__private::serde::Deserialize, #krate::__private::schemars::JsonSchema)]
-        #[serde(crate = #serde_crate, deny_unknown_fields)]
+        #[serde(crate = #serde_crate, #deny_unknown)]
         #[schemars(crate = #schemars_crate)]
         #[allow(missing_docs)]
         #vis struct #ident {
@@ -254,7 +331,8 @@ fn input_struct(
         }
 
         #default_impl
-    }
+    };
+    (definition, quote!(#(#field_schemas)*))
 }
 
 /// A default expression as a value of the field's type: string literals become `String`s.
@@ -276,54 +354,74 @@ fn call_body(
 ) -> TokenStream {
     let private = quote!(#krate::__private);
     let fn_ident = &tool.func.sig.ident;
-    let mut prelude = Vec::new();
-    let mut call_args = Vec::new();
-    let arg_idents: Vec<&Ident> = tool
-        .params
-        .iter()
-        .filter(|p| matches!(p.kind, ParamKind::Arg { .. }))
-        .map(|p| &p.ident)
-        .collect();
-    match plan.input {
-        InputShape::Params => prelude.push(quote! {
-            let #input_ty { #(#arg_idents),* } = #private::parse_input(__tool_input)?;
-        }),
-        InputShape::Struct(_) => prelude.push(quote! {
-            let __tool_args: #input_ty = #private::parse_input(__tool_input)?;
-        }),
-    }
-    for param in &tool.params {
-        let ident = &param.ident;
-        match param.kind {
-            ParamKind::Arg { .. } => call_args.push(quote!(#ident)),
-            ParamKind::Input => call_args.push(quote!(__tool_args)),
-            ParamKind::Context => call_args.push(quote!(__tool_ctx)),
-            ParamKind::State => {
-                let ty = &param.ty;
-                prelude.push(quote_spanned! {ty.span()=>
-                    let #ident = <#ty>::from_context(__tool_ctx)?;
-                });
-                call_args.push(quote!(#ident));
-            }
-        }
-    }
+    let (input, ctx, args) = (
+        local("__tool_input"),
+        local("__tool_ctx"),
+        local("__tool_args"),
+    );
     let return_span = match &tool.func.sig.output {
         ReturnType::Default => fn_ident.span(),
         ReturnType::Type(_, ty) => ty.span(),
     };
-    let convert = quote_spanned! {return_span=>
-        match (&&#krate::__private::Tag::of(&__tool_return)).__tool_return_tag().split(__tool_return) {
-            ::core::result::Result::Ok(__tool_value) => {
-                (&&#krate::__private::Tag::of(&__tool_value)).__tool_output_tag().convert(__tool_value)
+    let (ret, value, error) = (
+        local_at("__tool_return", return_span),
+        local_at("__tool_value", return_span),
+        local_at("__tool_error", return_span),
+    );
+    let mut prelude = Vec::new();
+    let mut call_args = Vec::new();
+    // The user's parameter names are only field names here; each value is bound to a local
+    // of ours, so none of them can shadow the fn being called.
+    let mut fields = Vec::new();
+    for (index, param) in tool.params.iter().enumerate() {
+        let value = local(&format!("__tool_param{index}"));
+        match param.kind {
+            ParamKind::Arg { .. } => {
+                let field = &param.ident;
+                fields.push(quote!(#field: #value));
+                call_args.push(quote!(#value));
             }
-            ::core::result::Result::Err(__tool_error) => ::core::result::Result::Err(
-                (&&#krate::__private::Tag::of(&__tool_error)).__tool_error_tag().convert(__tool_error),
+            ParamKind::Input => call_args.push(quote!(#args)),
+            ParamKind::Context => call_args.push(quote!(#ctx)),
+            ParamKind::State => {
+                let ty = &param.ty;
+                let span = ty.span();
+                let (value, ctx) = (
+                    local_at(&value.to_string(), span),
+                    local_at("__tool_ctx", span),
+                );
+                prelude.push(quote_spanned! {span=>
+                    let #value = <#ty>::from_context(#ctx)?;
+                });
+                call_args.push(quote!(#value));
+            }
+        }
+    }
+    let parse = match plan.input {
+        InputShape::Params => quote! {
+            let #input_ty { #(#fields),* } = #private::parse_input(#input)?;
+        },
+        InputShape::Struct(_) => quote! {
+            let #args: #input_ty = #private::parse_input(#input)?;
+        },
+    };
+    // `identity(x)` rather than `x`: the compiler reports an unsatisfied bound at the argument,
+    // and a hygienic local is reported at the macro call whatever its location; the call
+    // expression carries the return type's span, so the error points there.
+    let convert = quote_spanned! {return_span=>
+        match (&&#krate::__private::Tag::of(&#ret)).__tool_return_tag().split(#ret) {
+            ::core::result::Result::Ok(#value) => {
+                (&&#krate::__private::Tag::of(&#value)).__tool_output_tag().convert(::core::convert::identity(#value))
+            }
+            ::core::result::Result::Err(#error) => ::core::result::Result::Err(
+                (&&#krate::__private::Tag::of(&#error)).__tool_error_tag().convert(::core::convert::identity(#error)),
             ),
         }
     };
     quote! {
+        #parse
         #(#prelude)*
-        let __tool_return = #fn_ident(#(#call_args),*).await;
+        let #ret = #fn_ident(#(#call_args),*).await;
         #convert
     }
 }
@@ -353,16 +451,17 @@ fn annotations(tool: &ToolFn, krate: &TokenStream) -> TokenStream {
 
 /// Code that builds a template's text from the JSON input.
 fn render(template: &Template, krate: &TokenStream) -> TokenStream {
+    let (text, input) = (local("__tool_text"), local("__tool_input"));
     let pushes = template.pieces.iter().map(|piece| match piece {
-        Piece::Text(text) => quote!(__tool_text.push_str(#text);),
+        Piece::Text(piece) => quote!(#text.push_str(#piece);),
         Piece::Arg { json, .. } => {
-            quote!(#krate::__private::render_arg(&mut __tool_text, __tool_input, #json);)
+            quote!(#krate::__private::render_arg(&mut #text, #input, #json);)
         }
     });
     quote! {
-        let mut __tool_text = ::std::string::String::new();
+        let mut #text = ::std::string::String::new();
         #(#pushes)*
-        __tool_text
+        #text
     }
 }
 
@@ -373,12 +472,18 @@ fn assertions(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     for param in &tool.params {
         let ty = &param.ty;
         match param.kind {
-            ParamKind::Arg { .. } => {
-                checks.push(quote_spanned!(ty.span()=> #private::assert_argument::<#ty>();))
-            }
-            ParamKind::Input => {
-                checks.push(quote_spanned!(ty.span()=> #private::assert_input::<#ty>();))
-            }
+            ParamKind::Arg { .. } => checks.push(quote_spanned! {ty.span()=>
+                #private::assert_argument::<#ty>();
+                #private::assert_argument_schema::<#ty, _>(
+                    (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag(),
+                );
+            }),
+            ParamKind::Input => checks.push(quote_spanned! {ty.span()=>
+                #private::assert_input::<#ty>();
+                #private::assert_input_schema::<#ty, _>(
+                    (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag(),
+                );
+            }),
             _ => {}
         }
     }
@@ -401,11 +506,14 @@ fn assertions(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     if checks.is_empty() {
         return TokenStream::new();
     }
+    // In a block of its own, like the registration.
     quote! {
-        #[allow(dead_code, clippy::all)]
-        fn __tool_assertions() {
-            #(#checks)*
-        }
+        const _: () = {
+            #[allow(dead_code, clippy::all)]
+            fn __tool_assertions() {
+                #(#checks)*
+            }
+        };
     }
 }
 

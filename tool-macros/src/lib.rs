@@ -85,6 +85,8 @@ mod tests {
             "timeout = \"99999999999999999999h\"",
             "timeout = \"5ms5\"",
             "validate = 5, register = maybe",
+            "allow_unknown_fields, allow_unknown_fields = false",
+            "allow_unknown_fields = \"yes\", allow_unknown_field",
             "crate = \"\"",
             "name = \"a\", name = \"b\", = , ,",
         ];
@@ -98,6 +100,9 @@ mod tests {
             "/// D.\nasync fn j(#[input] a: Args) -> impl Fn() {}",
             "/// D.\nasync fn é_名() {}",
             "/// D.\nasync fn k(#[input] a: Args) -> String { todo!() }",
+            "/// D.\nasync fn s(State(a): State<u8>, State(mut b): State<u8>, State(ref c): \
+             State<u8>, State(d): u8, State((e, f)): State<(u8, u8)>, State(): State<u8>, \
+             #[input] State(g): State<u8>, #[arg] State(h): State<u8>, Foo(i): Foo) {}",
         ];
         for attr in attrs {
             for source in fns {
@@ -113,6 +118,16 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_misspelt_allow_unknown_fields_gets_a_suggestion() {
+        let func: ItemFn = syn::parse_str("/// D.\nasync fn f(a: u8) {}").unwrap();
+        let out = tool_impl("allow_unknown_field".parse().unwrap(), func).to_string();
+        assert!(
+            out.contains("Did you mean `allow_unknown_fields`?"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -20,11 +20,6 @@ pub use crate::registry::ToolRegistration;
 use crate::{ContentBlock, ToolError, ToolOutput};
 use serde_json::Value;
 
-/// The canonical schema of an `#[input]` type.
-pub fn schema_for<T: schemars::JsonSchema>() -> Value {
-    crate::schema::schema_for::<T>()
-}
-
 /// The canonical schema of the input struct generated from parameters. Its doc comment is
 /// for Rust readers, so it is left out: the tool's description already tells the model.
 pub fn params_schema_for<T: schemars::JsonSchema>() -> Value {
@@ -33,6 +28,39 @@ pub fn params_schema_for<T: schemars::JsonSchema>() -> Value {
         root.remove("description");
     }
     schema
+}
+
+/// Makes the root of an `#[input]` type's schema refuse keys it does not name, as a generated
+/// parameter struct does (`deny_unknown_fields`): the validator then refuses an unknown key
+/// with a did-you-mean instead of serde dropping it silently.
+///
+/// A schema that already says what to do with other keys (`additionalProperties` set by
+/// `deny_unknown_fields`, a flattened map, or `#[schemars(extend(...))]`) is kept. So is a
+/// root that is not a plain object: with `allOf`/`anyOf`/`oneOf`/`$ref` (an enum, a flattened
+/// enum), `additionalProperties` would not see the branches' properties and would refuse
+/// valid keys.
+pub fn close_unknown_fields(schema: &mut Value) {
+    const DECIDES_OTHER_KEYS: [&str; 11] = [
+        "additionalProperties",
+        "unevaluatedProperties",
+        "patternProperties",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "$ref",
+        "not",
+        "if",
+        "then",
+        "else",
+    ];
+    let Some(root) = schema.as_object_mut() else {
+        return;
+    };
+    let plain_object = root.get("type").and_then(Value::as_str) == Some("object")
+        && !DECIDES_OTHER_KEYS.iter().any(|key| root.contains_key(*key));
+    if plain_object {
+        root.insert("additionalProperties".into(), Value::Bool(false));
+    }
 }
 
 /// Deserializes a (schema-valid) input.
@@ -55,14 +83,14 @@ pub fn render_arg(out: &mut String, input: &Value, key: &str) {
     }
 }
 
-/// A type the model's JSON can be turned into, described by a JSON Schema.
+/// A type the model's JSON can be turned into.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a tool argument",
-    label = "the model sends JSON, so this type must implement `Deserialize` and `JsonSchema`",
-    note = "derive both on your type: `#[derive(serde::Deserialize, schemars::JsonSchema)]`"
+    label = "the model sends JSON, so this type must implement `Deserialize`",
+    note = "derive it on your type: `#[derive(serde::Deserialize)]`"
 )]
-pub trait ToolArgument: serde::de::DeserializeOwned + schemars::JsonSchema {}
-impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ToolArgument for T {}
+pub trait ToolArgument: serde::de::DeserializeOwned {}
+impl<T: serde::de::DeserializeOwned> ToolArgument for T {}
 
 /// Compile-time check of an argument type.
 pub fn assert_argument<T: ToolArgument>() {}
@@ -70,12 +98,11 @@ pub fn assert_argument<T: ToolArgument>() {}
 /// A struct the model's JSON object can be turned into.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a tool's `#[input]`",
-    label = "the model sends a JSON object, so this type must implement `Deserialize` and \
-             `JsonSchema`",
-    note = "derive both on your struct: `#[derive(serde::Deserialize, schemars::JsonSchema)]`"
+    label = "the model sends a JSON object, so this type must implement `Deserialize`",
+    note = "derive it on your struct: `#[derive(serde::Deserialize)]`"
 )]
-pub trait ToolInputType: serde::de::DeserializeOwned + schemars::JsonSchema {}
-impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ToolInputType for T {}
+pub trait ToolInputType: serde::de::DeserializeOwned {}
+impl<T: serde::de::DeserializeOwned> ToolInputType for T {}
 
 /// Compile-time check of an `#[input]` type.
 pub fn assert_input<T: ToolInputType>() {}
@@ -88,6 +115,165 @@ impl<T: ?Sized> Tag<T> {
     /// The tag of `value`'s type.
     pub fn of(_value: &T) -> Self {
         Tag(std::marker::PhantomData)
+    }
+
+    /// The tag of `T`, for probes that have a type but no value.
+    pub fn of_type() -> Self {
+        Tag(std::marker::PhantomData)
+    }
+}
+
+// ---- Schemas: arguments and `#[input]` types must be `JsonSchema` ----
+//
+// A plain `T: JsonSchema` bound would fail with rustc's own message, which lists a few of the
+// trait's hundreds of implementors and says nothing of what to do (and the generated input
+// struct's derive would fail the same way at the same spot). So whether `T` is `JsonSchema` is
+// probed instead, the way return values are: the generated code never states the bound, and
+// one assertion per type turns a failed probe into a single message that says what to derive.
+
+/// Picked for `JsonSchema` types.
+pub struct SchemaTag;
+/// Picked for anything else: the schema assertion then fails to compile.
+pub struct NoSchemaTag;
+
+/// Specific impl.
+pub trait ViaJsonSchema {
+    /// The tag.
+    fn __tool_schema_tag(&self) -> SchemaTag {
+        SchemaTag
+    }
+}
+impl<T: schemars::JsonSchema + ?Sized> ViaJsonSchema for &Tag<T> {}
+
+/// Fallback impl.
+pub trait ViaNoSchema {
+    /// The tag.
+    fn __tool_schema_tag(&self) -> NoSchemaTag {
+        NoSchemaTag
+    }
+}
+impl<T: ?Sized> ViaNoSchema for Tag<T> {}
+
+/// Holds when the probe found `T` to be `JsonSchema`.
+#[diagnostic::on_unimplemented(
+    message = "`{T}` cannot be a tool argument: it does not implement `JsonSchema`",
+    label = "the model is told each argument's JSON Schema, so this type must implement \
+             `JsonSchema`",
+    note = "derive it on your type: `#[derive(serde::Deserialize, JsonSchema)]`, with \
+            `use tool_sdk::{{schemars, JsonSchema}};`"
+)]
+pub trait ArgumentSchema<T: ?Sized> {}
+impl<T: ?Sized> ArgumentSchema<T> for SchemaTag {}
+
+/// Compile-time check that an argument type is `JsonSchema`.
+pub fn assert_argument_schema<T: ?Sized, S: ArgumentSchema<T>>(_probe: S) {}
+
+/// Holds when the probe found `T` to be `JsonSchema`.
+#[diagnostic::on_unimplemented(
+    message = "`{T}` cannot be a tool's `#[input]`: it does not implement `JsonSchema`",
+    label = "the model is told the input's JSON Schema, so this type must implement \
+             `JsonSchema`",
+    note = "derive it on your struct: `#[derive(serde::Deserialize, JsonSchema)]`, with \
+            `use tool_sdk::{{schemars, JsonSchema}};`"
+)]
+pub trait InputSchema<T: ?Sized> {}
+impl<T: ?Sized> InputSchema<T> for SchemaTag {}
+
+/// Compile-time check that an `#[input]` type is `JsonSchema`.
+pub fn assert_input_schema<T: ?Sized, S: InputSchema<T>>(_probe: S) {}
+
+/// A type's `JsonSchema` functions, looked up where the type is concrete.
+#[derive(Clone, Copy)]
+pub struct SchemaFns {
+    inline_schema: fn() -> bool,
+    schema_name: fn() -> Cow<'static, str>,
+    schema_id: fn() -> Cow<'static, str>,
+    json_schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    non_optional_json_schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    is_option: fn() -> bool,
+}
+
+impl SchemaTag {
+    /// `T`'s functions.
+    pub fn fns<T: schemars::JsonSchema + ?Sized>(self) -> SchemaFns {
+        SchemaFns {
+            inline_schema: T::inline_schema,
+            schema_name: T::schema_name,
+            schema_id: T::schema_id,
+            json_schema: T::json_schema,
+            // Hidden methods, but the derive asks for them: whether a field is an `Option`
+            // (and so not required) is only known through them.
+            non_optional_json_schema: T::_schemars_private_non_optional_json_schema,
+            is_option: T::_schemars_private_is_option,
+        }
+    }
+
+    /// The canonical schema of an `#[input]` type, closed to unknown keys unless the tool
+    /// allows them (see [`close_unknown_fields`]).
+    pub fn input_schema<T: schemars::JsonSchema + ?Sized>(self, allow_unknown: bool) -> Value {
+        let mut schema = crate::schema::schema_for::<T>();
+        if !allow_unknown {
+            close_unknown_fields(&mut schema);
+        }
+        schema
+    }
+}
+
+impl NoSchemaTag {
+    /// Stand-ins, never called: code that picks this tag does not compile.
+    pub fn fns<T: ?Sized>(self) -> SchemaFns {
+        SchemaFns {
+            inline_schema: || true,
+            schema_name: || Cow::Borrowed("unknown"),
+            schema_id: || Cow::Borrowed("unknown"),
+            json_schema: |_| schemars::Schema::default(),
+            non_optional_json_schema: |_| schemars::Schema::default(),
+            is_option: || false,
+        }
+    }
+
+    /// A stand-in, never called: code that picks this tag does not compile.
+    pub fn input_schema<T: ?Sized>(self, _allow_unknown: bool) -> Value {
+        Value::Null
+    }
+}
+
+/// One field of a generated input struct, whose `JsonSchema` functions are looked up in the
+/// tool's expansion (where the field's type is concrete); `N` is the field's position.
+pub trait FieldSchema<const N: usize> {
+    /// The field type's functions.
+    fn schema_fns() -> SchemaFns;
+}
+
+/// The schema of field `N` of input struct `S`: exactly that of the field's type, without a
+/// `JsonSchema` bound on it (`#[schemars(with = "FieldSchemaOf<S, N>")]`).
+pub struct FieldSchemaOf<S: ?Sized, const N: usize>(std::marker::PhantomData<S>);
+
+impl<S: FieldSchema<N> + ?Sized, const N: usize> schemars::JsonSchema for FieldSchemaOf<S, N> {
+    fn inline_schema() -> bool {
+        (S::schema_fns().inline_schema)()
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        (S::schema_fns().schema_name)()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        (S::schema_fns().schema_id)()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        (S::schema_fns().json_schema)(generator)
+    }
+
+    fn _schemars_private_non_optional_json_schema(
+        generator: &mut schemars::SchemaGenerator,
+    ) -> schemars::Schema {
+        (S::schema_fns().non_optional_json_schema)(generator)
+    }
+
+    fn _schemars_private_is_option() -> bool {
+        (S::schema_fns().is_option)()
     }
 }
 
@@ -289,5 +475,84 @@ impl DisplayTag {
     /// An invalid-input error with the error's text.
     pub fn invalid_input<E: ErrorMessage>(self, error: E) -> ToolError {
         ToolError::invalid_input(format!("{error:#}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn closed<T: schemars::JsonSchema>() -> Value {
+        SchemaTag.input_schema::<T>(false)
+    }
+
+    fn accepts(schema: &Value, input: &Value) -> bool {
+        crate::validate::InputValidator::new(schema, Default::default())
+            .unwrap()
+            .check(input.clone())
+            .is_ok()
+    }
+
+    #[allow(dead_code)]
+    #[derive(schemars::JsonSchema)]
+    struct Plain {
+        a: u8,
+        #[serde(flatten)]
+        inner: Inner,
+    }
+
+    #[allow(dead_code)]
+    #[derive(schemars::JsonSchema)]
+    struct Inner {
+        b: u8,
+    }
+
+    #[allow(dead_code)]
+    #[derive(schemars::JsonSchema)]
+    struct WithEnum {
+        a: u8,
+        #[serde(flatten)]
+        choice: Choice,
+    }
+
+    #[allow(dead_code)]
+    #[derive(schemars::JsonSchema)]
+    enum Choice {
+        Left { left: u8 },
+        Right { right: u8 },
+    }
+
+    #[allow(dead_code)]
+    #[derive(schemars::JsonSchema)]
+    struct WithMap {
+        a: u8,
+        #[serde(flatten)]
+        rest: std::collections::BTreeMap<String, u8>,
+    }
+
+    #[test]
+    fn a_plain_input_struct_refuses_unknown_keys() {
+        let schema = closed::<Plain>();
+        assert!(accepts(&schema, &json!({"a": 1, "b": 2})), "{schema}");
+        assert!(
+            !accepts(&schema, &json!({"a": 1, "b": 2, "c": 3})),
+            "{schema}"
+        );
+    }
+
+    #[test]
+    fn a_schema_that_decides_other_keys_itself_is_kept() {
+        // A flattened enum: closing the root would refuse the branches' keys.
+        let schema = closed::<WithEnum>();
+        assert_eq!(schema, crate::schema::schema_for::<WithEnum>());
+        assert!(
+            accepts(&schema, &json!({"a": 1, "Left": {"left": 2}})),
+            "{schema}"
+        );
+        // A flattened map takes any other key.
+        let schema = closed::<WithMap>();
+        assert_eq!(schema, crate::schema::schema_for::<WithMap>());
+        assert!(accepts(&schema, &json!({"a": 1, "x": 2})), "{schema}");
     }
 }

@@ -27,8 +27,11 @@
 //! The pieces:
 //! - [`macro@tool`] turns an async fn into a [`Tool`]; the [`Tool`] trait is also
 //!   implementable by hand for tools built at run time.
-//! - [`registry`] collects tools (every `#[tool]` registers itself globally) and builds the
+//! - [`ToolRegistry`] collects tools (every `#[tool]` registers itself globally) and builds the
 //!   tool list each provider wants ([`schema::Provider`]).
+//! - [`pipeline`] is the road every call takes (validation, permission, timeout, caps), for
+//!   the agent, the registry's call API and the MCP server alike; `ARCHITECTURE.md` maps it.
+//! - [`agent`] runs the model's tool_use -> tool_result loop.
 //! - [`validate`] checks every input against the tool's schema and reports all problems at
 //!   once, the way the model can fix them.
 
@@ -41,7 +44,10 @@ pub mod builtin;
 pub mod mcp;
 pub mod model;
 pub mod permission;
-pub mod registry;
+pub mod pipeline;
+mod process;
+mod registry;
+mod sandbox;
 pub mod schema;
 mod tool;
 pub mod validate;
@@ -49,19 +55,43 @@ pub mod validate;
 #[doc(hidden)]
 pub mod __private;
 
-pub use agent::{Agent, AgentConfig, AgentError, AgentEvent, RunResult};
+pub use process::{ToolChild, ToolCommand};
 pub use registry::{
     RegistryError, ToolInfo, ToolRegistry, ToolStats, build_tools, builtin_tools, get_tools,
     tool_infos,
 };
-pub use schema::Provider;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
-    AgentId, BoxFuture, ContentBlock, FileRead, FileStateTracker, PermissionPrompt, ResultDisplay,
-    SessionStore, State, StateMap, StateRequirement, SubagentReport, SubagentRequest,
-    SubagentRunner, Tool, ToolAnnotations, ToolContext, ToolError, ToolErrorKind, ToolOutput,
-    ToolResult, ToolUpdate, ToolUpdateKind,
+    ActsOn, AgentId, BoxFuture, ContentBlock, FileRead, FileStateTracker, PermissionPrompt,
+    ResultDisplay, SessionStore, State, StateMap, StateRequirement, SubagentReport,
+    SubagentRequest, SubagentRunner, Tool, ToolAnnotations, ToolContext, ToolError, ToolErrorKind,
+    ToolOutput, ToolResult, ToolUpdate, ToolUpdateKind,
 };
+
+/// The JSON Schema library that describes tool inputs, re-exported so that a crate needs no
+/// dependency of its own on it. Its derive writes `schemars::...` paths, so bring the name
+/// into scope next to the derive:
+///
+/// ```
+/// use tool_sdk::{JsonSchema, schemars, tool};
+///
+/// /// A point on the map.
+/// #[derive(serde::Deserialize, JsonSchema)]
+/// struct Point {
+///     x: f64,
+///     y: f64,
+/// }
+///
+/// /// Moves to a point.
+/// #[tool]
+/// async fn go(to: Point) -> String {
+///     format!("{} {}", to.x, to.y)
+/// }
+/// ```
+pub use schemars;
+/// Derive it on argument and `#[input]` types (with [`schemars`] in scope); see [`schemars`].
+pub use schemars::JsonSchema;
+
 /// Turns an async fn into a tool an LLM can call.
 ///
 /// ```
@@ -111,20 +141,25 @@ pub use tool::{
 /// | `title = "Read {file_path}"` | [`Tool::display_title`]; `{arg}` must name an argument (checked at compile time) |
 /// | `permission = "..."` | the title of [`Tool::permission_prompt`], same syntax |
 /// | `timeout = "30s"` | [`Tool::timeout`]: `ms`, `s`, `m`, `h`, combinable (`1m30s`) |
+/// | `acts_on(reads = "p")`, `acts_on(writes = "p")`, `acts_on(shell = "p")`, `acts_on(url = "p")`, `acts_on(agent_state)` | [`Tool::acts_on`]: what a call acts on, named by its input property `p`; the permission gate decides from it (rules like `Edit(src/**)` match the path, the Bash classifier judges the command, agent-state tools never ask) |
 /// | `category = "..."` | [`Tool::category`] |
 /// | `validate = path` | `async fn(&Input, &ToolContext) -> Result<(), E>`, run before permission; an `Err` becomes invalid input |
 /// | `register = false` | keep it out of the global registry |
+/// | `allow_unknown_fields` | accept (and ignore) input keys the tool does not know. Without it they are refused with a did-you-mean, for an `#[input]` struct too unless its schema decides itself (`additionalProperties`, a flattened map) |
 /// | `crate = path` | where `tool_sdk` is, for re-exports (renamed dependencies are found on their own) |
 ///
 /// # Parameters
 ///
-/// - `name: T` with `T: Deserialize + JsonSchema`: a property of the input. Doc comments become
+/// - `name: T` with `T: Deserialize + JsonSchema` (derive [`JsonSchema`] with
+///   `use tool_sdk::{schemars, JsonSchema};`, no dependency on schemars needed): a property of
+///   the input. Doc comments become
 ///   its description; `Option<T>` is optional and nullable; `#[arg(default)]` or
 ///   `#[arg(default = expr)]` makes it optional with a real default; `#[arg(rename = "...")]`
 ///   changes the JSON name; `#[arg(description = "...")]` overrides the doc comment.
 /// - `#[input] args: T`: one struct is the whole input (its root must be an object).
 /// - `ctx: &ToolContext`: injected.
-/// - `state: State<T>`: app state, injected from the context.
+/// - `state: State<T>`: app state, injected from the context. Unpacking it axum style,
+///   `State(state): State<T>` (or `State(mut state)`), works too.
 ///
 /// # Return types
 ///
@@ -150,4 +185,3 @@ pub use tool_macros::tool;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
-pub use validate::ValidationOptions;

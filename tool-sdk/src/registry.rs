@@ -8,13 +8,13 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::schema::{self, Provider};
+use crate::tool::{Tool, ToolError};
 use crate::validate::{InputValidator, ValidationOptions};
-use crate::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// A `#[tool]`'s entry in the global registry. Generated code builds these; apps do not.
 #[doc(hidden)]
@@ -201,8 +201,8 @@ impl StatCounters {
     }
 }
 
-struct Entry {
-    tool: Arc<dyn Tool>,
+pub(crate) struct Entry {
+    pub(crate) tool: Arc<dyn Tool>,
     defined_at: String,
     enabled: AtomicBool,
     validator: InputValidator,
@@ -472,36 +472,11 @@ impl ToolRegistry {
         check_input(&entry, input)
     }
 
-    /// Runs one call the way an agent does, minus permissions: look up, validate the schema,
-    /// run the tool's own check, call it (within its timeout), record statistics.
-    pub async fn execute(
-        &self,
-        name: &str,
-        input: Value,
-        ctx: &ToolContext,
-    ) -> Result<ToolOutput, ToolError> {
-        let entry = self.entry(name)?;
-        let started = Instant::now();
-        let result = run(&entry, input, ctx).await;
-        let failed = result.as_ref().map_or(true, |output| output.is_error);
-        entry.stats.record(started.elapsed(), failed);
-        result
-    }
-
-    /// Adds one call to a tool's statistics (for runners that drive the pipeline themselves,
-    /// such as the agent).
+    /// Adds one call to a tool's statistics (the call pipeline records every call it runs).
     pub fn record_call(&self, name: &str, duration: Duration, failed: bool) {
         if let Some(entry) = self.read().get(name) {
             entry.stats.record(duration, failed);
         }
-    }
-
-    /// [`execute`](Self::execute), with an error turned into the `is_error` result the model
-    /// gets.
-    pub async fn call(&self, name: &str, input: Value, ctx: &ToolContext) -> ToolOutput {
-        self.execute(name, input, ctx)
-            .await
-            .unwrap_or_else(ToolOutput::from)
     }
 
     /// The call statistics of a tool.
@@ -513,16 +488,18 @@ impl ToolRegistry {
         })
     }
 
-    fn entry(&self, name: &str) -> Result<Arc<Entry>, ToolError> {
+    /// The tool of this name, or a [`NotFound`](ToolError::NotFound) error the model can act
+    /// on: the closest names first, then the others (a long list is cut).
+    pub fn resolve(&self, name: &str) -> Result<Arc<dyn Tool>, ToolError> {
+        self.entry(name).map(|entry| entry.tool.clone())
+    }
+
+    pub(crate) fn entry(&self, name: &str) -> Result<Arc<Entry>, ToolError> {
         let entries = self.read();
-        entries.get(name).cloned().ok_or_else(|| {
-            let suggestions = near_matches(name, entries.keys().map(String::as_str));
-            ToolError::not_found(format!(
-                "no tool is named `{name}`{}; available tools: {}",
-                did_you_mean(&suggestions),
-                list(&entries.keys().cloned().collect::<Vec<_>>())
-            ))
-        })
+        entries
+            .get(name)
+            .cloned()
+            .ok_or_else(|| ToolError::not_found(unknown_tool_message(name, entries.keys())))
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Entry>>> {
@@ -535,6 +512,51 @@ impl ToolRegistry {
     }
 }
 
+/// How many other names an unknown-tool error lists after the closest ones.
+const LISTED_NAMES: usize = 20;
+
+fn unknown_tool_message<'a>(name: &str, names: impl Iterator<Item = &'a String> + Clone) -> String {
+    let suggestions = near_matches(name, names.clone().map(String::as_str));
+    // The closest names first: with many MCP tools, the useful ones would be lost otherwise.
+    let ordered: Vec<&str> = suggestions
+        .iter()
+        .map(|s| s.as_str())
+        .chain(
+            names
+                .map(|n| n.as_str())
+                .filter(|other| !suggestions.iter().any(|s| s == other)),
+        )
+        .collect();
+    let mut listed = ordered
+        .iter()
+        .take(LISTED_NAMES)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ordered.len() > LISTED_NAMES {
+        listed.push_str(&format!(" and {} more", ordered.len() - LISTED_NAMES));
+    }
+    if listed.is_empty() {
+        listed.push_str("none");
+    }
+    format!(
+        "no tool is named `{name}`{}; available tools: {listed}",
+        did_you_mean(&suggestions)
+    )
+}
+
+impl Entry {
+    /// [`ToolRegistry::validate`] for a tool already looked up.
+    pub(crate) fn validate(&self, input: Value) -> Result<Value, ToolError> {
+        check_input(self, input)
+    }
+
+    /// [`ToolRegistry::record_call`] for a tool already looked up.
+    pub(crate) fn record(&self, duration: Duration, failed: bool) {
+        self.stats.record(duration, failed);
+    }
+}
+
 fn check_input(entry: &Entry, input: Value) -> Result<Value, ToolError> {
     entry.validator.check(input).map_err(|errors| {
         ToolError::invalid_input(format!(
@@ -542,21 +564,6 @@ fn check_input(entry: &Entry, input: Value) -> Result<Value, ToolError> {
             entry.tool.name()
         ))
     })
-}
-
-async fn run(entry: &Entry, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-    let input = check_input(entry, input)?;
-    let tool = &entry.tool;
-    let work = async {
-        tool.validate_input(&input, ctx).await?;
-        tool.call(input.clone(), ctx).await
-    };
-    match tool.timeout() {
-        Some(limit) => tokio::time::timeout(limit, work)
-            .await
-            .unwrap_or(Err(ToolError::Timeout(limit))),
-        None => work.await,
-    }
 }
 
 /// Whether `name` matches `^[a-zA-Z0-9_-]{1,64}$`.

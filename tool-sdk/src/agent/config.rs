@@ -58,10 +58,13 @@ pub struct AgentConfig {
     pub max_tokens: u32,
     /// Sampling temperature.
     pub temperature: Option<f32>,
-    /// Timeout of a call whose tool sets none, in seconds.
-    pub tool_timeout_secs: u64,
-    /// The longest any call may run, whatever the tool says, in seconds.
-    pub max_tool_timeout_secs: u64,
+    /// Timeout of a call whose tool sets none (`tool_timeout_secs` in a file, in seconds).
+    #[serde(rename = "tool_timeout_secs", with = "seconds")]
+    pub tool_timeout: Duration,
+    /// The longest any call may run, whatever the tool says (`max_tool_timeout_secs` in a
+    /// file, in seconds).
+    #[serde(rename = "max_tool_timeout_secs", with = "seconds")]
+    pub max_tool_timeout: Duration,
     /// How many read-only calls may run at once.
     pub max_concurrent_tools: usize,
     /// Tool results longer than this many characters keep their head and tail only.
@@ -168,8 +171,8 @@ impl Default for AgentConfig {
             max_turns: 50,
             max_tokens: 8192,
             temperature: None,
-            tool_timeout_secs: 120,
-            max_tool_timeout_secs: 600,
+            tool_timeout: Duration::from_secs(120),
+            max_tool_timeout: Duration::from_secs(600),
             max_concurrent_tools: 8,
             max_result_chars: 50_000,
             coerce_inputs: true,
@@ -354,8 +357,8 @@ impl AgentConfig {
 
     /// Sets the default and the maximum tool timeout.
     pub fn with_tool_timeouts(mut self, default: Duration, max: Duration) -> Self {
-        self.tool_timeout_secs = default.as_secs().max(1);
-        self.max_tool_timeout_secs = max.as_secs().max(1);
+        self.tool_timeout = default;
+        self.max_tool_timeout = max;
         self
     }
 
@@ -459,5 +462,30 @@ impl AgentConfig {
             }
         };
         Ok(model)
+    }
+}
+
+/// Durations as seconds in config files (`1.5` is 1.5 s), [`Duration`] in code.
+mod seconds {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub(super) fn serialize<S: Serializer>(
+        value: &Duration,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value.subsec_nanos() {
+            0 => serializer.serialize_u64(value.as_secs()),
+            _ => serializer.serialize_f64(value.as_secs_f64()),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(deserializer)?;
+        Duration::try_from_secs_f64(secs)
+            .map_err(|_| D::Error::custom(format!("{secs} is not a number of seconds (0 or more)")))
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-use super::{Agent, AgentConfig, AgentError, AgentInner, glob_match};
+use super::{Agent, AgentConfig, AgentError, AgentInner};
 use crate::mcp::{McpClient, McpError, McpScope, McpServerConfig};
 use crate::model::ToolSpec;
 use crate::registry::near_matches;
@@ -22,18 +22,17 @@ pub(crate) struct AgentMcp {
 struct ToolSet {
     registry: Arc<ToolRegistry>,
     specs: Arc<RwLock<Vec<ToolSpec>>>,
-    patterns: Option<Vec<String>>,
+    /// The config's `tools` list, compiled once; `None` lets every tool through.
+    patterns: Option<globset::GlobSet>,
     /// Each connected server's tools in the registry; a server not in here is ignored.
     names: Mutex<BTreeMap<String, Vec<String>>>,
 }
 
 impl ToolSet {
     fn allowed(&self, name: &str) -> bool {
-        self.patterns.as_ref().is_none_or(|patterns| {
-            patterns
-                .iter()
-                .any(|pattern| pattern == name || glob_match(pattern, name))
-        })
+        self.patterns
+            .as_ref()
+            .is_none_or(|patterns| patterns.is_match(name))
     }
 
     /// Replaces `server`'s tools with `tools` (those the config's `tools` let through).
@@ -99,7 +98,7 @@ impl AgentMcp {
             tools: Arc::new(ToolSet {
                 registry: inner.registry.clone(),
                 specs: inner.specs.clone(),
-                patterns: inner.config.tools.clone(),
+                patterns: inner.config.tools.as_deref().map(tool_patterns),
                 names: Mutex::new(BTreeMap::new()),
             }),
             working_dir: inner.working_dir.clone(),
@@ -279,4 +278,18 @@ impl Agent {
             AgentError::Config("this agent has no MCP support (it is a sub-agent)".into())
         })
     }
+}
+
+/// The `tools` list as one matcher: exact names match themselves, globs their names. A
+/// pattern that is not a valid glob matches only itself.
+fn tool_patterns(patterns: &[String]) -> globset::GlobSet {
+    let mut set = globset::GlobSetBuilder::new();
+    for pattern in patterns {
+        let glob =
+            globset::Glob::new(pattern).or_else(|_| globset::Glob::new(&globset::escape(pattern)));
+        if let Ok(glob) = glob {
+            set.add(glob);
+        }
+    }
+    set.build().unwrap_or_else(|_| globset::GlobSet::empty())
 }

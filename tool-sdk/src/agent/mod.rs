@@ -44,7 +44,8 @@ use crate::model::{
     Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Role, StopReason,
     ToolSpec, Usage,
 };
-use crate::permission::{ModeState, PermissionMode, Rule, Sandbox};
+use crate::permission::{ModeState, PermissionGate, PermissionMode, Rule, Sandbox};
+use crate::pipeline::CallPolicy;
 use crate::registry::near_matches;
 use crate::validate::ValidationOptions;
 use crate::{
@@ -146,7 +147,9 @@ pub(crate) struct AgentInner {
     /// snapshot.
     pub(crate) specs: Arc<std::sync::RwLock<Vec<ToolSpec>>>,
     pub(crate) config: AgentConfig,
-    pub(crate) remembered: std::sync::Mutex<Vec<Rule>>,
+    /// The permission gate and limits every call of this agent runs with.
+    pub(crate) policy: CallPolicy,
+    pub(crate) gate: Arc<PermissionGate>,
     pub(crate) state: Arc<StateMap>,
     pub(crate) files: Arc<FileStateTracker>,
     pub(crate) session: Arc<SessionStore>,
@@ -199,11 +202,7 @@ impl Agent {
     /// The rules the user added this session by answering "allow always", to persist in the
     /// config file if the app wants them next time.
     pub fn remembered_rules(&self) -> Vec<Rule> {
-        self.inner
-            .remembered
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.inner.gate.remembered()
     }
 
     /// The session's permission mode now (ExitPlanMode and [`set_permission_mode`] change it).
@@ -275,7 +274,7 @@ impl Agent {
         let span = tracing::info_span!("agent.run", session = %inner.session_id);
         let emit: Emit = Arc::new(|event| {
             if let AgentEvent::PermissionRequested(request) = event {
-                let message = executor::not_allowed_message(&request.question);
+                let message = crate::permission::not_allowed_message(&request.question);
                 request.deny(message)
             }
         });
@@ -325,7 +324,7 @@ impl AgentRun {
         while let Some(event) = self.events.recv().await {
             match event {
                 AgentEvent::PermissionRequested(request) => {
-                    let message = executor::not_allowed_message(&request.question);
+                    let message = crate::permission::not_allowed_message(&request.question);
                     request.deny(message)
                 }
                 AgentEvent::Finished(result) => last = Some(*result),
@@ -347,6 +346,10 @@ impl Stream for AgentRun {
     }
 }
 
+/// The most base64 image data one tool result sends the model: Anthropic refuses a request
+/// past 32 MB, and images past this are rarely worth their tokens.
+const MAX_RESULT_IMAGE_BYTES: usize = 10 << 20;
+
 pub(crate) type Emit = Arc<dyn Fn(AgentEvent) + Send + Sync>;
 
 /// Exact names, then globs, in the order written; every tool once.
@@ -362,7 +365,14 @@ fn resolve_tools(
     let mut errors = Vec::new();
     for pattern in patterns {
         if pattern.contains(['*', '?']) {
-            let matched: Vec<&String> = names.iter().filter(|n| glob_match(pattern, n)).collect();
+            let glob = globset::Glob::new(pattern)
+                .map_err(|error| {
+                    AgentError::Config(format!(
+                        "the tool pattern `{pattern}` is not a glob: {error}"
+                    ))
+                })?
+                .compile_matcher();
+            let matched: Vec<&String> = names.iter().filter(|n| glob.is_match(n)).collect();
             if matched.is_empty() {
                 // MCP servers may add matching tools later; a typo is still worth a warning.
                 tracing::warn!(pattern, "no tool matches this pattern yet");
@@ -393,30 +403,6 @@ fn resolve_tools(
     }
     let refs: Vec<&str> = chosen.iter().map(String::as_str).collect();
     Ok(source.get_tools(Some(&refs))?)
-}
-
-/// `*` matches any run of characters, `?` one character.
-pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
-    let (pattern, name): (Vec<char>, Vec<char>) =
-        (pattern.chars().collect(), name.chars().collect());
-    let (mut p, mut n) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while n < name.len() {
-        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == name[n]) {
-            p += 1;
-            n += 1;
-        } else if p < pattern.len() && pattern[p] == '*' {
-            star = Some((p, n));
-            p += 1;
-        } else if let Some((star_p, star_n)) = star {
-            p = star_p + 1;
-            n = star_n + 1;
-            star = Some((star_p, star_n + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|c| *c == '*')
 }
 
 impl AgentInner {
@@ -478,13 +464,27 @@ impl AgentInner {
         }
         let session = Arc::new(SessionStore::default());
         session.get::<ModeState>().set(config.permission_mode);
+        let plan_exit_offered = specs.iter().any(|spec| spec.name == "ExitPlanMode");
+        let gate = Arc::new(
+            PermissionGate::new(config.permissions.clone(), config.pre_hooks.clone())
+                .with_plan_exit_offered(plan_exit_offered),
+        );
+        let mut policy = CallPolicy::new()
+            .with_timeouts(config.tool_timeout, config.max_tool_timeout)
+            .with_max_result_chars(config.max_result_chars)
+            .with_max_result_image_bytes(MAX_RESULT_IMAGE_BYTES)
+            .with_permission_gate(gate.clone());
+        for hook in &config.post_hooks {
+            policy = policy.with_post_hook(hook.clone());
+        }
         Ok(AgentInner {
             sandbox: Arc::new(sandbox),
             session,
             model,
             registry: Arc::new(registry),
             specs: Arc::new(std::sync::RwLock::new(specs)),
-            remembered: std::sync::Mutex::new(Vec::new()),
+            policy,
+            gate,
             state: Arc::new(config.state.clone()),
             files: Arc::new(FileStateTracker::default()),
             session_id: Arc::from(format!("session-{:016x}", fastrand::u64(..))),
@@ -647,22 +647,5 @@ impl AgentInner {
                     update: update.kind,
                 })
             })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::glob_match;
-
-    #[test]
-    fn globs() {
-        assert!(glob_match("mcp__github__*", "mcp__github__create_issue"));
-        assert!(!glob_match("mcp__github__*", "mcp__gitlab__create_issue"));
-        assert!(glob_match("*", "Read"));
-        assert!(glob_match("Re?d", "Read"));
-        assert!(glob_match("*__*__list*", "mcp__fs__list_dir"));
-        assert!(!glob_match("Read", "ReadX"));
-        assert!(glob_match("a*b*c", "aXXbYYc"));
-        assert!(!glob_match("a*b*c", "aXXbYY"));
     }
 }

@@ -78,6 +78,7 @@ impl std::fmt::Debug for UserQuestions {
 // `read_only`: asking changes nothing, and needs no permission of its own.
 #[tool(
     name = "AskUserQuestion",
+    acts_on(agent_state),
     category = "builtin",
     read_only,
     title = "Ask the user"

@@ -23,7 +23,8 @@
 //! **Stopping.** A timeout, a cancellation, or the call's future being dropped sends SIGKILL
 //! to the whole process group (`kill(-pgid)` through `rustix`'s safe wrapper: no `unsafe`, no
 //! extra process to spawn), so `sleep 60 & sleep 60` leaves nothing behind. Processes a
-//! command that finished normally left running in the background are not touched.
+//! command that finished normally left running in the background are not touched. This is
+//! [`ToolContext::command`]'s [`ToolChild`], which every tool's commands get.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -37,9 +38,10 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::containment::{self, Outcome, Plan, ShellPolicy};
 use super::shell_env;
+use crate::process::kill_group;
 use crate::{
-    BoxFuture, PermissionPrompt, ResultDisplay, StateRequirement, Tool, ToolAnnotations,
-    ToolContext, ToolError, ToolOutput, ToolResult, tool,
+    ActsOn, BoxFuture, PermissionPrompt, ResultDisplay, StateRequirement, Tool, ToolAnnotations,
+    ToolChild, ToolCommand, ToolContext, ToolError, ToolOutput, ToolResult, tool,
 };
 
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -195,41 +197,6 @@ async fn pump(mut reader: impl AsyncRead + Unpin, into: &Mutex<Capture>) {
 
 // ---- processes ----
 
-/// Sends SIGKILL to the process group `pgid` (its leader's pid), ignoring a group already gone.
-fn kill_group(pgid: Option<u32>) {
-    #[cfg(unix)]
-    if let Some(pid) = pgid
-        .and_then(|pid| i32::try_from(pid).ok())
-        .and_then(rustix::process::Pid::from_raw)
-    {
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-    }
-    #[cfg(not(unix))]
-    let _ = pgid;
-}
-
-/// Kills a process group when dropped, unless disarmed: covers the call's future being dropped
-/// by an agent's own timeout, where no code of ours runs otherwise.
-struct GroupGuard {
-    pgid: Option<u32>,
-}
-
-impl GroupGuard {
-    fn kill(&mut self) {
-        kill_group(self.pgid.take());
-    }
-
-    fn disarm(&mut self) {
-        self.pgid = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 /// A file path that is removed when dropped.
 struct TempPath(PathBuf);
 
@@ -244,7 +211,7 @@ fn sh_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-fn bash(script: &str, dir: &Path, ctx: &ToolContext) -> tokio::process::Command {
+fn bash(script: &str, dir: &Path, ctx: &ToolContext) -> ToolCommand {
     let mut command = ctx.command("/bin/bash");
     command
         .args(["--noprofile", "--norc", "-c", script])
@@ -265,7 +232,7 @@ fn spawn_shell(
     dir: &Path,
     ctx: &ToolContext,
     state: &ShellState,
-) -> Result<(tokio::process::Child, Option<String>), ToolError> {
+) -> Result<(ToolChild, Option<String>), ToolError> {
     let plan = ctx
         .sandbox()
         .map(|sandbox| Plan::new(sandbox, ctx.state::<ShellPolicy>()));
@@ -310,6 +277,7 @@ fn start_failed(error: std::io::Error) -> ToolError {
 /// Runs a bash command in a persistent shell session and returns its output and exit code.
 #[tool(
     name = "Bash",
+    acts_on(shell = "command"),
     register = false,
     category = "builtin",
     destructive,
@@ -382,8 +350,9 @@ async fn run_foreground(
         "exec 2>&1\ntrap 'pwd -P > {} 2>/dev/null' EXIT\n{command}",
         sh_quote(&cwd_file.0.to_string_lossy())
     );
+    // Dropping `child` before it was waited for (a timeout, a cancellation, the call's future
+    // dropped) kills its whole process group.
     let (mut child, contained_note) = spawn_shell(&script, &dir, ctx, &state)?;
-    let mut group = GroupGuard { pgid: child.id() };
     let stdout = child.stdout.take();
     let capture = Mutex::new(Capture::default());
 
@@ -409,16 +378,9 @@ async fn run_foreground(
     };
     let status = tokio::select! {
         status = run => status.map_err(|e| ToolError::failed(format!("waiting for bash: {e}")))?,
-        () = tokio::time::sleep(timeout) => {
-            group.kill();
-            return Err(ToolError::Timeout(timeout));
-        }
-        () = ctx.cancellation().cancelled() => {
-            group.kill();
-            return Err(ToolError::Cancelled);
-        }
+        () = tokio::time::sleep(timeout) => return Err(ToolError::Timeout(timeout)),
+        () = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
     };
-    group.disarm();
 
     if let Ok(text) = std::fs::read_to_string(&cwd_file.0) {
         let new_dir = PathBuf::from(text.trim_end_matches('\n'));
@@ -638,6 +600,10 @@ impl Tool for BashTool {
 
     fn category(&self) -> Option<&str> {
         INNER.category()
+    }
+
+    fn acts_on(&self) -> ActsOn {
+        INNER.acts_on()
     }
 
     fn required_state(&self) -> Vec<StateRequirement> {

@@ -24,6 +24,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::{ToolChild, ToolCommand};
+
 /// How the Bash tool confines its commands when the context has a sandbox. Put one in the app
 /// state ([`ToolContext::with_state`](crate::ToolContext::with_state)); without one, the
 /// [`Default`] applies: no network, no extra writable directories.
@@ -101,9 +103,9 @@ impl Outcome {
 
 /// Spawns `command` confined by `plan`; without a plan, just spawns it.
 pub(crate) fn spawn(
-    command: &mut tokio::process::Command,
+    command: &mut ToolCommand,
     plan: Option<&Plan>,
-) -> std::io::Result<(tokio::process::Child, Outcome)> {
+) -> std::io::Result<(ToolChild, Outcome)> {
     let Some(plan) = plan else {
         return Ok((command.spawn()?, Outcome::default()));
     };
@@ -134,9 +136,9 @@ mod imp {
     ];
 
     pub(super) fn spawn(
-        command: &mut tokio::process::Command,
+        command: &mut ToolCommand,
         plan: &Plan,
-    ) -> std::io::Result<(tokio::process::Child, Outcome)> {
+    ) -> std::io::Result<(ToolChild, Outcome)> {
         let runtime = tokio::runtime::Handle::current();
         std::thread::scope(|scope| {
             scope
@@ -243,9 +245,9 @@ mod imp {
     use super::*;
 
     pub(super) fn spawn(
-        command: &mut tokio::process::Command,
+        command: &mut ToolCommand,
         plan: &Plan,
-    ) -> std::io::Result<(tokio::process::Child, Outcome)> {
+    ) -> std::io::Result<(ToolChild, Outcome)> {
         let why = || "not implemented on this OS".to_owned();
         let outcome = Outcome {
             fs_missing: Some(why()),

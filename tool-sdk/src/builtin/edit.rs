@@ -19,6 +19,7 @@ use crate::{ContentBlock, ToolContext, ToolError, ToolOutput, tool};
 /// - Prefer editing existing files to creating new ones.
 #[tool(
     name = "Edit",
+    acts_on(writes = "file_path"),
     category = "builtin",
     destructive,
     title = "Edit {file_path}"

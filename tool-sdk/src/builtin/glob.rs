@@ -24,6 +24,7 @@ const MAX_FILES: usize = 100;
 /// run in parallel.
 #[tool(
     name = "Glob",
+    acts_on(reads = "path"),
     category = "builtin",
     read_only,
     idempotent,

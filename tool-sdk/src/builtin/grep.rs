@@ -45,11 +45,15 @@ pub enum GrepOutputMode {
 ///   file.
 /// - Patterns match within one line unless `multiline` is true, which lets `.` match newlines
 ///   and patterns such as `struct \{[\s\S]*?field` span lines.
-/// - Files ignored by .gitignore/.ignore, hidden files and binary files are skipped.
+/// - Files ignored by .gitignore/.ignore, hidden files and binary files (with a NUL byte)
+///   are skipped, as ripgrep skips them. A file named as `path` is always searched; if it is
+///   binary, the result says so, and `content` shows none of its lines near or after the
+///   binary data.
 /// - Results are capped by `head_limit` (default 250); page on with `offset`.
 /// - For open-ended searches that need several rounds, use the Task tool.
 #[tool(
     name = "Grep",
+    acts_on(reads = "path"),
     category = "builtin",
     read_only,
     idempotent,
@@ -150,7 +154,6 @@ pub async fn grep(
     };
     let mut searcher = SearcherBuilder::new();
     searcher
-        .binary_detection(BinaryDetection::quit(b'\x00'))
         .line_number(mode == GrepOutputMode::Content)
         .multi_line(multiline);
     if mode == GrepOutputMode::Content {
@@ -170,6 +173,14 @@ pub async fn grep(
                     Ok(entry) => entry,
                     Err(state) => return state,
                 };
+                // As rg: a file met in the walk stops at its first NUL byte and is left out; a
+                // file named as `path` (the walk's root) is searched whole, NUL bytes read
+                // as line ends.
+                searcher.set_binary_detection(if entry.depth() == 0 {
+                    BinaryDetection::convert(b'\x00')
+                } else {
+                    BinaryDetection::quit(b'\x00')
+                });
                 if let Some(mut result) =
                     search_file(&mut searcher, &matcher, entry.path(), options)
                 {
@@ -199,7 +210,25 @@ pub async fn grep(
         limit: head_limit as usize,
         offset: offset as usize,
     };
-    Ok(match mode {
+    // Content lines carry rg's own message; the other modes get a note at the end.
+    let mut binary: Vec<String> = found
+        .iter()
+        .filter_map(|file| {
+            let offset = file.binary?;
+            Some(format!(
+                "(binary file {}: a NUL byte around offset {offset}; searched with NUL bytes \
+                 read as line ends)",
+                file.path.display()
+            ))
+        })
+        .collect();
+    binary.sort();
+    let notes = if binary.is_empty() || mode == GrepOutputMode::Content {
+        String::new()
+    } else {
+        format!("\n\n{}", binary.join("\n"))
+    };
+    let listing = match mode {
         GrepOutputMode::FilesWithMatches => {
             let mut files: Vec<(SystemTime, PathBuf)> = found
                 .into_iter()
@@ -234,7 +263,8 @@ pub async fn grep(
             let noun = if files == 1 { "file" } else { "files" };
             format!("{list}\n\nFound {matches} total matches across {files} {noun}.")
         }
-    })
+    };
+    Ok(listing + &notes)
 }
 
 /// A regex as ripgrep builds it: `^`/`$` match at line ends; outside multiline mode no match
@@ -290,6 +320,9 @@ struct FileMatches {
     lines: Vec<String>,
     /// Its modification time (`files_with_matches` mode only; the epoch otherwise).
     modified: SystemTime,
+    /// Where binary data (a NUL byte) was seen, in a file searched whole although binary
+    /// (one named as `path`).
+    binary: Option<u64>,
 }
 
 fn search_file(
@@ -303,14 +336,35 @@ fn search_file(
         options,
         matches: 0,
         lines: Vec::new(),
+        binary: None,
     };
     // Unreadable files are skipped, as ripgrep skips them (with a warning).
     searcher.search_path(matcher, path, &mut sink).ok()?;
+    let skipping = searcher.binary_detection().quit_byte().is_some();
+    if let Some(offset) = sink.binary.filter(|_| sink.matches > 0) {
+        match options.mode {
+            // What was printed stays printed in rg; it warns that the rest was not searched.
+            GrepOutputMode::Content if skipping => sink.lines.push(format!(
+                "{}: WARNING: stopped searching binary file after match (found \"\\0\" byte \
+                 around offset {offset})",
+                sink.path
+            )),
+            GrepOutputMode::Content => sink.lines.push(format!(
+                "{}: binary file matches (found \"\\0\" byte around offset {offset})",
+                sink.path
+            )),
+            // A count or a listing of a file skipped as binary would be partial: rg leaves
+            // the file out.
+            _ if skipping => return None,
+            _ => {}
+        }
+    }
     (sink.matches > 0).then(|| FileMatches {
         path: path.to_path_buf(),
         matches: sink.matches,
         lines: sink.lines,
         modified: SystemTime::UNIX_EPOCH,
+        binary: sink.binary.filter(|_| !skipping),
     })
 }
 
@@ -319,9 +373,17 @@ struct Collect {
     options: SearchOptions,
     matches: u64,
     lines: Vec<String>,
+    /// The offset of the first binary data (a NUL byte), once seen.
+    binary: Option<u64>,
 }
 
 impl Collect {
+    /// Whether binary data was seen in a file searched whole: its lines are no longer shown,
+    /// and in `content` mode the search stops at the next match, as rg's does.
+    fn showing_binary(&self, searcher: &Searcher) -> bool {
+        self.binary.is_some() && searcher.binary_detection().convert_byte().is_some()
+    }
+
     fn push(&mut self, separator: char, number: Option<u64>, line: &[u8]) {
         let line = line.strip_suffix(b"\n").unwrap_or(line);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -342,11 +404,12 @@ impl Collect {
 impl Sink for Collect {
     type Error = io::Error;
 
-    fn matched(&mut self, _: &Searcher, found: &SinkMatch<'_>) -> Result<bool, io::Error> {
+    fn matched(&mut self, searcher: &Searcher, found: &SinkMatch<'_>) -> Result<bool, io::Error> {
         self.matches += 1;
         match self.options.mode {
             GrepOutputMode::FilesWithMatches => Ok(false),
             GrepOutputMode::Count => Ok(true),
+            GrepOutputMode::Content if self.showing_binary(searcher) => Ok(false),
             GrepOutputMode::Content => {
                 let mut number = found.line_number();
                 for line in found.lines() {
@@ -358,13 +421,25 @@ impl Sink for Collect {
         }
     }
 
-    fn context(&mut self, _: &Searcher, context: &SinkContext<'_>) -> Result<bool, io::Error> {
+    fn context(
+        &mut self,
+        searcher: &Searcher,
+        context: &SinkContext<'_>,
+    ) -> Result<bool, io::Error> {
+        if self.showing_binary(searcher) {
+            return Ok(false);
+        }
         if matches!(
             context.kind(),
             SinkContextKind::Before | SinkContextKind::After
         ) {
             self.push('-', context.line_number(), context.bytes());
         }
+        Ok(true)
+    }
+
+    fn binary_data(&mut self, _: &Searcher, offset: u64) -> Result<bool, io::Error> {
+        self.binary = Some(offset);
         Ok(true)
     }
 

@@ -54,6 +54,7 @@ pub enum EditMode {
 /// - Use this tool, not Edit or Write, for `.ipynb` files: it keeps the notebook valid.
 #[tool(
     name = "NotebookEdit",
+    acts_on(writes = "notebook_path"),
     category = "builtin",
     destructive,
     title = "Edit notebook {notebook_path}"

@@ -7,6 +7,7 @@ use crate::{ToolContext, ToolError, tool};
 /// use it for research-only tasks, and do not ask "is this plan okay?" in text instead.
 #[tool(
     name = "ExitPlanMode",
+    acts_on(agent_state),
     category = "builtin",
     title = "Present the plan"
 )]

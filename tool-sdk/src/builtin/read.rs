@@ -36,6 +36,7 @@ const SNIFF_BYTES: usize = 8192;
 /// - When several files may be useful, read them all in one turn with parallel calls.
 #[tool(
     name = "Read",
+    acts_on(reads = "file_path"),
     category = "builtin",
     read_only,
     title = "Read {file_path}"

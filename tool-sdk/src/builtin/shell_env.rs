@@ -85,7 +85,7 @@ pub(crate) fn git_env(
 }
 
 /// Adds the git overrides to `command`'s environment.
-pub(crate) fn apply(command: &mut tokio::process::Command) {
+pub(crate) fn apply(command: &mut crate::ToolCommand) {
     let (set, remove) = git_env(std::env::var_os("GIT_CONFIG_COUNT"));
     for key in remove {
         command.env_remove(key);

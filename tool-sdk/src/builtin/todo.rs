@@ -53,6 +53,7 @@ impl TodoList {
 /// (tests pass, nothing left half-finished). Skip it for single, trivial tasks.
 #[tool(
     name = "TodoWrite",
+    acts_on(agent_state),
     category = "builtin",
     idempotent,
     title = "Update todos"

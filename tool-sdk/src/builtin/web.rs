@@ -215,6 +215,7 @@ pub(crate) fn cap_head(text: String, max: usize) -> String {
 /// - Read-only: it never changes anything. Pages behind a login usually cannot be read.
 #[tool(
     name = "WebFetch",
+    acts_on(url = "url"),
     category = "builtin",
     read_only,
     open_world,

@@ -16,6 +16,7 @@ use crate::{ToolContext, ToolError, tool};
 /// - The file is replaced atomically and keeps its permissions.
 #[tool(
     name = "Write",
+    acts_on(writes = "file_path"),
     category = "builtin",
     destructive,
     title = "Write {file_path}"

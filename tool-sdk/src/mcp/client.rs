@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
-    CancelledNotificationParam, ClientConfig, ClientNotification, ClientRequest, Implementation,
-    ProgressNotificationParam, ProtocolVersion, RequestId, ServerResult,
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
+    ClientConfig, ClientNotification, ClientRequest, Implementation, ProgressNotificationParam,
+    ProtocolVersion, RequestId, ServerResult,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -19,12 +19,10 @@ use rmcp::{ClientHandler, RoleClient, ServiceError};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
+use super::adapter::McpTool;
 use super::config::{McpServerConfig, McpTransport};
 use super::naming::NameMap;
-use crate::schema::{self, Provider};
-use crate::{
-    BoxFuture, ContentBlock, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolResult,
-};
+use crate::tool::{Tool, ToolContext, ToolError, ToolOutput, ToolResult};
 
 /// How long connecting may take when the config sets no start-up timeout.
 const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
@@ -74,9 +72,9 @@ impl std::fmt::Debug for McpClient {
     }
 }
 
-struct ClientInner {
-    name: String,
-    config: McpServerConfig,
+pub(super) struct ClientInner {
+    pub(super) name: String,
+    pub(super) config: McpServerConfig,
     connection: tokio::sync::Mutex<Option<Connection>>,
     /// Progress tokens of calls in flight, to the context their updates go to.
     progress: Mutex<HashMap<String, Arc<CallProgress>>>,
@@ -445,7 +443,12 @@ impl ClientInner {
         Ok(connection.insert(fresh))
     }
 
-    async fn call(self: &Arc<Self>, tool: &McpTool, input: Value, ctx: &ToolContext) -> ToolResult {
+    pub(super) async fn call(
+        self: &Arc<Self>,
+        tool: &McpTool,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> ToolResult {
         let (peer, stderr, reconnected) = {
             let mut connection = self.connection.lock().await;
             let was_alive = connection.as_ref().is_some_and(Connection::is_alive);
@@ -629,159 +632,6 @@ fn expand(text: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// One tool of an MCP server.
-struct McpTool {
-    client: Arc<ClientInner>,
-    name: String,
-    server_name: String,
-    description: String,
-    input_schema: Value,
-    output_schema: Option<Value>,
-    output_validator: Option<jsonschema::Validator>,
-    annotations: ToolAnnotations,
-}
-
-impl McpTool {
-    fn new(client: &Arc<ClientInner>, name: &str, tool: &rmcp::model::Tool) -> Self {
-        let input_schema =
-            schema::lower(&Value::Object((*tool.input_schema).clone()), Provider::Mcp);
-        let output_schema = tool
-            .output_schema
-            .as_ref()
-            .map(|s| Value::Object((**s).clone()));
-        let output_validator = output_schema
-            .as_ref()
-            .and_then(|s| jsonschema::validator_for(s).ok());
-        let hints = tool.annotations.clone().unwrap_or_default();
-        let annotations = ToolAnnotations {
-            title: tool.title.clone().or(hints.title),
-            read_only: hints.read_only_hint,
-            destructive: hints.destructive_hint,
-            idempotent: hints.idempotent_hint,
-            open_world: hints.open_world_hint,
-        };
-        let description = tool
-            .description
-            .as_deref()
-            .filter(|d| !d.trim().is_empty())
-            .map(str::to_owned)
-            .or_else(|| annotations.title.clone())
-            .unwrap_or_else(|| {
-                format!("The `{}` tool of MCP server `{}`.", tool.name, client.name)
-            });
-        McpTool {
-            client: client.clone(),
-            name: name.to_owned(),
-            server_name: tool.name.to_string(),
-            description,
-            input_schema,
-            output_schema,
-            output_validator,
-            annotations,
-        }
-    }
-
-    fn output(&self, result: CallToolResult) -> ToolOutput {
-        let is_error = result.is_error == Some(true);
-        let mut content = Vec::with_capacity(result.content.len());
-        for block in &result.content {
-            let block = serde_json::to_value(block).unwrap_or_default();
-            let text = |t: &str| ContentBlock::text(t);
-            match block["type"].as_str() {
-                Some("text") => content.push(text(block["text"].as_str().unwrap_or_default())),
-                Some("image") => content.push(ContentBlock::Image {
-                    media_type: block["mimeType"].as_str().unwrap_or("image/png").to_owned(),
-                    data: block["data"].as_str().unwrap_or_default().to_owned(),
-                }),
-                Some("resource") => {
-                    let resource = &block["resource"];
-                    let uri = resource["uri"].as_str().unwrap_or_default();
-                    match resource["text"].as_str() {
-                        Some(body) => content.push(text(&format!("[resource {uri}]\n{body}"))),
-                        None => content.push(text(&format!(
-                            "[binary resource {uri} ({})]",
-                            resource["mimeType"].as_str().unwrap_or("unknown type")
-                        ))),
-                    }
-                }
-                Some("resource_link") => content.push(text(&format!(
-                    "[resource link {} ({})]",
-                    block["uri"].as_str().unwrap_or_default(),
-                    block["name"].as_str().unwrap_or_default()
-                ))),
-                Some("audio") => content.push(text(&format!(
-                    "[audio ({}), not shown]",
-                    block["mimeType"].as_str().unwrap_or("unknown type")
-                ))),
-                _ => content.push(text(&block.to_string())),
-            }
-        }
-        let structured = result.structured_content;
-        if content.is_empty()
-            && let Some(value) = &structured
-        {
-            content.push(ContentBlock::text(value.to_string()));
-        }
-        // An error result's structured content is not held to the output schema.
-        if !is_error
-            && let (Some(value), Some(validator)) = (&structured, &self.output_validator)
-            && let Err(error) = validator.validate(value)
-        {
-            return ToolOutput::error(format!(
-                "MCP server `{}`: the structured result of `{}` does not match its output \
-                 schema: {error}",
-                self.client.name, self.server_name
-            ));
-        }
-        ToolOutput {
-            content,
-            structured,
-            is_error,
-        }
-    }
-}
-
-impl Tool for McpTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn input_schema(&self) -> &Value {
-        &self.input_schema
-    }
-
-    fn output_schema(&self) -> Option<&Value> {
-        self.output_schema.as_ref()
-    }
-
-    fn annotations(&self) -> ToolAnnotations {
-        self.annotations.clone()
-    }
-
-    fn timeout(&self) -> Option<Duration> {
-        self.client.config.tool_timeout
-    }
-
-    fn category(&self) -> Option<&str> {
-        Some("mcp")
-    }
-
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
-        Box::pin(self.client.call(self, input, ctx))
-    }
-
-    fn display_title(&self, _input: &Value) -> String {
-        match &self.annotations.title {
-            Some(title) => format!("{title} ({})", self.client.name),
-            None => format!("{} ({})", self.server_name, self.client.name),
-        }
-    }
 }
 
 #[cfg(test)]

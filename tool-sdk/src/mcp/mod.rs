@@ -10,7 +10,7 @@
 //! use tool_sdk::agent::{Agent, AgentConfig};
 //! use tool_sdk::mcp::McpServerConfig;
 //!
-//! # async fn demo(model: tool_sdk::model::ScriptedModel) -> Result<(), tool_sdk::AgentError> {
+//! # async fn demo(model: tool_sdk::model::ScriptedModel) -> Result<(), tool_sdk::agent::AgentError> {
 //! let config = AgentConfig::new()
 //!     .with_model(model)
 //!     .with_mcp_server("time", McpServerConfig::stdio("uvx", ["mcp-server-time"]))
@@ -32,6 +32,7 @@
 //!
 //! [`serve_stdio`], [`serve_http`] and [`McpToolServer`] serve any [`ToolRegistry`](crate::ToolRegistry).
 
+mod adapter;
 mod client;
 mod config;
 mod naming;
@@ -42,8 +43,8 @@ pub use config::{McpServerConfig, McpServers, McpTransport};
 pub use naming::{NameMap, sanitize, tool_name};
 pub use server::{McpHttpServer, McpToolServer, serve_http, serve_stdio};
 
-/// Where [`Agent::add_or_update_mcp_server`](crate::Agent::add_or_update_mcp_server) and
-/// [`Agent::remove_mcp_server`](crate::Agent::remove_mcp_server) make the change.
+/// Where [`Agent::add_or_update_mcp_server`](crate::agent::Agent::add_or_update_mcp_server) and
+/// [`Agent::remove_mcp_server`](crate::agent::Agent::remove_mcp_server) make the change.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum McpScope {

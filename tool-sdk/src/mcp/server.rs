@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::McpError;
 use crate::permission::Sandbox;
+use crate::pipeline::CallPolicy;
 use crate::registry::build_tools;
 use crate::schema::Provider;
 use crate::{ContentBlock, FileStateTracker, SessionStore, ToolContext, ToolOutput, ToolRegistry};
@@ -29,8 +30,11 @@ use crate::{ContentBlock, FileStateTracker, SessionStore, ToolContext, ToolOutpu
 /// `read_only`, and so on). Calls are validated against the schema first; an invalid input,
 /// like any failure of the tool, is an `isError` result the client's model can act on.
 /// `ctx.progress(..)` reaches the client as `notifications/progress`; a call that changes the
-/// registry's tools sends `notifications/tools/list_changed`. There is no permission layer:
-/// serve only the tools the client may run.
+/// registry's tools sends `notifications/tools/list_changed`. Calls take the same road as an
+/// agent's ([`crate::pipeline`]): a panicking or hanging tool gets an `isError` answer and the
+/// server keeps serving. There is no permission gate unless
+/// [`with_call_policy`](Self::with_call_policy) sets one: serve only the tools the client may
+/// run.
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -50,6 +54,8 @@ pub struct McpToolServer {
     files: Arc<FileStateTracker>,
     session: Arc<SessionStore>,
     name: String,
+    /// The server's own limits; no permission gate: the client's host asks its user.
+    policy: Arc<CallPolicy>,
 }
 
 impl std::fmt::Debug for McpToolServer {
@@ -71,6 +77,7 @@ impl McpToolServer {
             files: Arc::default(),
             session: Arc::default(),
             name: "tool-sdk".to_owned(),
+            policy: Arc::default(),
         }
     }
 
@@ -84,6 +91,14 @@ impl McpToolServer {
         self.working_dir = Arc::new(dir);
         self.sandbox = Some(Arc::new(sandbox));
         Ok(self)
+    }
+
+    /// Runs calls with this policy: its timeouts (by default two minutes for a tool that sets
+    /// none, ten at most) and result cap, and its permission gate if it has one (calls that
+    /// would ask are refused: a server has no one to ask).
+    pub fn with_call_policy(mut self, policy: CallPolicy) -> Self {
+        self.policy = Arc::new(policy);
+        self
     }
 
     /// The name reported to clients (default `tool-sdk`).
@@ -318,7 +333,11 @@ impl ServerHandler for McpToolServer {
         let input = Value::Object(request.arguments.unwrap_or_default());
         let (ctx, forwarder) = self.context(&context);
         let before = self.registry.names();
-        let output = self.registry.call(&name, input, &ctx).await;
+        let output = self
+            .registry
+            .call_with(&name, input, &ctx, &self.policy)
+            .await
+            .output;
         if self.registry.names() != before {
             // The call added or removed tools (a tool that loads more tools, say).
             let _ = context.peer.notify_tool_list_changed().await;

@@ -1,7 +1,7 @@
 //! A model that plays back a script: for tests and offline demos.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -37,17 +37,36 @@ impl ScriptedTurn {
 
     /// A turn whose tool-call arguments are this raw text, as a model might garble them.
     pub fn raw_tool_call(name: impl Into<String>, raw_arguments: &str) -> Self {
-        let mut turn = ScriptedTurn {
+        ScriptedTurn {
             content: Vec::new(),
             error: None,
-        };
-        let id = format!("toolu_scripted_raw_{}", fastrand::u32(..));
-        turn.content.push(MessageContent::ToolUse(ToolUse::from_raw(
+        }
+        .with_raw_tool_call(name, raw_arguments)
+    }
+
+    /// Adds a call whose arguments are this raw text (say, truncated JSON); a turn can hold
+    /// any number of them.
+    pub fn with_raw_tool_call(mut self, name: impl Into<String>, raw_arguments: &str) -> Self {
+        let id = format!(
+            "toolu_scripted_raw_{}_{}",
+            self.content.len(),
+            fastrand::u32(..)
+        );
+        self.content.push(MessageContent::ToolUse(ToolUse::from_raw(
             id,
             name,
             raw_arguments,
         )));
-        turn
+        self
+    }
+
+    /// A turn that calls one tool with a tool_use id of the test's choosing.
+    pub fn tool_call_with_id(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        ScriptedTurn {
+            content: Vec::new(),
+            error: None,
+        }
+        .with_tool_call_id(id, name, input)
     }
 
     /// A turn that fails with this error.
@@ -66,13 +85,24 @@ impl ScriptedTurn {
     }
 
     /// Adds one more tool call to this turn (parallel tool use).
-    pub fn with_tool_call(mut self, name: impl Into<String>, input: Value) -> Self {
-        let index = self.content.len();
-        self.content.push(MessageContent::ToolUse(ToolUse::new(
-            format!("toolu_scripted_{index}_{}", fastrand::u32(..)),
-            name,
-            input,
-        )));
+    pub fn with_tool_call(self, name: impl Into<String>, input: Value) -> Self {
+        let id = format!(
+            "toolu_scripted_{}_{}",
+            self.content.len(),
+            fastrand::u32(..)
+        );
+        self.with_tool_call_id(id, name, input)
+    }
+
+    /// Adds a call with a tool_use id of the test's choosing.
+    pub fn with_tool_call_id(
+        mut self,
+        id: impl Into<String>,
+        name: impl Into<String>,
+        input: Value,
+    ) -> Self {
+        self.content
+            .push(MessageContent::ToolUse(ToolUse::new(id, name, input)));
         self
     }
 }
@@ -81,20 +111,27 @@ type Responder = dyn Fn(&ModelRequest) -> ScriptedTurn + Send + Sync;
 
 /// Plays back [`ScriptedTurn`]s in order, one per model call, and records every request.
 ///
+/// Clones share the script and the request log: hand one clone to the agent and read the
+/// requests from the other.
+///
 /// ```
 /// use serde_json::json;
 /// use tool_sdk::model::{ScriptedModel, ScriptedTurn};
 ///
 /// let model = ScriptedModel::new([
-///     ScriptedTurn::tool_call("get_weather", json!({"city": "Lisbon"})),
+///     ScriptedTurn::tool_call_with_id("call_1", "get_weather", json!({"city": "Lisbon"})),
 ///     ScriptedTurn::text("It is sunny in Lisbon."),
 /// ]);
-/// # let _ = model;
+/// let for_the_agent = model.clone();
+/// # let _ = for_the_agent;
+/// assert_eq!(model.requests().len(), 0);
+/// assert_eq!(model.remaining(), 2);
 /// ```
+#[derive(Clone)]
 pub struct ScriptedModel {
-    turns: Mutex<VecDeque<ScriptedTurn>>,
-    responder: Option<Box<Responder>>,
-    requests: Mutex<Vec<ModelRequest>>,
+    turns: Arc<Mutex<VecDeque<ScriptedTurn>>>,
+    responder: Option<Arc<Responder>>,
+    requests: Arc<Mutex<Vec<ModelRequest>>>,
 }
 
 impl std::fmt::Debug for ScriptedModel {
@@ -107,9 +144,9 @@ impl ScriptedModel {
     /// Plays these turns, then fails every further call.
     pub fn new(turns: impl IntoIterator<Item = ScriptedTurn>) -> Self {
         ScriptedModel {
-            turns: Mutex::new(turns.into_iter().collect()),
+            turns: Arc::new(Mutex::new(turns.into_iter().collect())),
             responder: None,
-            requests: Mutex::new(Vec::new()),
+            requests: Arc::default(),
         }
     }
 
@@ -119,7 +156,7 @@ impl ScriptedModel {
         mut self,
         respond: impl Fn(&ModelRequest) -> ScriptedTurn + Send + Sync + 'static,
     ) -> Self {
-        self.responder = Some(Box::new(respond));
+        self.responder = Some(Arc::new(respond));
         self
     }
 

@@ -1,27 +1,28 @@
-//! Whether a call may run.
+//! Whether a call may run: modes, rules, hooks, the Bash classifier and the path sandbox.
 //!
-//! The agent asks, for every call that passed validation, in this order (the first answer
-//! wins): deny rules -> `pre_tool_use` hooks (deny, allow, or rewrite the input, which is then
-//! validated again) -> the mode (`Plan` refuses all but read-only tools, `BypassPermissions`
-//! allows, `AcceptEdits` allows file edits) -> ask rules -> allow rules -> the tool's default
-//! (read-only tools run, others ask) -> the app's [`PermissionHandler`] (or a
-//! `PermissionRequested` event when streaming). `post_tool_use` hooks see every result.
-//! Approval only ever comes from rules, hooks or the user, never from the tool's arguments.
+//! [`PermissionGate`] runs the decision chain (its module docs list the steps); it decides
+//! from each call's [`CallFacts`] (what the tool declares it acts on), never from tool names.
 
 pub mod bash;
 
-mod sandbox;
-pub use sandbox::{PROTECTED_DIRS, PROTECTED_FILES, ProtectedPattern, Sandbox, SandboxError};
+// The sandbox sits on the floor below (`ToolContext` holds one); this is its public path.
+pub use crate::sandbox::{
+    PROTECTED_DIRS, PROTECTED_FILES, ProtectedPattern, Sandbox, SandboxError,
+};
 
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{BoxFuture, PermissionPrompt, Tool, ToolContext, ToolOutput};
+use crate::tool::{BoxFuture, PermissionPrompt, Tool, ToolContext, ToolOutput};
 
+mod facts;
+mod gate;
 mod rules;
 
+pub use facts::{CallFacts, ShellFacts, Subject};
+pub use gate::{PermissionGate, Revalidate, not_allowed_message};
 pub use rules::{PermissionRules, Rule, RuleError, RuleVerdict};
 
 /// How much runs without asking.
@@ -157,32 +158,5 @@ where
 {
     fn ask<'a>(&'a self, question: &'a PermissionQuestion) -> BoxFuture<'a, PermissionAnswer> {
         Box::pin(std::future::ready(self(question)))
-    }
-}
-
-/// The simple commands of a shell command as allow rules see them: `None` when any word is
-/// only known at run time or the command does not parse, so that no specific allow rule
-/// matches (and the call asks).
-pub(crate) fn bash_commands_for_allow(command: &str) -> Option<Vec<String>> {
-    let commands = bash::simple_commands(command).ok()?;
-    if commands.iter().any(|c| c.dynamic || c.argv.is_empty()) {
-        return None;
-    }
-    Some(commands.into_iter().map(|c| c.argv.join(" ")).collect())
-}
-
-/// The simple commands as deny rules see them: every command, run-time words kept as
-/// written; when the command does not parse, the raw text, so `Bash(rm:*)` still catches
-/// `rm -rf x; (`.
-pub(crate) fn bash_commands_for_deny(command: &str) -> Option<Vec<String>> {
-    match bash::simple_commands(command) {
-        Ok(commands) => Some(
-            commands
-                .into_iter()
-                .filter(|c| !c.argv.is_empty())
-                .map(|c| c.argv.join(" "))
-                .collect(),
-        ),
-        Err(_) => Some(vec![command.trim().to_owned()]),
     }
 }

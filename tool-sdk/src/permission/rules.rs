@@ -2,21 +2,51 @@
 //! `Edit(/abs/path/**)`, `WebFetch(domain:example.com)`, `mcp__github__*`.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use globset::{GlobBuilder, GlobMatcher};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Tools whose rules are written `Read(...)`: they only read files.
-const READ_TOOLS: &[&str] = &["Read", "Glob", "Grep", "NotebookRead", "LS"];
-/// Tools whose rules are written `Edit(...)`: they change files.
-const EDIT_TOOLS: &[&str] = &["Edit", "Write", "MultiEdit", "NotebookEdit"];
+use super::facts::{CallFacts, Subject, normalize};
 
-/// One rule: a tool name (or name glob) and, for some tools, what the call must be about.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// One rule: a tool name (or name glob) and, optionally, what the call must be about.
+///
+/// What the specifier means comes from what the call acts on (its [`CallFacts`]), never from
+/// the tool's name: a path glob for tools that read or write files, a command prefix for
+/// shell tools, `domain:` for tools that fetch URLs, the exact input as JSON otherwise. The
+/// names `Read`, `Edit`, `Bash` and `WebFetch` also cover every tool that reads files,
+/// writes files, runs shell commands or fetches URLs, as in Claude Code. Globs are compiled
+/// once, when the rule is parsed.
+#[derive(Clone, Debug)]
 pub struct Rule {
     tool: String,
     specifier: Option<String>,
+    /// Shared: rules are cloned into questions and events, matchers are large.
+    compiled: Arc<Compiled>,
+}
+
+/// A rule's globs, compiled once.
+#[derive(Debug, Default)]
+struct Compiled {
+    tool_glob: Option<GlobMatcher>,
+    path_glob: Option<PathGlob>,
+}
+
+impl PartialEq for Rule {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.tool, &self.specifier) == (&other.tool, &other.specifier)
+    }
+}
+
+impl Eq for Rule {}
+
+impl Hash for Rule {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (&self.tool, &self.specifier).hash(state);
+    }
 }
 
 /// A rule that does not parse.
@@ -27,6 +57,72 @@ pub struct RuleError {
     pub rule: String,
     /// What is wrong with it.
     pub problem: String,
+}
+
+/// A specifier read as a path glob, compiled at parse time.
+#[derive(Clone, Debug)]
+enum PathGlob {
+    /// `/abs/**`, `//abs/**` or `~/x/**`: matched against the absolute path.
+    Absolute(GlobMatcher),
+    /// `src/**`: matched against the path relative to the working directory.
+    Relative(GlobMatcher),
+    /// Climbs out of the working directory (`../x`): resolved when matched.
+    Upward(String),
+}
+
+impl PathGlob {
+    fn parse(pattern: &str) -> Option<Self> {
+        let absolute = if let Some(rest) = pattern.strip_prefix("~/") {
+            Some(PathBuf::from(std::env::var_os("HOME")?).join(rest))
+        } else if let Some(rest) = pattern.strip_prefix("//") {
+            Some(PathBuf::from("/").join(rest))
+        } else if pattern.starts_with('/') {
+            Some(PathBuf::from(pattern))
+        } else {
+            None
+        };
+        match absolute {
+            Some(path) => compile(&normalize(&path).to_string_lossy()).map(PathGlob::Absolute),
+            None => {
+                let relative = normalize(Path::new(pattern));
+                let relative = relative.to_string_lossy();
+                if pattern.starts_with("..") || relative.starts_with("..") {
+                    Some(PathGlob::Upward(pattern.to_owned()))
+                } else {
+                    compile(&relative).map(PathGlob::Relative)
+                }
+            }
+        }
+    }
+
+    fn matches(&self, path: &Path, working_dir: &Path) -> bool {
+        match self {
+            PathGlob::Absolute(glob) => glob.is_match(path),
+            PathGlob::Relative(glob) => path
+                .strip_prefix(normalize(working_dir))
+                .is_ok_and(|relative| glob.is_match(relative)),
+            PathGlob::Upward(pattern) => {
+                compile(&normalize(&working_dir.join(pattern)).to_string_lossy())
+                    .is_some_and(|glob| glob.is_match(path))
+            }
+        }
+    }
+}
+
+fn compile(pattern: &str) -> Option<GlobMatcher> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .ok()
+        .map(|glob| glob.compile_matcher())
+}
+
+/// Which way a rule is read: allow and ask rules must cover every simple command of a shell
+/// command; a deny rule refuses the whole command if it covers any one of them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    Allow,
+    Deny,
 }
 
 impl Rule {
@@ -60,93 +156,119 @@ impl Rule {
                 "the parentheses are empty: write `Tool` alone for every call",
             ));
         }
-        Ok(Rule {
-            tool: tool.to_owned(),
-            specifier,
-        })
-    }
-
-    /// A rule allowing exactly this call again (what "allow always" remembers).
-    pub fn for_call(tool: &str, input: &Value) -> Self {
-        let specifier = if tool == "Bash" {
-            input["command"].as_str().map(str::to_owned)
-        } else if READ_TOOLS.contains(&tool) || EDIT_TOOLS.contains(&tool) {
-            file_path(input).map(str::to_owned)
-        } else if tool == "WebFetch" {
-            input["url"]
-                .as_str()
-                .and_then(host_of)
-                .map(|host| format!("domain:{host}"))
+        let tool_glob = if tool.contains(['*', '?']) {
+            Some(
+                globset::Glob::new(tool)
+                    .map_err(|e| error(&format!("the name glob does not compile: {e}")))?
+                    .compile_matcher(),
+            )
         } else {
             None
         };
-        let tool = if READ_TOOLS.contains(&tool) {
-            "Read"
-        } else if EDIT_TOOLS.contains(&tool) {
-            "Edit"
-        } else {
-            tool
-        };
-        Rule {
+        let path_glob = specifier.as_deref().and_then(PathGlob::parse);
+        Ok(Rule {
             tool: tool.to_owned(),
             specifier,
-        }
+            compiled: Arc::new(Compiled {
+                tool_glob,
+                path_glob,
+            }),
+        })
     }
 
-    /// Whether the rule covers this call. `bash_commands` splits a shell command into its
-    /// simple commands (`None` when it cannot be parsed: then no Bash rule with a specifier
-    /// matches, so the call falls through to asking).
-    pub fn matches(
+    /// A rule allowing exactly this call again (what "allow always" remembers): the command
+    /// of a shell call, the path of a file call (as `Read(..)` or `Edit(..)`), the host of a
+    /// fetch, or the whole tool.
+    pub fn for_call(facts: &CallFacts) -> Self {
+        let (tool, specifier) = match &facts.subject {
+            Subject::Shell(shell) => (facts.tool, Some(shell.command.clone())),
+            Subject::Path { path, writes } => (
+                if *writes { "Edit" } else { "Read" },
+                Some(globset::escape(&path.to_string_lossy())),
+            ),
+            Subject::Url { host } => (
+                facts.tool,
+                host.as_ref().map(|host| format!("domain:{host}")),
+            ),
+            Subject::Undeclared | Subject::AgentState => (facts.tool, None),
+        };
+        let text = match specifier {
+            Some(specifier) => format!("{tool}({specifier})"),
+            None => tool.to_owned(),
+        };
+        // Built from a valid tool name and a non-empty specifier, so it parses; the fallback
+        // (a rule for the whole tool) only guards a shell command with an unbalanced `)`.
+        Rule::parse(&text).unwrap_or_else(|_| Rule {
+            tool: facts.tool.to_owned(),
+            specifier: None,
+            compiled: Arc::default(),
+        })
+    }
+
+    /// Whether the rule covers this call (as an allow or ask rule: a shell command is covered
+    /// when every one of its simple commands is).
+    pub fn matches(&self, facts: &CallFacts, input: &Value, working_dir: &Path) -> bool {
+        self.matches_as(Reading::Allow, facts, input, working_dir)
+    }
+
+    fn matches_as(
         &self,
-        tool: &str,
+        reading: Reading,
+        facts: &CallFacts,
         input: &Value,
         working_dir: &Path,
-        bash_commands: &dyn Fn(&str) -> Option<Vec<String>>,
     ) -> bool {
-        if !self.covers_tool(tool) {
+        if !self.covers_tool(facts) {
             return false;
         }
         let Some(specifier) = &self.specifier else {
             return true;
         };
-        if tool == "Bash" {
-            let Some(command) = input["command"].as_str() else {
-                return false;
-            };
-            let Some(commands) = bash_commands(command) else {
-                return false;
-            };
-            // Every simple command of a compound command must match: `git status && rm -rf ~`
-            // is not covered by `Bash(git status:*)`.
-            return !commands.is_empty() && commands.iter().all(|one| bash_matches(specifier, one));
+        match &facts.subject {
+            Subject::Shell(shell) => match reading {
+                // Every simple command of a compound command must match: `git status && rm
+                // -rf ~` is not covered by `Bash(git status:*)`.
+                Reading::Allow => shell.commands_for_allow().is_some_and(|commands| {
+                    !commands.is_empty() && commands.iter().all(|one| bash_matches(specifier, one))
+                }),
+                Reading::Deny => shell
+                    .commands_for_deny()
+                    .iter()
+                    .any(|one| bash_matches(specifier, one)),
+            },
+            Subject::Url { host } => {
+                let (Some(domain), Some(host)) = (specifier.strip_prefix("domain:"), host) else {
+                    return false;
+                };
+                host == domain || host.ends_with(&format!(".{domain}"))
+            }
+            Subject::Path { path, .. } => self
+                .compiled
+                .path_glob
+                .as_ref()
+                .is_some_and(|glob| glob.matches(path, working_dir)),
+            // Other tools: the specifier is the exact input, as JSON.
+            Subject::Undeclared | Subject::AgentState => {
+                serde_json::from_str::<Value>(specifier).is_ok_and(|expected| expected == *input)
+            }
         }
-        if tool == "WebFetch" {
-            let (Some(domain), Some(host)) = (
-                specifier.strip_prefix("domain:"),
-                input["url"].as_str().and_then(host_of),
-            ) else {
-                return false;
-            };
-            return host == domain || host.ends_with(&format!(".{domain}"));
-        }
-        if READ_TOOLS.contains(&tool) || EDIT_TOOLS.contains(&tool) {
-            let Some(path) = file_path(input) else {
-                // Glob/Grep without a path search the working directory.
-                return path_matches(specifier, working_dir, working_dir);
-            };
-            return path_matches(specifier, &working_dir.join(path), working_dir);
-        }
-        // Other tools: the specifier is the exact input, as JSON.
-        serde_json::from_str::<Value>(specifier).is_ok_and(|expected| expected == *input)
     }
 
-    /// Whether this rule could apply to the tool at all.
-    fn covers_tool(&self, tool: &str) -> bool {
-        match self.tool.as_str() {
-            "Read" => READ_TOOLS.contains(&tool) || EDIT_TOOLS.contains(&tool),
-            "Edit" => EDIT_TOOLS.contains(&tool),
-            pattern if pattern.contains(['*', '?']) => glob_name(pattern, tool),
-            name => name == tool,
+    /// Whether this rule could apply to the tool at all: by its name or name glob, or by the
+    /// family name of what it acts on.
+    fn covers_tool(&self, facts: &CallFacts) -> bool {
+        if let Some(glob) = &self.compiled.tool_glob {
+            return glob.is_match(facts.tool);
+        }
+        if self.tool == facts.tool {
+            return true;
+        }
+        match (self.tool.as_str(), &facts.subject) {
+            ("Read", Subject::Path { .. }) => true,
+            ("Edit", Subject::Path { writes, .. }) => *writes,
+            ("Bash", Subject::Shell(_)) => true,
+            ("WebFetch", Subject::Url { .. }) => true,
+            _ => false,
         }
     }
 }
@@ -225,20 +347,14 @@ impl PermissionRules {
     }
 
     /// Deny, then ask, then allow.
-    pub fn verdict(
-        &self,
-        tool: &str,
-        input: &Value,
-        working_dir: &Path,
-        bash_commands: &dyn Fn(&str) -> Option<Vec<String>>,
-    ) -> RuleVerdict {
+    pub fn verdict(&self, facts: &CallFacts, input: &Value, working_dir: &Path) -> RuleVerdict {
         let find = |rules: &[Rule]| {
             rules
                 .iter()
-                .find(|rule| rule.matches(tool, input, working_dir, bash_commands))
+                .find(|rule| rule.matches(facts, input, working_dir))
                 .cloned()
         };
-        if let Some(rule) = self.deny_for(tool, input, working_dir, bash_commands) {
+        if let Some(rule) = self.deny_for(facts, input, working_dir) {
             return RuleVerdict::Deny(rule);
         }
         if let Some(rule) = find(&self.ask) {
@@ -250,29 +366,12 @@ impl PermissionRules {
         RuleVerdict::None
     }
 
-    /// The deny rule that matches, if any. For Bash, a deny rule matching ANY simple command
-    /// of a compound command denies the whole command.
-    pub fn deny_for(
-        &self,
-        tool: &str,
-        input: &Value,
-        working_dir: &Path,
-        bash_commands: &dyn Fn(&str) -> Option<Vec<String>>,
-    ) -> Option<Rule> {
+    /// The deny rule that matches, if any. For a shell command, a deny rule matching ANY of
+    /// its simple commands denies the whole command.
+    pub fn deny_for(&self, facts: &CallFacts, input: &Value, working_dir: &Path) -> Option<Rule> {
         self.deny
             .iter()
-            .find(|rule| {
-                if tool == "Bash"
-                    && rule.covers_tool(tool)
-                    && let (Some(specifier), Some(command)) =
-                        (&rule.specifier, input["command"].as_str())
-                {
-                    return bash_commands(command).is_some_and(|commands| {
-                        commands.iter().any(|one| bash_matches(specifier, one))
-                    });
-                }
-                rule.matches(tool, input, working_dir, bash_commands)
-            })
+            .find(|rule| rule.matches_as(Reading::Deny, facts, input, working_dir))
             .cloned()
     }
 }
@@ -292,85 +391,30 @@ fn bash_matches(specifier: &str, command: &str) -> bool {
     }
 }
 
-fn file_path(input: &Value) -> Option<&str> {
-    ["file_path", "notebook_path", "path"]
-        .iter()
-        .find_map(|key| input[*key].as_str())
-}
-
-fn host_of(url: &str) -> Option<String> {
-    let after_scheme = url.split_once("://")?.1;
-    let authority = after_scheme.split(['/', '?', '#']).next()?;
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = host.split(':').next()?.trim_end_matches('.');
-    (!host.is_empty()).then(|| host.to_ascii_lowercase())
-}
-
-/// Matches a path glob: absolute (`/abs/**`, or `//abs/**` as Claude Code writes it), in the
-/// home directory (`~/x/**`), or relative to the working directory (`src/**`). Paths are
-/// normalised lexically (`.` and `..` folded) on both sides before matching; the sandbox
-/// resolves symlinks separately.
-fn path_matches(pattern: &str, path: &Path, working_dir: &Path) -> bool {
-    let pattern_path = if let Some(rest) = pattern.strip_prefix("~/") {
-        match std::env::var_os("HOME") {
-            Some(home) => PathBuf::from(home).join(rest),
-            None => return false,
-        }
-    } else if let Some(rest) = pattern.strip_prefix("//") {
-        PathBuf::from("/").join(rest)
-    } else {
-        working_dir.join(pattern)
-    };
-    let pattern = normalize(&pattern_path).to_string_lossy().into_owned();
-    let path = normalize(path).to_string_lossy().into_owned();
-    match globset::GlobBuilder::new(&pattern)
-        .literal_separator(true)
-        .build()
-    {
-        Ok(glob) => glob.compile_matcher().is_match(&path),
-        Err(_) => false,
-    }
-}
-
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-fn glob_name(pattern: &str, name: &str) -> bool {
-    globset::Glob::new(pattern).is_ok_and(|glob| glob.compile_matcher().is_match(name))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    fn words(command: &str) -> Option<Vec<String>> {
-        // Test stand-in for the shell parser: split on `&&` and `;`.
-        Some(
-            command
-                .split(['&', ';'])
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect(),
-        )
+    use crate::tool::ActsOn;
+
+    /// The facts of a call to a built-in tool, with what it declares.
+    fn facts<'a>(tool: &'a str, input: &Value) -> CallFacts<'a> {
+        let acts_on = match tool {
+            "Bash" => ActsOn::ShellCommand("command"),
+            "Read" => ActsOn::ReadsPath("file_path"),
+            "Glob" | "Grep" => ActsOn::ReadsPath("path"),
+            "Write" | "Edit" => ActsOn::WritesPath("file_path"),
+            "WebFetch" => ActsOn::FetchesUrl("url"),
+            _ => ActsOn::Unspecified,
+        };
+        CallFacts::of(tool, false, acts_on, input, Path::new("/ws"))
     }
 
     fn check(rule: &str, tool: &str, input: Value) -> bool {
         Rule::parse(rule)
             .unwrap()
-            .matches(tool, &input, Path::new("/ws"), &words)
+            .matches(&facts(tool, &input), &input, Path::new("/ws"))
     }
 
     #[test]
@@ -519,12 +563,8 @@ mod tests {
     fn deny_beats_ask_beats_allow_and_bash_deny_matches_any_part() {
         let rules = PermissionRules::new(["Bash"], ["Bash(git push:*)"], ["Bash(rm:*)"]).unwrap();
         let verdict = |command: &str| {
-            rules.verdict(
-                "Bash",
-                &json!({"command": command}),
-                Path::new("/ws"),
-                &words,
-            )
+            let input = json!({"command": command});
+            rules.verdict(&facts("Bash", &input), &input, Path::new("/ws"))
         };
         assert!(matches!(verdict("ls && rm -rf x"), RuleVerdict::Deny(_)));
         assert!(matches!(verdict("git push origin"), RuleVerdict::Ask(_)));
@@ -534,15 +574,15 @@ mod tests {
     #[test]
     fn allow_always_rules_are_specific() {
         assert_eq!(
-            Rule::for_call("Bash", &json!({"command": "npm test"})).to_string(),
+            Rule::for_call(&facts("Bash", &json!({"command": "npm test"}))).to_string(),
             "Bash(npm test)"
         );
         assert_eq!(
-            Rule::for_call("Write", &json!({"file_path": "/ws/a.rs"})).to_string(),
+            Rule::for_call(&facts("Write", &json!({"file_path": "/ws/a.rs"}))).to_string(),
             "Edit(/ws/a.rs)"
         );
         assert_eq!(
-            Rule::for_call("WebFetch", &json!({"url": "https://Docs.rs/x"})).to_string(),
+            Rule::for_call(&facts("WebFetch", &json!({"url": "https://Docs.rs/x"}))).to_string(),
             "WebFetch(domain:docs.rs)"
         );
     }

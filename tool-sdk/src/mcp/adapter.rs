@@ -1,0 +1,168 @@
+//! One tool of an MCP server, adapted as a [`Tool`]: its schemas lowered, its annotations
+//! kept, its results (text, images, resources, structured content) turned into a
+//! [`ToolOutput`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::CallToolResult;
+use serde_json::Value;
+
+use super::client::ClientInner;
+use crate::schema::{self, Provider};
+use crate::tool::{
+    BoxFuture, ContentBlock, Tool, ToolAnnotations, ToolContext, ToolOutput, ToolResult,
+};
+
+/// One tool of an MCP server.
+pub(super) struct McpTool {
+    client: Arc<ClientInner>,
+    name: String,
+    pub(super) server_name: String,
+    description: String,
+    input_schema: Value,
+    output_schema: Option<Value>,
+    output_validator: Option<jsonschema::Validator>,
+    annotations: ToolAnnotations,
+}
+
+impl McpTool {
+    pub(super) fn new(client: &Arc<ClientInner>, name: &str, tool: &rmcp::model::Tool) -> Self {
+        let input_schema =
+            schema::lower(&Value::Object((*tool.input_schema).clone()), Provider::Mcp);
+        let output_schema = tool
+            .output_schema
+            .as_ref()
+            .map(|s| Value::Object((**s).clone()));
+        let output_validator = output_schema
+            .as_ref()
+            .and_then(|s| jsonschema::validator_for(s).ok());
+        let hints = tool.annotations.clone().unwrap_or_default();
+        let annotations = ToolAnnotations {
+            title: tool.title.clone().or(hints.title),
+            read_only: hints.read_only_hint,
+            destructive: hints.destructive_hint,
+            idempotent: hints.idempotent_hint,
+            open_world: hints.open_world_hint,
+        };
+        let description = tool
+            .description
+            .as_deref()
+            .filter(|d| !d.trim().is_empty())
+            .map(str::to_owned)
+            .or_else(|| annotations.title.clone())
+            .unwrap_or_else(|| {
+                format!("The `{}` tool of MCP server `{}`.", tool.name, client.name)
+            });
+        McpTool {
+            client: client.clone(),
+            name: name.to_owned(),
+            server_name: tool.name.to_string(),
+            description,
+            input_schema,
+            output_schema,
+            output_validator,
+            annotations,
+        }
+    }
+
+    pub(super) fn output(&self, result: CallToolResult) -> ToolOutput {
+        let is_error = result.is_error == Some(true);
+        let mut content = Vec::with_capacity(result.content.len());
+        for block in &result.content {
+            let block = serde_json::to_value(block).unwrap_or_default();
+            let text = |t: &str| ContentBlock::text(t);
+            match block["type"].as_str() {
+                Some("text") => content.push(text(block["text"].as_str().unwrap_or_default())),
+                Some("image") => content.push(ContentBlock::Image {
+                    media_type: block["mimeType"].as_str().unwrap_or("image/png").to_owned(),
+                    data: block["data"].as_str().unwrap_or_default().to_owned(),
+                }),
+                Some("resource") => {
+                    let resource = &block["resource"];
+                    let uri = resource["uri"].as_str().unwrap_or_default();
+                    match resource["text"].as_str() {
+                        Some(body) => content.push(text(&format!("[resource {uri}]\n{body}"))),
+                        None => content.push(text(&format!(
+                            "[binary resource {uri} ({})]",
+                            resource["mimeType"].as_str().unwrap_or("unknown type")
+                        ))),
+                    }
+                }
+                Some("resource_link") => content.push(text(&format!(
+                    "[resource link {} ({})]",
+                    block["uri"].as_str().unwrap_or_default(),
+                    block["name"].as_str().unwrap_or_default()
+                ))),
+                Some("audio") => content.push(text(&format!(
+                    "[audio ({}), not shown]",
+                    block["mimeType"].as_str().unwrap_or("unknown type")
+                ))),
+                _ => content.push(text(&block.to_string())),
+            }
+        }
+        let structured = result.structured_content;
+        if content.is_empty()
+            && let Some(value) = &structured
+        {
+            content.push(ContentBlock::text(value.to_string()));
+        }
+        // An error result's structured content is not held to the output schema.
+        if !is_error
+            && let (Some(value), Some(validator)) = (&structured, &self.output_validator)
+            && let Err(error) = validator.validate(value)
+        {
+            return ToolOutput::error(format!(
+                "MCP server `{}`: the structured result of `{}` does not match its output \
+                 schema: {error}",
+                self.client.name, self.server_name
+            ));
+        }
+        ToolOutput {
+            content,
+            structured,
+            is_error,
+        }
+    }
+}
+
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> &Value {
+        &self.input_schema
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        self.annotations.clone()
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.client.config.tool_timeout
+    }
+
+    fn category(&self) -> Option<&str> {
+        Some("mcp")
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(self.client.call(self, input, ctx))
+    }
+
+    fn display_title(&self, _input: &Value) -> String {
+        match &self.annotations.title {
+            Some(title) => format!("{title} ({})", self.client.name),
+            None => format!("{} ({})", self.server_name, self.client.name),
+        }
+    }
+}

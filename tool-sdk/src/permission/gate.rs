@@ -1,0 +1,206 @@
+//! The permission gate: whether one call may run. The call pipeline asks it for every call
+//! that passed validation and the tool's own check.
+//!
+//! The chain, first answer wins (each step reads the call's [`CallFacts`], computed once):
+//!
+//! 1. **Deny rules** refuse (a shell command is refused when any of its simple commands
+//!    matches), and so does the Bash classifier for a forbidden command (`rm -rf /`), whatever
+//!    comes after.
+//! 2. **`pre_tool_use` hooks** in order: deny, allow, or rewrite the input. A rewritten input
+//!    is validated again, its facts recomputed, and step 1 applied to it.
+//! 3. **The mode**: `plan` refuses every call that is neither read-only nor about the agent's
+//!    own state; `bypassPermissions` allows; `acceptEdits` allows calls that write files.
+//! 4. **Ask rules**, then **allow rules**, then the rules the user remembered with "allow
+//!    always" (allow and ask rules must cover every simple command of a shell command).
+//! 5. **The default**: a shell command the classifier vouches for runs (every simple command
+//!    on its read-only list); calls about the agent's own state run; other read-only calls
+//!    run; everything else asks.
+//! 6. **The question**, to the app's [`PermissionHandler`] (the agent turns a missing handler
+//!    into a `PermissionRequested` event): allow once, allow always (the suggested rule is
+//!    remembered for the session), or deny with a message for the model.
+//!
+//! Approval only ever comes from rules, hooks or the user, never from the tool's arguments.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use super::facts::CallFacts;
+use super::{
+    HookDecision, ModeState, PermissionAnswer, PermissionHandler, PermissionMode,
+    PermissionQuestion, PermissionRules, PreToolUse, Rule, RuleVerdict,
+};
+use crate::tool::{Tool, ToolContext, ToolError};
+
+/// The one tool plan mode names as the way out, when the model has it.
+const EXIT_PLAN_MODE: &str = "ExitPlanMode";
+
+/// Rules, hooks and remembered answers: everything that decides about calls for one agent.
+pub struct PermissionGate {
+    rules: PermissionRules,
+    pre_hooks: Vec<Arc<dyn PreToolUse>>,
+    remembered: Mutex<Vec<Rule>>,
+    /// Whether the model can call ExitPlanMode (plan mode's refusal only names it then).
+    plan_exit_offered: bool,
+}
+
+impl std::fmt::Debug for PermissionGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PermissionGate")
+            .field("rules", &self.rules)
+            .field("pre_hooks", &self.pre_hooks.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Checks a rewritten input the way the model's own input was checked (schema, coercion, the
+/// tool's own check).
+pub type Revalidate<'a> =
+    &'a (dyn Fn(Value) -> crate::BoxFuture<'a, Result<Value, ToolError>> + Send + Sync);
+
+impl PermissionGate {
+    /// A gate with these rules and hooks.
+    pub fn new(rules: PermissionRules, pre_hooks: Vec<Arc<dyn PreToolUse>>) -> Self {
+        PermissionGate {
+            rules,
+            pre_hooks,
+            remembered: Mutex::new(Vec::new()),
+            plan_exit_offered: true,
+        }
+    }
+
+    /// Says whether the model has a way out of plan mode, so the refusal can name it.
+    pub fn with_plan_exit_offered(mut self, offered: bool) -> Self {
+        self.plan_exit_offered = offered;
+        self
+    }
+
+    /// The rules the user added by answering "allow always".
+    pub fn remembered(&self) -> Vec<Rule> {
+        self.remembered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Runs the chain for one call. May rewrite `input` (hooks). `ask` is who answers when
+    /// the chain ends in a question; `None` refuses such calls, naming the rule that would
+    /// allow them.
+    pub async fn check(
+        &self,
+        tool: &dyn Tool,
+        input: &mut Value,
+        ctx: &ToolContext,
+        revalidate: Revalidate<'_>,
+        ask: Option<&dyn PermissionHandler>,
+    ) -> Result<(), ToolError> {
+        let working_dir = ctx.working_dir();
+        let mut facts = CallFacts::for_tool(tool, input, working_dir);
+        if let Some(error) = self.denied(&facts, input, working_dir) {
+            return Err(error);
+        }
+
+        for hook in &self.pre_hooks {
+            match hook.check(tool, input, ctx).await {
+                HookDecision::Continue => {}
+                HookDecision::Allow => return Ok(()),
+                HookDecision::Deny(reason) => return Err(ToolError::permission_denied(reason)),
+                HookDecision::Rewrite(rewritten) => {
+                    *input = revalidate(rewritten).await?;
+                    facts = CallFacts::for_tool(tool, input, working_dir);
+                    if let Some(error) = self.denied(&facts, input, working_dir) {
+                        return Err(error);
+                    }
+                }
+            }
+        }
+
+        match ctx.session::<ModeState>().get() {
+            PermissionMode::Plan if !facts.read_only && !facts.about_agent_state() => {
+                return Err(ToolError::permission_denied(self.plan_refusal()));
+            }
+            PermissionMode::BypassPermissions => return Ok(()),
+            PermissionMode::AcceptEdits if facts.writes_files() => return Ok(()),
+            _ => {}
+        }
+
+        let must_ask = match self.rules.verdict(&facts, input, working_dir) {
+            RuleVerdict::Deny(rule) => return Err(forbidden_by(&rule)),
+            RuleVerdict::Ask(_) => true,
+            RuleVerdict::Allow(_) => return Ok(()),
+            RuleVerdict::None if self.remembers(&facts, input, working_dir) => return Ok(()),
+            RuleVerdict::None => !facts.runs_unasked(),
+        };
+        if !must_ask {
+            return Ok(());
+        }
+
+        let question = PermissionQuestion {
+            tool: tool.name().to_owned(),
+            input: input.clone(),
+            prompt: tool.permission_prompt(input),
+            suggested_rule: Rule::for_call(&facts),
+        };
+        let answer = match ask {
+            Some(handler) => handler.ask(&question).await,
+            None => PermissionAnswer::Deny(not_allowed_message(&question)),
+        };
+        match answer {
+            PermissionAnswer::Allow => Ok(()),
+            PermissionAnswer::AllowAlways => {
+                self.remembered
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(question.suggested_rule);
+                Ok(())
+            }
+            PermissionAnswer::Deny(reason) => Err(ToolError::permission_denied(reason)),
+        }
+    }
+
+    /// Step 1: deny rules, and commands the classifier forbids.
+    fn denied(&self, facts: &CallFacts, input: &Value, working_dir: &Path) -> Option<ToolError> {
+        if let Some(rule) = self.rules.deny_for(facts, input, working_dir) {
+            return Some(forbidden_by(&rule));
+        }
+        facts
+            .forbidden_command()
+            .map(|verdict| ToolError::permission_denied(format!("refused: {}", verdict.reason)))
+    }
+
+    fn remembers(&self, facts: &CallFacts, input: &Value, working_dir: &Path) -> bool {
+        self.remembered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|rule| rule.matches(facts, input, working_dir))
+    }
+
+    fn plan_refusal(&self) -> String {
+        let mut message = "plan mode is on: only read-only tools run until the user approves \
+                           a plan."
+            .to_owned();
+        if self.plan_exit_offered {
+            message.push_str(&format!(
+                " Finish researching, then present your plan with {EXIT_PLAN_MODE}"
+            ));
+        } else {
+            message.push_str(" Finish researching, then present your plan in your reply");
+        }
+        message
+    }
+}
+
+fn forbidden_by(rule: &Rule) -> ToolError {
+    ToolError::permission_denied(format!("the rule `{rule}` forbids this call"))
+}
+
+/// What the model is told when no one could be asked.
+pub fn not_allowed_message(question: &PermissionQuestion) -> String {
+    format!(
+        "`{}` needs the user's permission and no one could be asked. The app can allow it \
+         with the rule `{}` (or run in another permission mode)",
+        question.tool, question.suggested_rule
+    )
+}

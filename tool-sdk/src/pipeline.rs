@@ -1,0 +1,483 @@
+//! The road every tool call takes, whoever makes it: the agent's loop, [`ToolRegistry::call`]
+//! and the MCP server all run calls through [`run_call`], each with its own [`CallPolicy`].
+//!
+//! 1. **resolve**: the registry finds the tool (an unknown name gets the closest names first);
+//! 2. **parse**: arguments that are not a JSON object get the schema back;
+//! 3. **validate**: the compiled schema, coercion, every problem listed AJV-style;
+//! 4. **the tool's own check** ([`Tool::validate_input`]);
+//! 5. **permission**: the policy's [`PermissionGate`], if any (none: every call runs);
+//! 6. **run**: within the timeout (the tool's, capped by the policy's maximum), stopped by
+//!    the context's cancellation token (after half a second to wind down on its own), a
+//!    panic caught and turned into an error;
+//! 7. **post hooks** see the result;
+//! 8. **size cap**: the whole result, error or not, text and images, is cut to the policy's
+//!    budget;
+//! 9. **result**: one [`CallOutcome`], statistics recorded.
+//!
+//! Every call into tool code (its metadata too) is contained: a panic anywhere becomes an
+//! `is_error` result, never a dead run or server.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use serde_json::Value;
+
+use crate::model::ToolInput;
+use crate::permission::{PermissionGate, PermissionHandler, PostToolUse};
+use crate::registry::{Entry, ToolRegistry};
+use crate::tool::{ContentBlock, Tool, ToolContext, ToolError, ToolOutput};
+
+/// How long a cancelled call may go on to finish on its own before it is dropped.
+const CANCEL_GRACE: Duration = Duration::from_millis(500);
+
+/// How one caller runs calls: limits, the permission gate, hooks.
+#[derive(Clone)]
+pub struct CallPolicy {
+    default_timeout: Duration,
+    max_timeout: Duration,
+    max_result_chars: usize,
+    max_result_image_bytes: usize,
+    gate: Option<Arc<PermissionGate>>,
+    post_hooks: Vec<Arc<dyn PostToolUse>>,
+}
+
+impl std::fmt::Debug for CallPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallPolicy")
+            .field("default_timeout", &self.default_timeout)
+            .field("max_timeout", &self.max_timeout)
+            .field("max_result_chars", &self.max_result_chars)
+            .field("max_result_image_bytes", &self.max_result_image_bytes)
+            .field("gate", &self.gate)
+            .field("post_hooks", &self.post_hooks.len())
+            .finish()
+    }
+}
+
+impl Default for CallPolicy {
+    /// Two minutes for tools that set no timeout, ten at most, no size cap (results come back
+    /// whole, as the tool made them), no permission gate. An agent caps results with
+    /// `AgentConfig::max_result_chars`.
+    fn default() -> Self {
+        CallPolicy {
+            default_timeout: Duration::from_secs(120),
+            max_timeout: Duration::from_secs(600),
+            max_result_chars: usize::MAX,
+            max_result_image_bytes: usize::MAX,
+            gate: None,
+            post_hooks: Vec::new(),
+        }
+    }
+}
+
+impl CallPolicy {
+    /// The default policy.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The timeout of a tool that sets none, and the longest any call may run.
+    pub fn with_timeouts(mut self, default: Duration, max: Duration) -> Self {
+        self.default_timeout = default;
+        self.max_timeout = max;
+        self
+    }
+
+    /// The most characters of text a result keeps (head and tail), error or not.
+    pub fn with_max_result_chars(mut self, chars: usize) -> Self {
+        self.max_result_chars = chars;
+        self
+    }
+
+    /// The most bytes of (base64) image data a result keeps; images past it become a note.
+    pub fn with_max_result_image_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_image_bytes = bytes;
+        self
+    }
+
+    /// Calls pass this gate before they run.
+    pub fn with_permission_gate(mut self, gate: Arc<PermissionGate>) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// Adds a hook that sees every result.
+    pub fn with_post_hook(mut self, hook: Arc<dyn PostToolUse>) -> Self {
+        self.post_hooks.push(hook);
+        self
+    }
+
+    /// How long a call of `tool` may run.
+    pub fn timeout_for(&self, tool: &dyn Tool) -> Duration {
+        contain(|| tool.timeout())
+            .ok()
+            .flatten()
+            .unwrap_or(self.default_timeout)
+            .min(self.max_timeout)
+    }
+}
+
+/// The arguments of one call as the model sent them.
+#[derive(Clone, Copy, Debug)]
+pub enum RawInput<'a> {
+    /// Parsed JSON.
+    Json(&'a Value),
+    /// Text that did not parse as a JSON object.
+    Malformed {
+        /// The model's text, verbatim.
+        raw: &'a str,
+        /// Why it is not a JSON object.
+        error: &'a str,
+    },
+}
+
+impl<'a> From<&'a ToolInput> for RawInput<'a> {
+    fn from(input: &'a ToolInput) -> Self {
+        match input {
+            ToolInput::Parsed(value) => RawInput::Json(value),
+            ToolInput::Malformed { raw, error } => RawInput::Malformed { raw, error },
+        }
+    }
+}
+
+/// How one call ended.
+#[derive(Clone, Debug)]
+pub struct CallOutcome {
+    /// What the model gets: capped, `is_error` set for failures.
+    pub output: ToolOutput,
+    /// Why the call failed before or while running (`None` when the tool returned, even an
+    /// `is_error` output); its message is capped like the output.
+    pub error: Option<ToolError>,
+    /// The input it ran with (after coercion and hooks), or as sent when it did not get that
+    /// far.
+    pub input: Value,
+    /// Whether the tool's `call` started.
+    pub started: bool,
+    /// Time from the start of the pipeline to the result.
+    pub duration: Duration,
+}
+
+/// Runs one call down the road (see the [module docs](self)).
+///
+/// `ask` answers permission questions; `None` refuses calls that would ask, naming the rule
+/// that would allow them.
+pub async fn run_call(
+    registry: &ToolRegistry,
+    name: &str,
+    input: RawInput<'_>,
+    ctx: &ToolContext,
+    policy: &CallPolicy,
+    ask: Option<&dyn PermissionHandler>,
+) -> CallOutcome {
+    let began = Instant::now();
+    let mut road = Road {
+        input: match input {
+            RawInput::Json(value) => value.clone(),
+            RawInput::Malformed { raw, .. } => Value::String(raw.to_owned()),
+        },
+        started: false,
+        entry: None,
+    };
+    let travelled = AssertUnwindSafe(road.travel(registry, name, input, ctx, policy, ask))
+        .catch_unwind()
+        .await;
+    let result = match travelled {
+        Ok(result) => result,
+        Err(panic) => Err(ToolError::failed(format!(
+            "the tool panicked: {}",
+            panic_message(panic.as_ref())
+        ))),
+    };
+    let duration = began.elapsed();
+    let failed = result.as_ref().map_or(true, |output| output.is_error);
+    if let Some(entry) = &road.entry {
+        entry.record(duration, failed);
+    }
+    let (output, error) = match result {
+        Ok(output) => (cap(output, policy), None),
+        Err(error) => {
+            let error = cap_error(error, policy.max_result_chars);
+            let mut output = ToolOutput::from(error.clone());
+            if matches!(error, ToolError::Cancelled) && !road.started {
+                output =
+                    ToolOutput::error("The call was cancelled before it started; it did not run.");
+            }
+            (output, Some(error))
+        }
+    };
+    CallOutcome {
+        output,
+        error,
+        input: road.input,
+        started: road.started,
+        duration,
+    }
+}
+
+/// What a call carries along the road, kept when a stage fails or panics.
+struct Road {
+    input: Value,
+    started: bool,
+    /// The tool, its validator and statistics, once resolved (looked up once per call).
+    entry: Option<Arc<Entry>>,
+}
+
+impl Road {
+    async fn travel(
+        &mut self,
+        registry: &ToolRegistry,
+        name: &str,
+        raw: RawInput<'_>,
+        ctx: &ToolContext,
+        policy: &CallPolicy,
+        ask: Option<&dyn PermissionHandler>,
+    ) -> Result<ToolOutput, ToolError> {
+        let cancel = ctx.cancellation();
+        if cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        let entry = &**self.entry.insert(registry.entry(name)?);
+        let tool = entry.tool.as_ref();
+        if let RawInput::Malformed { raw, error } = raw {
+            let shown: String = raw.chars().take(500).collect();
+            return Err(ToolError::invalid_input(format!(
+                "the arguments are {error}: {shown}\nSend a JSON object that matches \
+                 this schema: {}",
+                tool.input_schema()
+            )));
+        }
+        self.input = entry.validate(std::mem::take(&mut self.input))?;
+        tool.validate_input(&self.input, ctx).await?;
+
+        if let Some(gate) = &policy.gate {
+            let revalidate = |rewritten: Value| -> crate::BoxFuture<'_, Result<Value, ToolError>> {
+                Box::pin(async move {
+                    let input = entry.validate(rewritten)?;
+                    tool.validate_input(&input, ctx).await?;
+                    Ok(input)
+                })
+            };
+            tokio::select! {
+                _ = cancel.cancelled() => return Err(ToolError::Cancelled),
+                checked = gate.check(tool, &mut self.input, ctx, &revalidate, ask) => checked?,
+            }
+        }
+
+        let limit = policy.timeout_for(tool);
+        self.started = true;
+        // Dropping the call's future on timeout or cancellation stops the tool; commands it
+        // started with `ctx.command(..)` die with it.
+        let call = tool.call(self.input.clone(), ctx);
+        tokio::pin!(call);
+        let output = tokio::select! {
+            _ = cancel.cancelled() => {
+                // The tool sees the same token: a moment to wind down on its own (tell a
+                // server, remove a temp file), then it is dropped all the same.
+                let _ = tokio::time::timeout(CANCEL_GRACE, &mut call).await;
+                return Err(ToolError::Cancelled);
+            }
+            finished = tokio::time::timeout(limit, &mut call) => {
+                match finished {
+                    Ok(result) => result?,
+                    Err(_) => return Err(ToolError::Timeout(limit)),
+                }
+            }
+        };
+        for hook in &policy.post_hooks {
+            hook.after(tool.name(), &self.input, &output, ctx).await;
+        }
+        Ok(output)
+    }
+}
+
+/// The registry's call API: the same road as an agent's calls, with a policy of the caller's
+/// choosing (by default: timeouts, panic catch, cancellation and the size cap, no permission
+/// gate).
+impl ToolRegistry {
+    /// Runs one call with the [default policy](CallPolicy::default): look up, validate the
+    /// schema, run the tool's own check, call it within its timeout (cancelled by the
+    /// context's token, a panic caught), record statistics.
+    pub async fn execute(
+        &self,
+        name: &str,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let outcome = self
+            .call_with(name, input, ctx, &CallPolicy::default())
+            .await;
+        match outcome.error {
+            Some(error) => Err(error),
+            None => Ok(outcome.output),
+        }
+    }
+
+    /// [`execute`](Self::execute), with an error turned into the `is_error` result the model
+    /// gets.
+    pub async fn call(&self, name: &str, input: Value, ctx: &ToolContext) -> ToolOutput {
+        self.call_with(name, input, ctx, &CallPolicy::default())
+            .await
+            .output
+    }
+
+    /// Runs one call with this policy; with a permission gate, calls that would ask are
+    /// refused (nobody to ask), naming the rule that would allow them.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        input: Value,
+        ctx: &ToolContext,
+        policy: &CallPolicy,
+    ) -> CallOutcome {
+        run_call(self, name, RawInput::Json(&input), ctx, policy, None).await
+    }
+}
+
+/// Runs a synchronous call into tool code, turning a panic into an error.
+pub fn contain<T>(f: impl FnOnce() -> T) -> Result<T, ToolError> {
+    std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|panic| {
+        ToolError::failed(format!(
+            "the tool panicked: {}",
+            panic_message(panic.as_ref())
+        ))
+    })
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned())
+}
+
+/// Cuts a whole result to the policy's budget: all text blocks together keep their head and
+/// tail; images past the image budget are replaced by a note.
+pub(crate) fn cap(mut output: ToolOutput, policy: &CallPolicy) -> ToolOutput {
+    let mut image_bytes = 0usize;
+    for block in &mut output.content {
+        if let ContentBlock::Image { media_type, data } = block {
+            image_bytes += data.len();
+            if image_bytes > policy.max_result_image_bytes {
+                *block = ContentBlock::text(format!(
+                    "[{media_type} image of {} bytes (base64) left out: the result's images \
+                     passed the limit of {} bytes]",
+                    data.len(),
+                    policy.max_result_image_bytes
+                ));
+            }
+        }
+    }
+    let total: usize = output
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text { text } => text.chars().count(),
+            ContentBlock::Image { .. } => 0,
+        })
+        .sum();
+    if total <= policy.max_result_chars {
+        return output;
+    }
+    let mut text = String::new();
+    let mut images = Vec::new();
+    for block in output.content.drain(..) {
+        match block {
+            ContentBlock::Text { text: part } => {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&part);
+            }
+            image => images.push(image),
+        }
+    }
+    output.content = std::iter::once(ContentBlock::text(cut_text(&text, policy.max_result_chars)))
+        .chain(images)
+        .collect();
+    output
+}
+
+fn cap_error(error: ToolError, max_chars: usize) -> ToolError {
+    match error {
+        ToolError::InvalidInput(m) => ToolError::InvalidInput(cut_text(&m, max_chars)),
+        ToolError::NotFound(m) => ToolError::NotFound(cut_text(&m, max_chars)),
+        ToolError::PermissionDenied(m) => ToolError::PermissionDenied(cut_text(&m, max_chars)),
+        ToolError::ExecutionFailed(m) => ToolError::ExecutionFailed(cut_text(&m, max_chars)),
+        ToolError::Retry(m) => ToolError::Retry(cut_text(&m, max_chars)),
+        other => other,
+    }
+}
+
+/// Keeps the head and tail of a long text, saying how much was cut.
+fn cut_text(text: &str, max_chars: usize) -> String {
+    let total = text.chars().count();
+    if total <= max_chars {
+        return text.to_owned();
+    }
+    let keep = max_chars / 2;
+    let head: String = text.chars().take(keep).collect();
+    let tail: String = text.chars().skip(total - keep).collect();
+    let cut = total - 2 * keep;
+    format!(
+        "{head}\n\n[... {cut} characters cut: the result was {total} characters, the limit is \
+         {max_chars} ...]\n\n{tail}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(chars: usize) -> CallPolicy {
+        CallPolicy::new().with_max_result_chars(chars)
+    }
+
+    #[test]
+    fn cap_keeps_head_and_tail() {
+        let text: String = ('a'..='z').cycle().take(1000).collect();
+        let capped = cap(ToolOutput::text(text.clone()), &policy(100));
+        let capped = capped.to_text();
+        assert!(capped.starts_with(&text[..50]));
+        assert!(capped.ends_with(&text[950..]));
+        assert!(capped.contains("900 characters cut"), "{capped}");
+        let short = cap(ToolOutput::text("short"), &policy(100));
+        assert_eq!(short.to_text(), "short");
+    }
+
+    #[test]
+    fn cap_counts_every_block_together() {
+        let blocks = (0..30)
+            .map(|i| ContentBlock::text(format!("{i:02}").repeat(500)))
+            .collect();
+        let capped = cap(ToolOutput::blocks(blocks), &policy(2_000));
+        let text = capped.to_text();
+        assert!(text.chars().count() < 2_200, "{} chars", text.len());
+        assert!(text.starts_with("0000"), "{}", &text[..10]);
+        assert!(text.trim_end().ends_with("2929"));
+    }
+
+    #[test]
+    fn cap_gives_images_a_budget() {
+        let image = || ContentBlock::Image {
+            media_type: "image/png".into(),
+            data: "A".repeat(600),
+        };
+        let output = ToolOutput::blocks(vec![image(), image()]);
+        let capped = cap(output, &policy(100).with_max_result_image_bytes(1000));
+        assert!(matches!(capped.content[0], ContentBlock::Image { .. }));
+        assert!(
+            matches!(&capped.content[1], ContentBlock::Text { text } if text.contains("left out")),
+            "{:?}",
+            capped.content[1]
+        );
+    }
+
+    #[test]
+    fn errors_are_capped_too() {
+        let error = cap_error(ToolError::failed("x".repeat(10_000)), 1_000);
+        assert!(error.to_string().chars().count() < 1_200);
+    }
+}
