@@ -424,9 +424,10 @@ async fn every_failing_step_becomes_an_error_result_the_model_sees() {
     let (_, malformed, is_error) = &last_results(&result.messages)[0];
     assert!(is_error);
     assert!(
-        malformed.contains("not a JSON object: {\"n\": 3"),
-        "{malformed}"
+        malformed.contains("the arguments are not valid JSON: EOF while parsing"),
+        "says why: {malformed}"
     );
+    assert!(malformed.contains(": {\"n\": 3"), "{malformed}");
     assert!(
         malformed.contains("\"properties\""),
         "echoes the schema: {malformed}"

@@ -64,7 +64,7 @@ pub(crate) async fn execute(
 
 /// Read-only tools, and calls that will not run at all (unknown tool, bad JSON).
 fn runs_concurrently(agent: &AgentInner, call: &ToolUse) -> bool {
-    if call.malformed.is_some() {
+    if call.input.is_malformed() {
         return true;
     }
     match agent.registry.get(&call.name) {
@@ -83,20 +83,16 @@ async fn run_one(
     let tool = agent.registry.get(&call.name);
     let title = tool
         .as_ref()
-        .and_then(|tool| contain(|| tool.display_title(&call.input)).ok())
+        .and_then(|tool| contain(|| tool.display_title(&call.input.json_or_empty())).ok())
         .unwrap_or_else(|| call.name.clone());
     emit(AgentEvent::ToolRequested {
         id: call.id.clone(),
         name: call.name.clone(),
-        input: call.input.clone(),
+        input: call.input.json_or_empty().into_owned(),
         title,
     });
 
     let ctx = agent.tool_context(&call.id, emit, cancel);
-    let input = match &call.malformed {
-        Some(raw) => RawInput::Malformed(raw),
-        None => RawInput::Json(&call.input),
-    };
     let asker = EventAsker {
         call_id: &call.id,
         emit,
@@ -114,7 +110,7 @@ async fn run_one(
     } = run_call(
         &agent.registry,
         &call.name,
-        input,
+        RawInput::from(&call.input),
         &ctx,
         &agent.policy,
         Some(ask),
