@@ -570,6 +570,24 @@ async fn cancelling_mid_run_answers_pending_calls_and_keeps_the_transcript_valid
 }
 
 #[tokio::test]
+async fn a_run_cancelled_before_it_starts_sends_no_request() {
+    let model = ScriptedModel::new([ScriptedTurn::tool_call("write_note", json!({"text": "no"}))]);
+    let agent = Agent::create(config(model.clone())).await.unwrap();
+    let cancel = tool_sdk::CancellationToken::new();
+    cancel.cancel();
+    let mut run = agent.run_with_cancellation("write a note", cancel);
+    let mut finished = None;
+    while let Some(event) = run.next().await {
+        if let AgentEvent::Finished(result) = event {
+            finished = Some(*result);
+        }
+    }
+    assert_eq!(finished.unwrap().error, Some(AgentError::Cancelled));
+    assert_eq!(model.requests().len(), 0, "no model request after cancel");
+    assert_eq!(model.remaining(), 1);
+}
+
+#[tokio::test]
 async fn a_model_error_mid_run_ends_the_run_with_a_valid_transcript() {
     let model = ScriptedModel::new([
         ScriptedTurn::tool_call("count", json!({"n": 1})),

@@ -516,6 +516,12 @@ impl AgentInner {
         let mut result = RunResult::default();
 
         loop {
+            // A run cancelled before (or between) turns sends no further request: the stream
+            // of a model that answers at once would otherwise win the race in `model_turn`.
+            if cancel.is_cancelled() {
+                result.error = Some(AgentError::Cancelled);
+                break;
+            }
             if result.turns == self.config.max_turns {
                 result.error = Some(AgentError::MaxTurns(self.config.max_turns));
                 break;
@@ -600,6 +606,7 @@ impl AgentInner {
         let mut stream = self.model.stream(request);
         loop {
             let next = tokio::select! {
+                biased;
                 _ = cancel.cancelled() => return Err(AgentError::Cancelled),
                 next = stream.next() => next,
             };

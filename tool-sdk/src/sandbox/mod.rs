@@ -24,7 +24,6 @@
 //! - anything that is not a regular file: directories, FIFOs, sockets, devices;
 //! - protected paths ([`ProtectedPattern`]), unless protection is bypassed.
 
-use std::fmt;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
@@ -40,7 +39,9 @@ mod protected;
 pub use error::SandboxError;
 pub use protected::{PROTECTED_DIRS, PROTECTED_FILES, ProtectedPattern};
 
-use open::{canonical_dir, check_writable_file, not_regular, open_beneath, resolve_missing, set_flags};
+use open::{
+    canonical_dir, check_writable_file, not_regular, open_beneath, resolve_missing, set_flags,
+};
 use protected::fold_name;
 
 #[derive(Clone, Debug)]
