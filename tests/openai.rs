@@ -809,4 +809,10 @@ async fn a_connection_broken_mid_stream_is_a_transport_error() {
     let (events, error) = run(&model, &ask("hi")).await;
     assert_eq!(text_deltas(&events), "Hel");
     assert!(matches!(error, Some(ModelError::Transport(_))), "{error:?}");
+    // The provider was reached: the words must not say otherwise.
+    let message = error.unwrap().to_string();
+    assert!(
+        message.starts_with("the connection to the provider failed: "),
+        "{message}"
+    );
 }

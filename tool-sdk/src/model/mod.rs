@@ -442,8 +442,8 @@ pub enum ModelError {
         /// What the provider said.
         message: String,
     },
-    /// The connection failed.
-    #[error("could not reach the provider: {0}")]
+    /// The connection failed: it could not be made, or it broke while the answer streamed.
+    #[error("the connection to the provider failed: {0}")]
     Transport(String),
     /// The stream broke off or carried something unreadable.
     #[error("the response stream failed: {0}")]
