@@ -424,11 +424,12 @@ async fn every_failing_step_becomes_an_error_result_the_model_sees() {
     let (_, malformed, is_error) = &last_results(&result.messages)[0];
     assert!(is_error);
     assert!(
-        malformed.contains("not a JSON object: {\"n\": 3"),
-        "{malformed}"
+        malformed.contains("the arguments are not valid JSON: EOF while parsing"),
+        "says why: {malformed}"
     );
+    assert!(malformed.contains(": {\"n\": 3"), "{malformed}");
     assert!(
-        malformed.contains("\"properties\""),
+        malformed.contains(r#""required":["n"]"#),
         "echoes the schema: {malformed}"
     );
     assert_eq!(result.errors.len(), 5, "{:?}", result.errors);
@@ -566,6 +567,24 @@ async fn cancelling_mid_run_answers_pending_calls_and_keeps_the_transcript_valid
         assert!(text.contains("cancelled"), "{text}");
     }
     std::fs::remove_file(pid_file).ok();
+}
+
+#[tokio::test]
+async fn a_run_cancelled_before_it_starts_sends_no_request() {
+    let model = ScriptedModel::new([ScriptedTurn::tool_call("write_note", json!({"text": "no"}))]);
+    let agent = Agent::create(config(model.clone())).await.unwrap();
+    let cancel = tool_sdk::CancellationToken::new();
+    cancel.cancel();
+    let mut run = agent.run_with_cancellation("write a note", cancel);
+    let mut finished = None;
+    while let Some(event) = run.next().await {
+        if let AgentEvent::Finished(result) = event {
+            finished = Some(*result);
+        }
+    }
+    assert_eq!(finished.unwrap().error, Some(AgentError::Cancelled));
+    assert_eq!(model.requests().len(), 0, "no model request after cancel");
+    assert_eq!(model.remaining(), 1);
 }
 
 #[tokio::test]

@@ -143,12 +143,7 @@ fn text_deltas(events: &[ModelEvent]) -> String {
 }
 
 fn tool_use(id: &str, name: &str, input: Value) -> MessageContent {
-    MessageContent::ToolUse(ToolUse {
-        id: id.into(),
-        name: name.into(),
-        input,
-        malformed: None,
-    })
+    MessageContent::ToolUse(ToolUse::new(id, name, input))
 }
 
 fn text(text: &str) -> MessageContent {
@@ -464,8 +459,8 @@ async fn recorded_incomplete_tool_input_becomes_a_malformed_call() {
         panic!("not a tool call: {:?}", response.content[1]);
     };
     assert_eq!(call.name, "make_file");
-    assert_eq!(call.input, json!({}));
-    let raw = call.malformed.as_deref().expect("kept as malformed");
+    assert_eq!(call.input.parsed(), None);
+    let raw = call.input.malformed().expect("kept as malformed");
     assert!(raw.starts_with("{\"filename\": \"taxes.txt\""), "{raw}");
     assert!(raw.ends_with("Filing taxes"), "{raw}");
 }
@@ -641,7 +636,7 @@ async fn recorded_multiturn_runs() {
                         let mine = json!({
                             "role": "assistant",
                             "content": response.content.iter().map(|c| match c {
-                                MessageContent::ToolUse(t) => json!({"type": "tool_use", "id": t.id, "name": t.name, "input": t.input}),
+                                MessageContent::ToolUse(t) => json!({"type": "tool_use", "id": t.id, "name": t.name, "input": t.input.json_or_empty()}),
                                 MessageContent::Text { text } => json!({"type": "text", "text": text}),
                                 other => panic!("unexpected {other:?}"),
                             }).collect::<Vec<_>>(),

@@ -1,7 +1,7 @@
 //! The Bash command classifier: a table of commands and their expected decisions, the
 //! properties that must hold for every row, and a deterministic fuzz smoke test.
 
-use tool_sdk::permission::bash::{Decision, classify, harden_git, simple_commands};
+use tool_sdk::permission::bash::{Decision, classify, simple_commands};
 
 /// Expected decisions: Allow, Deny, Ask, or Not-allow (Ask or Deny both acceptable).
 #[derive(Clone, Copy, Debug)]
@@ -161,6 +161,52 @@ const TABLE: &[(Exp, bool, &str)] = &[
     (K, false, "git stash"),
     (K, false, "git reset --hard"),
     (K, false, "git grep -O foo"),
+    // Flags of safe-list commands that write files or run programs.
+    (K, false, "base64 -o out.txt in.txt"),
+    (K, false, "base64 -d -o out.bin in.b64"),
+    (K, false, "base64 --output=out.txt in.txt"),
+    (K, false, "base64 --decode --output out.bin in.b64"),
+    (K, false, "base32 -o out.txt in.txt"),
+    (A, false, "base64 -d in.b64"),
+    (A, false, "base64 -i in.txt"),
+    (K, false, "rg -z foo"),
+    (K, false, "rg -iz foo"),
+    (K, false, "rg --search-zip foo"),
+    (K, false, "rg --pre ./evil foo"),
+    (K, false, "rg --pre=cat foo"),
+    (K, false, "rg --hostname-bin ./evil foo"),
+    (A, false, "rg -i foo src"),
+    (K, false, "file -z archive.gz"),
+    (K, false, "file -Z archive.gz"),
+    (K, false, "file --uncompress archive.gz"),
+    (K, false, "file -C -m magic"),
+    (A, false, "file -b README.md"),
+    (K, false, "sort -T /tmp/x big.txt"),
+    (K, false, "sort --temporary-directory=/tmp/x big.txt"),
+    (K, false, "sort -o sorted.txt in.txt"),
+    (K, false, "sort --compress-program=./evil big.txt"),
+    (A, false, "sort -t, -k2 in.csv"),
+    (K, false, "tree -o out.txt"),
+    (K, false, "uniq in.txt out.txt"),
+    (K, false, "xxd -r in.hex out.bin"),
+    (K, false, "time -o out.txt ls"),
+    (K, false, "env -C /tmp ls"),
+    (K, false, "env -S 'rm -rf x'"),
+    (K, false, "hostname -F /etc/hostname"),
+    (K, false, "date -s 2020-01-01"),
+    (K, false, "find . -fprint out.txt"),
+    (K, false, "sed -i s/a/b/ f"),
+    (K, false, "sed 'w out.txt' f"),
+    // The Bash tool disarms the git drivers of the repository a command starts in, so git
+    // may not change repository, run merge drivers, or go into submodules.
+    (K, false, "cd ../other && git status"),
+    (K, false, "(cd /tmp/x; git log -p)"),
+    (K, false, "git diff; cd sub"),
+    (A, false, "cd src && ls"),
+    (K, false, "git log --remerge-diff"),
+    (K, false, "git diff --submodule=diff"),
+    (K, false, "git status --ignore-submodules=none"),
+    (K, false, "git grep --recurse-submodules x"),
     (K, false, "find / -fprint /tmp/x"),
     (K, false, "find . -delete"),
     (K, false, "find . -execdir rm {} +"),
@@ -557,23 +603,6 @@ fn simple_commands_unwraps_every_command() {
         "{cmds:?}"
     );
     assert!(simple_commands("echo 'open").is_err());
-}
-
-#[test]
-fn harden_git_disables_config_programs() {
-    let argv: Vec<String> = ["git", "diff", "HEAD"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let h = harden_git(&argv);
-    assert_eq!(h[0], "git");
-    assert!(h.contains(&"core.fsmonitor=false".to_string()));
-    assert!(h.contains(&"--no-ext-diff".to_string()));
-    let sub = h.iter().position(|a| a == "diff").unwrap();
-    assert!(h.iter().position(|a| a == "--no-ext-diff").unwrap() > sub);
-    assert_eq!(h.last().unwrap(), "HEAD");
-    let ls: Vec<String> = vec!["ls".into()];
-    assert_eq!(harden_git(&ls), ls);
 }
 
 /// Stable stand-in for the cargo-fuzz target: pseudo-random and mutated inputs must not

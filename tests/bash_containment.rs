@@ -2,11 +2,14 @@
 //! and (on Linux, with a sandbox in the context) the shell may write only inside the sandbox
 //! and the temporary directory, and opens no network sockets unless allowed.
 
+use std::collections::BTreeSet;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tool_sdk::builtin::BashTool;
+use tool_sdk::permission::bash::{Decision, classify};
 use tool_sdk::{ToolContext, ToolOutput, ToolRegistry};
 
 fn registry() -> ToolRegistry {
@@ -100,6 +103,181 @@ async fn a_hostile_git_config_runs_nothing() {
     );
 }
 
+/// Git commands the classifier runs without asking, each of which would run a program of a
+/// hostile repository's choosing without the Bash tool's overrides.
+const AUTO_ALLOWED_GIT: &[&str] = &[
+    "git status",
+    "git status --short",
+    "git diff",
+    "git diff --stat",
+    "git diff HEAD~1",
+    "git diff HEAD~2 HEAD~1",
+    "git diff --cached",
+    "git diff-index -p HEAD",
+    "git diff-files -p",
+    "git log -p",
+    "git log -1",
+    "git log --stat",
+    "git log -G a",
+    "git log --format=%G?",
+    "git show",
+    "git show HEAD~1:file.txt",
+    "git blame file.txt",
+    "git annotate file.txt",
+    "git cat-file --textconv HEAD:file.txt",
+    "git cat-file --filters HEAD:file.txt",
+    "git grep --textconv one",
+    "git ls-files -m",
+    "git describe --always --dirty",
+    "git whatchanged -p",
+    "git stash list -p",
+];
+
+#[tokio::test]
+async fn auto_allowed_git_commands_run_no_program_a_hostile_repository_chooses() {
+    if !have_git() {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let repo = fresh(&std::env::temp_dir(), "drivers");
+    // Outside the repository, so that no git command sees them.
+    let marks = fresh(&std::env::temp_dir(), "drivers-marks");
+    // Each program the repository names leaves a file named after itself in `marks`.
+    let script = |name: &str| {
+        let path = marks.join(format!("{name}.sh"));
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\ntouch '{}/{name}'\nexit 1\n", marks.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        path.display().to_string()
+    };
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["config", "user.email", "test@example.com"]);
+    git(&repo, &["config", "user.name", "Test"]);
+    std::fs::write(repo.join("file.txt"), "one\n").unwrap();
+    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
+    git(&repo, &["add", "file.txt", "a.txt"]);
+    git(&repo, &["commit", "-q", "-m", "first"]);
+    std::fs::write(repo.join("file.txt"), "one\ntwo\n").unwrap();
+    std::fs::write(repo.join("a.txt"), "one\ntwo\n").unwrap();
+    git(&repo, &["commit", "-q", "-a", "-m", "second"]);
+    // A commit carrying an SSH signature, on top: showing it verifies the signature with
+    // gpg.ssh.program.
+    let stdout = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let signed = format!(
+        "tree {}\nparent {}\nauthor Test <test@example.com> 1700000000 +0000\n\
+         committer Test <test@example.com> 1700000000 +0000\n\
+         gpgsig -----BEGIN SSH SIGNATURE-----\n U1NIU0lHAAAAAQ==\n -----END SSH SIGNATURE-----\n\
+         \nsigned\n",
+        stdout(&["rev-parse", "HEAD^{tree}"]),
+        stdout(&["rev-parse", "HEAD"]),
+    );
+    std::fs::write(repo.join(".git/signed"), signed).unwrap();
+    let signed = stdout(&["hash-object", "-t", "commit", "-w", ".git/signed"]);
+    git(&repo, &["update-ref", "HEAD", &signed]);
+
+    // The drivers, one under a name with a dot and capitals, chosen by the attributes file
+    // that outranks all others. (A `process` filter replaces `clean` and `smudge`, and a diff
+    // `command` replaces `textconv` in `git diff`: a.txt's drivers have the others.)
+    for (key, value) in [
+        ("filter.Ev.il.clean", script("clean")),
+        ("filter.Ev.il.smudge", script("smudge")),
+        ("filter.Ev.il.process", script("process")),
+        ("diff.Ev.il.textconv", script("textconv")),
+        ("filter.cl.clean", script("clean")),
+        ("filter.cl.smudge", script("smudge")),
+        ("diff.cmd.command", script("diffcommand")),
+        ("log.showSignature", "true".to_owned()),
+        ("gpg.ssh.allowedSignersFile", "/dev/null".to_owned()),
+        ("gpg.ssh.program", script("gpgssh")),
+        ("gpg.x509.program", script("gpgsm")),
+    ] {
+        git(&repo, &["config", key, &value]);
+    }
+    std::fs::write(
+        repo.join(".git/info/attributes"),
+        "file.txt filter=Ev.il diff=Ev.il\na.txt filter=cl diff=cmd\n",
+    )
+    .unwrap();
+    // Changes whose stat data git must check by content.
+    for name in ["file.txt", "a.txt"] {
+        std::fs::write(repo.join(name), "one\nthree\n").unwrap();
+        File::options()
+            .write(true)
+            .open(repo.join(name))
+            .unwrap()
+            .set_modified(
+                std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000),
+            )
+            .unwrap();
+    }
+
+    let ran = || -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&marks)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| !name.ends_with(".sh"))
+            .collect();
+        names.sort();
+        for name in &names {
+            std::fs::remove_file(marks.join(name)).unwrap();
+        }
+        names
+    };
+
+    let registry = registry();
+    let ctx = ToolContext::new(&repo);
+    let mut failures = Vec::new();
+    for command in AUTO_ALLOWED_GIT {
+        assert_eq!(
+            classify(command).decision,
+            Decision::Allow,
+            "{command} should be auto-allowed for this test to mean something"
+        );
+        let output = bash(&registry, command, &ctx).await;
+        let programs = ran();
+        if !programs.is_empty() {
+            failures.push(format!("`{command}` ran {programs:?}: {output}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Their output is still what git shows.
+    let log = bash(&registry, "git log -p -2 --format=%s", &ctx).await;
+    assert!(log.contains("+two"), "{log}");
+    let status = bash(&registry, "git status --short", &ctx).await;
+    assert!(status.contains(" M file.txt"), "{status}");
+
+    // Run directly, the same commands do run the repository's programs: the test is not
+    // vacuous.
+    let mut seen = BTreeSet::new();
+    for command in AUTO_ALLOWED_GIT {
+        let args: Vec<&str> = command.split(' ').skip(1).collect();
+        let _ = std::process::Command::new("git")
+            .args(&args)
+            .current_dir(&repo)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        seen.extend(ran());
+    }
+    for program in ["clean", "process", "textconv", "diffcommand", "gpgssh"] {
+        assert!(
+            seen.contains(program),
+            "{program} never ran directly: {seen:?}"
+        );
+    }
+}
+
 #[cfg(target_os = "linux")]
 mod linux {
     use super::*;
@@ -149,6 +327,46 @@ mod linux {
         } else {
             true
         }
+    }
+
+    /// The shell may write beneath the directory the sandbox was built on, not beneath
+    /// whatever its path names when the command runs.
+    #[tokio::test]
+    async fn a_working_directory_swapped_for_a_link_opens_nothing_outside() {
+        let ws = outside_tmp("swapped-ws");
+        let outside = outside_tmp("swapped-outside");
+        let registry = registry();
+        let ctx = contained(&ws, None);
+        let probe = bash(&registry, "echo fine > ok", &ctx).await;
+        if !enforced(&probe) {
+            return;
+        }
+        let moved = ws.with_file_name(format!(
+            "{}-moved",
+            ws.file_name().unwrap().to_string_lossy()
+        ));
+        let _ = std::fs::remove_dir_all(&moved);
+        std::fs::rename(&ws, &moved).unwrap();
+        std::os::unix::fs::symlink(&outside, &ws).unwrap();
+
+        let out = bash(
+            &registry,
+            &format!("echo pwned > '{}'", outside.join("escaped").display()),
+            &ctx,
+        )
+        .await;
+        assert!(!out.ends_with("Exit code: 0"), "{out}");
+        assert!(!outside.join("escaped").exists(), "{out}");
+        // The original directory is still the writable one.
+        let original = bash(
+            &registry,
+            &format!("echo fine > '{}'", moved.join("still").display()),
+            &ctx,
+        )
+        .await;
+        assert!(original.ends_with("Exit code: 0"), "{original}");
+        std::fs::remove_file(&ws).unwrap();
+        let _ = std::fs::remove_dir_all(&moved);
     }
 
     #[tokio::test]

@@ -417,18 +417,16 @@ async fn recorded_two_parallel_tool_calls() {
     assert_eq!(
         tool_uses(response),
         vec![
-            ToolUse {
-                id: "call_JMW1whyEaYG438VE1OIflxA2".into(),
-                name: "GetWeatherArgs".into(),
-                input: json!({"city": "Edinburgh", "country": "GB", "units": "c"}),
-                malformed: None,
-            },
-            ToolUse {
-                id: "call_DNYTawLBoN8fj3KN6qU9N1Ou".into(),
-                name: "get_stock_price".into(),
-                input: json!({"ticker": "AAPL", "exchange": "NASDAQ"}),
-                malformed: None,
-            },
+            ToolUse::new(
+                "call_JMW1whyEaYG438VE1OIflxA2",
+                "GetWeatherArgs",
+                json!({"city": "Edinburgh", "country": "GB", "units": "c"})
+            ),
+            ToolUse::new(
+                "call_DNYTawLBoN8fj3KN6qU9N1Ou",
+                "get_stock_price",
+                json!({"ticker": "AAPL", "exchange": "NASDAQ"})
+            ),
         ]
     );
     assert_eq!(response.content.len(), 2, "no text block: content was null");
@@ -455,12 +453,11 @@ async fn recorded_single_tool_call_with_role_in_the_first_chunk() {
     assert_eq!(response.stop_reason, StopReason::ToolUse);
     assert_eq!(
         tool_uses(response),
-        vec![ToolUse {
-            id: "call_c91SqDXlYFuETYv8mUHzz6pp".into(),
-            name: "GetWeatherArgs".into(),
-            input: json!({"city": "Edinburgh", "country": "UK", "units": "c"}),
-            malformed: None,
-        }]
+        vec![ToolUse::new(
+            "call_c91SqDXlYFuETYv8mUHzz6pp",
+            "GetWeatherArgs",
+            json!({"city": "Edinburgh", "country": "UK", "units": "c"})
+        )]
     );
     assert_eq!(response.usage.input_tokens, 76);
     assert_eq!(response.usage.output_tokens, 24);
@@ -491,14 +488,14 @@ async fn parallel_calls_with_interleaved_fragments() {
     assert_eq!(
         calls
             .iter()
-            .map(|call| (call.id.as_str(), call.input.clone()))
+            .map(|call| (call.id.as_str(), call.input.json_or_empty().into_owned()))
             .collect::<Vec<_>>(),
         vec![
             ("call_aaa", json!({"city": "Paris"})),
             ("call_bbb", json!({"tz": "Europe/Paris"})),
         ]
     );
-    assert!(calls.iter().all(|call| call.malformed.is_none()));
+    assert!(calls.iter().all(|call| !call.input.is_malformed()));
     assert_eq!(response.usage.input_tokens, 80);
 }
 
@@ -510,12 +507,7 @@ async fn empty_arguments_mean_an_empty_object() {
     let response = completed(&events);
     assert_eq!(
         tool_uses(response),
-        vec![ToolUse {
-            id: "call_now".into(),
-            name: "current_time".into(),
-            input: json!({}),
-            malformed: None,
-        }]
+        vec![ToolUse::new("call_now", "current_time", json!({}))]
     );
     assert_eq!(response.stop_reason, StopReason::ToolUse);
 }
@@ -528,12 +520,11 @@ async fn malformed_arguments_are_kept() {
     let response = completed(&events);
     assert_eq!(
         tool_uses(response),
-        vec![ToolUse {
-            id: "call_bad".into(),
-            name: "get_weather".into(),
-            input: json!({}),
-            malformed: Some("{\"city\": \"Par".into()),
-        }]
+        vec![ToolUse::from_raw(
+            "call_bad",
+            "get_weather",
+            "{\"city\": \"Par"
+        )]
     );
     assert_eq!(response.usage, Usage::default(), "no usage chunk was sent");
 }
@@ -557,7 +548,7 @@ async fn ollama_style_stream_without_ids_or_usage() {
     assert_eq!(calls.len(), 1);
     assert!(calls[0].id.starts_with("call_") && calls[0].id.len() > 5);
     assert_eq!(calls[0].name, "get_weather");
-    assert_eq!(calls[0].input, json!({"city": "Paris"}));
+    assert_eq!(calls[0].input.parsed(), Some(&json!({"city": "Paris"})));
     assert_eq!(
         started(&events),
         vec![(calls[0].id.clone(), "get_weather".to_owned())],
@@ -644,7 +635,7 @@ async fn a_plain_json_completion_is_accepted() {
     assert_eq!(
         calls
             .iter()
-            .map(|call| (call.name.as_str(), call.input.clone()))
+            .map(|call| (call.name.as_str(), call.input.json_or_empty().into_owned()))
             .collect::<Vec<_>>(),
         vec![("a", json!({"n": 1})), ("b", json!({}))]
     );
@@ -751,4 +742,77 @@ async fn an_unreachable_server_is_a_transport_error() {
     let (events, error) = run(&model, &ask("hi")).await;
     assert!(events.is_empty());
     assert!(matches!(error, Some(ModelError::Transport(_))), "{error:?}");
+}
+
+#[tokio::test]
+async fn a_final_event_without_its_blank_line_is_kept() {
+    // No `[DONE]` and no blank line after the usage chunk: the body just ends.
+    let body = fixture("text_with_usage.sse");
+    let body = body.trim_end().trim_end_matches("data: [DONE]").trim_end();
+    assert!(body.ends_with('}'), "the usage chunk is last");
+    let server = serve(sse(body)).await;
+    let (events, error) = run(&model_for(&server), &ask("hi")).await;
+    assert_eq!(error, None);
+    let response = completed(&events);
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    assert_eq!(
+        (response.usage.input_tokens, response.usage.output_tokens),
+        (20, 5),
+        "the usage of the last chunk"
+    );
+}
+
+/// A server that answers one request with a 200 whose headers promise more body than it
+/// sends: the client reads `sent`, then the connection closes.
+fn server_that_breaks_off(sent: &'static str) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream);
+        // Read the whole request first, so closing does not reset the connection.
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line.trim().is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap();
+            }
+        }
+        reader.read_exact(&mut vec![0; length]).unwrap();
+        let mut stream = reader.into_inner();
+        write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{sent}",
+            sent.len() + 1000
+        )
+        .unwrap();
+        stream.flush().unwrap();
+    });
+    format!("http://{address}/v1")
+}
+
+#[tokio::test]
+async fn a_connection_broken_mid_stream_is_a_transport_error() {
+    let url = server_that_breaks_off(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n",
+    );
+    let model = OpenAiModel::new("m", None)
+        .with_base_url(url)
+        .with_retry(RetryPolicy::none());
+    let (events, error) = run(&model, &ask("hi")).await;
+    assert_eq!(text_deltas(&events), "Hel");
+    assert!(matches!(error, Some(ModelError::Transport(_))), "{error:?}");
+    // The provider was reached: the words must not say otherwise.
+    let message = error.unwrap().to_string();
+    assert!(
+        message.starts_with("the connection to the provider failed: "),
+        "{message}"
+    );
 }

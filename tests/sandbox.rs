@@ -635,3 +635,73 @@ fn fuzz_smoke() {
     // The generator reaches both verdicts.
     assert!(accepted > 100, "only {accepted} accepted");
 }
+
+/// A root is the directory the sandbox was built on, not whatever its path names later: a
+/// working directory renamed away and replaced by a link to outside takes no write there.
+#[test]
+fn a_root_swapped_for_a_link_after_construction_confines_to_the_original() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path().canonicalize().unwrap();
+    let ws = t.join("ws");
+    let outside = t.join("outside");
+    let extra = t.join("extra");
+    for dir in [&ws, &outside, &extra] {
+        fs::create_dir(dir).unwrap();
+    }
+    fs::write(ws.join("old.txt"), "old\n").unwrap();
+    let sandbox = Sandbox::new(&ws).unwrap().allow_dir(&extra).unwrap();
+    // Checked before the swap, opened after it.
+    let checked = sandbox.check_write(Path::new("old.txt")).unwrap();
+    let checked_extra = sandbox.check_write(&extra.join("e.txt")).unwrap();
+
+    fs::rename(&ws, t.join("ws-moved")).unwrap();
+    symlink(&outside, &ws).unwrap();
+    fs::rename(&extra, t.join("extra-moved")).unwrap();
+    symlink(&outside, &extra).unwrap();
+
+    let write =
+        |file: Result<fs::File, SandboxError>| file.map(|mut f| f.write_all(b"pwned\n").unwrap());
+    type Attempt<'a> = Box<dyn Fn() -> Result<(), SandboxError> + 'a>;
+    let attempts: Vec<(&str, Attempt)> = vec![
+        (
+            "write_atomic",
+            Box::new(|| {
+                sandbox
+                    .write_atomic(Path::new("new.txt"), b"pwned\n")
+                    .map(drop)
+            }),
+        ),
+        (
+            "write_atomic in a new directory",
+            Box::new(|| {
+                sandbox
+                    .write_atomic(Path::new("d/new.txt"), b"pwned\n")
+                    .map(drop)
+            }),
+        ),
+        (
+            "open_write_resolved",
+            Box::new(|| write(sandbox.open_write_resolved(&checked))),
+        ),
+        (
+            "open_write_resolved in an allowed dir",
+            Box::new(|| write(sandbox.open_write_resolved(&checked_extra))),
+        ),
+    ];
+    for (what, attempt) in attempts {
+        // Refused, or written into the original directory: never outside.
+        let _ = attempt();
+        let leaked: Vec<_> = fs::read_dir(&outside)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert!(leaked.is_empty(), "{what} wrote outside: {leaked:?}");
+    }
+    // Paths checked before the swap were written in the directories the sandbox was built
+    // on. (Paths checked after it resolve outside and are refused.)
+    assert_eq!(
+        fs::read_to_string(t.join("ws-moved/old.txt")).unwrap(),
+        "pwned\n"
+    );
+    assert!(t.join("extra-moved/e.txt").exists());
+}

@@ -175,9 +175,10 @@ fn tool_calls(message: &Message) -> Vec<Call> {
         .content
         .iter()
         .filter_map(|block| match block {
-            MessageContent::ToolUse(call) => {
-                Some((call.id.clone(), (call.name.clone(), call.input.clone())))
-            }
+            MessageContent::ToolUse(call) => Some((
+                call.id.clone(),
+                (call.name.clone(), call.input.json_or_empty().into_owned()),
+            )),
             _ => None,
         })
         .collect()

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use serde_json::Value;
 
+use crate::model::ToolInput;
 use crate::permission::{PermissionGate, PermissionHandler, PostToolUse};
 use crate::registry::{Entry, ToolRegistry};
 use crate::tool::{ContentBlock, Tool, ToolContext, ToolError, ToolOutput};
@@ -124,7 +125,21 @@ pub enum RawInput<'a> {
     /// Parsed JSON.
     Json(&'a Value),
     /// Text that did not parse as a JSON object.
-    Malformed(&'a str),
+    Malformed {
+        /// The model's text, verbatim.
+        raw: &'a str,
+        /// Why it is not a JSON object.
+        error: &'a str,
+    },
+}
+
+impl<'a> From<&'a ToolInput> for RawInput<'a> {
+    fn from(input: &'a ToolInput) -> Self {
+        match input {
+            ToolInput::Parsed(value) => RawInput::Json(value),
+            ToolInput::Malformed { raw, error } => RawInput::Malformed { raw, error },
+        }
+    }
 }
 
 /// How one call ended.
@@ -160,7 +175,7 @@ pub async fn run_call(
     let mut road = Road {
         input: match input {
             RawInput::Json(value) => value.clone(),
-            RawInput::Malformed(raw) => Value::String(raw.to_owned()),
+            RawInput::Malformed { raw, .. } => Value::String(raw.to_owned()),
         },
         started: false,
         entry: None,
@@ -225,10 +240,10 @@ impl Road {
         }
         let entry = &**self.entry.insert(registry.entry(name)?);
         let tool = entry.tool.as_ref();
-        if let RawInput::Malformed(raw) = raw {
+        if let RawInput::Malformed { raw, error } = raw {
             let shown: String = raw.chars().take(500).collect();
             return Err(ToolError::invalid_input(format!(
-                "the arguments are not a JSON object: {shown}\nSend a JSON object that matches \
+                "the arguments are {error}: {shown}\nSend a JSON object that matches \
                  this schema: {}",
                 tool.input_schema()
             )));

@@ -68,7 +68,7 @@ pub(crate) async fn execute(
 
 /// Read-only tools, and calls that will not run at all (unknown tool, bad JSON).
 fn runs_concurrently(agent: &AgentInner, call: &ToolUse) -> bool {
-    if call.malformed.is_some() {
+    if call.input.is_malformed() {
         return true;
     }
     match agent.registry.get(&call.name) {
@@ -87,12 +87,12 @@ async fn run_one(
     let tool = agent.registry.get(&call.name);
     let title = tool
         .as_ref()
-        .and_then(|tool| contain(|| tool.display_title(&call.input)).ok())
+        .and_then(|tool| contain(|| tool.display_title(&call.input.json_or_empty())).ok())
         .unwrap_or_else(|| call.name.clone());
     emit(AgentEvent::ToolRequested {
         id: call.id.clone(),
         name: call.name.clone(),
-        input: call.input.clone(),
+        input: call.input.json_or_empty().into_owned(),
         title,
     });
 
@@ -122,10 +122,6 @@ async fn run_one(
     }
 
     let ctx = agent.tool_context(&call.id, emit, cancel);
-    let input = match &call.malformed {
-        Some(raw) => RawInput::Malformed(raw),
-        None => RawInput::Json(&call.input),
-    };
     let asker = EventAsker {
         call_id: &call.id,
         emit,
@@ -148,7 +144,7 @@ async fn run_one(
     } = run_call(
         &agent.registry,
         &call.name,
-        input,
+        RawInput::from(&call.input),
         &ctx,
         &agent.policy,
         Some(&ask),

@@ -691,6 +691,11 @@ impl AgentInner {
         }
 
         loop {
+            // A run cancelled before (or between) turns sends no further request: the stream
+            // of a model that answers at once would otherwise win the race in `model_turn`.
+            if cancel.is_cancelled() {
+                return Err(AgentError::Cancelled);
+            }
             if result.turns == self.config.max_turns {
                 return Err(AgentError::MaxTurns(self.config.max_turns));
             }
@@ -776,6 +781,7 @@ impl AgentInner {
         let mut stream = self.model.stream(request);
         loop {
             let next = tokio::select! {
+                biased;
                 _ = cancel.cancelled() => return Err(AgentError::Cancelled),
                 next = stream.next() => next,
             };

@@ -12,8 +12,10 @@
 //! prints. A command killed by its timeout leaves the directory as it was.
 //!
 //! **Git.** Every command runs with git configuration overrides that keep a hostile
-//! repository's `.git/config` (`core.fsmonitor`, `diff.external`, hooks, pagers...) from
-//! running programs: see `shell_env`.
+//! repository's `.git/config` (`core.fsmonitor`, `diff.external`, hooks, pagers, signature
+//! programs...) from running programs; a command the classifier would run without asking
+//! also has the filter and diff drivers the repository defines disarmed by name: see
+//! `shell_env`.
 //!
 //! **OS containment.** With a sandbox in the context, on Linux, the shell may write only
 //! inside the sandbox, the temporary directory and [`ShellPolicy::writable`], and opens no
@@ -38,6 +40,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::containment::{self, Outcome, Plan, ShellPolicy};
 use super::shell_env;
+use crate::permission::bash::{Decision, classify, simple_commands};
 use crate::process::kill_group;
 use crate::{
     ActsOn, BoxFuture, PermissionPrompt, ResultDisplay, StateRequirement, Tool, ToolAnnotations,
@@ -211,7 +214,7 @@ fn sh_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-fn bash(script: &str, dir: &Path, ctx: &ToolContext) -> ToolCommand {
+fn bash(script: &str, dir: &Path, git: &[(String, String)], ctx: &ToolContext) -> ToolCommand {
     let mut command = ctx.command("/bin/bash");
     command
         .args(["--noprofile", "--norc", "-c", script])
@@ -220,8 +223,40 @@ fn bash(script: &str, dir: &Path, ctx: &ToolContext) -> ToolCommand {
         .stdout(Stdio::piped())
         // The script's first line sends stderr to stdout.
         .stderr(Stdio::null());
-    shell_env::apply(&mut command);
+    shell_env::apply(&mut command, git);
     command
+}
+
+/// For a command the classifier would run without asking, the git configuration overrides
+/// that disarm the drivers the repository at `dir` defines (see `shell_env`); none for other
+/// commands, which the user approved as they are.
+async fn auto_allowed_git(command: &str, dir: &Path, ctx: &ToolContext) -> Vec<(String, String)> {
+    let runs_git = simple_commands(command).is_ok_and(|commands| {
+        commands
+            .iter()
+            .any(|c| c.argv.first().is_some_and(|name| name == "git"))
+    });
+    if !runs_git || classify(command).decision != Decision::Allow {
+        return Vec::new();
+    }
+    let mut list = ctx.command("git");
+    list.args([
+        "config",
+        "--null",
+        "--name-only",
+        "--get-regexp",
+        shell_env::DRIVER_KEYS,
+    ])
+    .current_dir(dir)
+    .stdin(Stdio::null());
+    shell_env::apply(&mut list, &[]);
+    // Without a git that runs, the command's own git does not run either.
+    let listing = list
+        .output()
+        .await
+        .map(|out| out.stdout)
+        .unwrap_or_default();
+    shell_env::auto_allowed_overrides(&listing)
 }
 
 /// Spawns the shell for `script`, OS-contained when the context has a sandbox; the one-line
@@ -230,6 +265,7 @@ fn bash(script: &str, dir: &Path, ctx: &ToolContext) -> ToolCommand {
 fn spawn_shell(
     script: &str,
     dir: &Path,
+    git: &[(String, String)],
     ctx: &ToolContext,
     state: &ShellState,
 ) -> Result<(ToolChild, Option<String>), ToolError> {
@@ -237,7 +273,8 @@ fn spawn_shell(
         .sandbox()
         .map(|sandbox| Plan::new(sandbox, ctx.state::<ShellPolicy>()));
     let (child, outcome): (_, Outcome) =
-        containment::spawn(&mut bash(script, dir, ctx), plan.as_ref()).map_err(start_failed)?;
+        containment::spawn(&mut bash(script, dir, git, ctx), plan.as_ref())
+            .map_err(start_failed)?;
     let note = outcome.note();
     if let Some(note) = &note
         && !state.warned.swap(true, Ordering::Relaxed)
@@ -328,7 +365,7 @@ async fn bash_command(
         )));
     }
     if run_in_background == Some(true) {
-        return start_background(command, ctx);
+        return start_background(command, ctx).await;
     }
     run_foreground(&command, Duration::from_millis(timeout_ms), ctx).await
 }
@@ -352,7 +389,8 @@ async fn run_foreground(
     );
     // Dropping `child` before it was waited for (a timeout, a cancellation, the call's future
     // dropped) kills its whole process group.
-    let (mut child, contained_note) = spawn_shell(&script, &dir, ctx, &state)?;
+    let git = auto_allowed_git(command, &dir, ctx).await;
+    let (mut child, contained_note) = spawn_shell(&script, &dir, &git, ctx, &state)?;
     let stdout = child.stdout.take();
     let capture = Mutex::new(Capture::default());
 
@@ -438,11 +476,12 @@ impl BackgroundShell {
     }
 }
 
-fn start_background(command: String, ctx: &ToolContext) -> Result<String, ToolError> {
+async fn start_background(command: String, ctx: &ToolContext) -> Result<String, ToolError> {
     let state = ctx.session::<ShellState>();
     let (dir, note) = state.start_dir(ctx);
     let script = format!("exec 2>&1\n{command}");
-    let (mut child, contained_note) = spawn_shell(&script, &dir, ctx, &state)?;
+    let git = auto_allowed_git(&command, &dir, ctx).await;
+    let (mut child, contained_note) = spawn_shell(&script, &dir, &git, ctx, &state)?;
     let id = format!("bash_{}", state.next_id.fetch_add(1, Ordering::Relaxed) + 1);
     let shell = Arc::new(BackgroundShell {
         command,

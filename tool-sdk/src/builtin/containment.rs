@@ -41,7 +41,10 @@ pub struct ShellPolicy {
 /// What the shell of one command may do.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
-    /// Directories (or files) writable, besides the device files.
+    /// The sandbox's writable roots, as the handles it opened when it was built: a root
+    /// replaced by a link to elsewhere since then does not make elsewhere writable.
+    pub(crate) roots: Vec<std::sync::Arc<cap_std::fs::Dir>>,
+    /// Other directories (or files) writable, besides the device files.
     pub(crate) writable: Vec<PathBuf>,
     pub(crate) network: bool,
 }
@@ -49,20 +52,14 @@ pub(crate) struct Plan {
 impl Plan {
     /// The plan for a context with `sandbox`.
     pub(crate) fn new(sandbox: &crate::permission::Sandbox, policy: Option<&ShellPolicy>) -> Self {
-        let mut writable = vec![sandbox.working_dir().to_owned()];
-        writable.extend(
-            sandbox
-                .allowed_dirs()
-                .filter(|(_, writable)| *writable)
-                .map(|(dir, _)| dir.to_owned()),
-        );
-        writable.push(std::env::temp_dir());
+        let mut writable = vec![std::env::temp_dir()];
         writable.push(PathBuf::from("/tmp"));
         writable.push(PathBuf::from("/dev/shm"));
         if let Some(policy) = policy {
             writable.extend(policy.writable.iter().cloned());
         }
         Plan {
+            roots: sandbox.writable_root_dirs().collect(),
             writable,
             network: policy.is_some_and(|p| p.network),
         }
@@ -146,7 +143,7 @@ mod imp {
                     // Everything below only restricts this thread, which ends after the spawn.
                     let _runtime = runtime.enter();
                     let outcome = Outcome {
-                        fs_missing: restrict_fs(&plan.writable).err(),
+                        fs_missing: restrict_fs(&plan.roots, &plan.writable).err(),
                         net_missing: if plan.network {
                             None
                         } else {
@@ -161,7 +158,10 @@ mod imp {
     }
 
     /// Read and execute anywhere; write only beneath `writable` and the device files.
-    fn restrict_fs(writable: &[PathBuf]) -> Result<(), String> {
+    fn restrict_fs(
+        roots: &[std::sync::Arc<cap_std::fs::Dir>],
+        writable: &[PathBuf],
+    ) -> Result<(), String> {
         let abi = ABI::V5;
         let ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
@@ -175,6 +175,11 @@ mod imp {
                 AccessFs::from_read(abi),
             ))
             .map_err(|e| e.to_string())?;
+        for root in roots {
+            ruleset = ruleset
+                .add_rule(PathBeneath::new(&**root, AccessFs::from_all(abi)))
+                .map_err(|e| e.to_string())?;
+        }
         let rules = writable
             .iter()
             .map(|dir| (dir.as_path(), AccessFs::from_all(abi)))

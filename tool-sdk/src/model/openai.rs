@@ -14,25 +14,19 @@
 //! ```
 
 use std::fmt;
-use std::time::Duration;
 
-use eventsource_stream::Eventsource as _;
-use futures::StreamExt as _;
 use serde_json::{Map, Value, json};
 
-use super::retry::parse_retry_after;
+use self::chunks::TurnState;
+use super::http::{Auth, HttpClient, f32_json};
 use super::{
-    Message, MessageContent, Model, ModelError, ModelEvent, ModelRequest, ModelResponse,
-    ModelStream, RetryPolicy, Role, StopReason, ToolUse, Usage,
+    Message, MessageContent, Model, ModelError, ModelRequest, ModelStream, RetryPolicy, Role,
 };
 use crate::ContentBlock;
 use crate::schema::{Provider, tool_definition};
 
 /// The default base URL: OpenAI's own API.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-
-/// The longest provider error text kept in a [`ModelError`] when the body is not JSON.
-const MAX_ERROR_BODY: usize = 1000;
 
 /// Which request field carries [`ModelRequest::max_tokens`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,11 +42,8 @@ pub enum MaxTokensField {
 #[derive(Clone)]
 pub struct OpenAiModel {
     model_id: String,
-    api_key: Option<String>,
-    base_url: String,
+    http: HttpClient,
     strict_tools: bool,
-    retry: RetryPolicy,
-    client: reqwest::Client,
     max_tokens_field: Option<MaxTokensField>,
 }
 
@@ -60,10 +51,10 @@ impl fmt::Debug for OpenAiModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiModel")
             .field("model_id", &self.model_id)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("base_url", &self.base_url)
+            .field("api_key", &self.http.api_key.as_ref().map(|_| "<redacted>"))
+            .field("base_url", &self.http.base_url)
             .field("strict_tools", &self.strict_tools)
-            .field("retry", &self.retry)
+            .field("retry", &self.http.retry)
             .field("max_tokens_field", &self.max_tokens_field())
             .finish()
     }
@@ -73,13 +64,13 @@ impl OpenAiModel {
     /// A client of `model_id` at OpenAI ([`DEFAULT_BASE_URL`]). The key is sent as
     /// `Authorization: Bearer <key>` when given; local servers usually need none.
     pub fn new(model_id: impl Into<String>, api_key: Option<String>) -> Self {
+        let mut http = HttpClient::new("openai", DEFAULT_BASE_URL, Auth::Bearer);
+        http.api_key = api_key.filter(|key| !key.is_empty());
+        http.key_hint = "pass one to OpenAiModel::new or set OPENAI_API_KEY";
         OpenAiModel {
             model_id: model_id.into(),
-            api_key: api_key.filter(|key| !key.is_empty()),
-            base_url: DEFAULT_BASE_URL.to_owned(),
+            http,
             strict_tools: false,
-            retry: RetryPolicy::default(),
-            client: reqwest::Client::new(),
             max_tokens_field: None,
         }
     }
@@ -120,7 +111,7 @@ impl OpenAiModel {
     /// The server's base URL, such as `http://localhost:11434/v1` for Ollama; requests go to
     /// `{base_url}/chat/completions`.
     pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into().trim().trim_end_matches('/').to_owned();
+        self.http.set_base_url(&base_url.into());
         self
     }
 
@@ -133,13 +124,13 @@ impl OpenAiModel {
 
     /// How failed requests are retried (429, 5xx and connection failures).
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
+        self.http.retry = retry;
         self
     }
 
     /// The HTTP client to use, for timeouts, proxies or custom certificates.
     pub fn with_client(mut self, client: reqwest::Client) -> Self {
-        self.client = client;
+        self.http.client = client;
         self
     }
 
@@ -152,7 +143,7 @@ impl OpenAiModel {
 
     /// The base URL requests go to.
     pub fn base_url(&self) -> &str {
-        &self.base_url
+        &self.http.base_url
     }
 
     // OpenAI deprecated `max_tokens` and its reasoning models reject it, so OpenAI gets
@@ -162,7 +153,7 @@ impl OpenAiModel {
     // models reject a request that carries `max_tokens` at all.
     fn max_tokens_field(&self) -> MaxTokensField {
         self.max_tokens_field
-            .unwrap_or(if is_openai_url(&self.base_url) {
+            .unwrap_or(if is_openai_url(&self.http.base_url) {
                 MaxTokensField::MaxCompletionTokens
             } else {
                 MaxTokensField::MaxTokens
@@ -184,7 +175,7 @@ impl OpenAiModel {
             MaxTokensField::MaxTokens => "max_tokens",
         };
         body.insert(field.into(), request.max_tokens.into());
-        if let Some(temperature) = request.temperature.and_then(f32_to_json) {
+        if let Some(temperature) = request.temperature.and_then(f32_json) {
             body.insert("temperature".into(), temperature);
         }
         if !request.tools.is_empty() {
@@ -211,45 +202,6 @@ impl OpenAiModel {
         }
         Value::Object(body)
     }
-
-    /// One attempt at starting the stream: the response once its status is a success.
-    async fn send(&self, body: &Value) -> Result<reqwest::Response, ModelError> {
-        let mut builder = self
-            .client
-            .post(format!("{}/chat/completions", self.base_url))
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .json(body);
-        if let Some(key) = &self.api_key {
-            builder = builder.bearer_auth(key);
-        }
-        let response = builder
-            .send()
-            .await
-            .map_err(|error| ModelError::Transport(error_chain(&error)))?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(response);
-        }
-        let headers = response.headers();
-        let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
-        let retry_after = header("retry-after-ms")
-            .and_then(|ms| ms.trim().parse::<f64>().ok())
-            .filter(|ms| ms.is_finite() && *ms >= 0.0)
-            .map(|ms| Duration::from_secs_f64(ms / 1000.0))
-            .or_else(|| parse_retry_after(header("retry-after")));
-        let text = response.text().await.unwrap_or_default();
-        let message = http_error_message(&text).unwrap_or_else(|| {
-            status
-                .canonical_reason()
-                .unwrap_or("no error message")
-                .to_owned()
-        });
-        Err(ModelError::from_status(
-            status.as_u16(),
-            message,
-            retry_after,
-        ))
-    }
 }
 
 impl Model for OpenAiModel {
@@ -258,72 +210,9 @@ impl Model for OpenAiModel {
     }
 
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> ModelStream<'a> {
-        Box::pin(async_stream::stream! {
-            let body = self.request_body(request);
-            let response = match self.retry.run(|| self.send(&body)).await {
-                Ok(response) => response,
-                Err(error) => {
-                    yield Err(error);
-                    return;
-                }
-            };
-            let mut turn = TurnState::default();
-
-            // A server that ignored `stream: true` answers with one JSON completion.
-            let is_json = response
-                .headers()
-                .get(reqwest::header::CONTENT_TYPE)
-                .and_then(|value| value.to_str().ok())
-                .is_some_and(|value| value.trim_start().starts_with("application/json"));
-            if is_json {
-                let text = match response.text().await {
-                    Ok(text) => text,
-                    Err(error) => {
-                        yield Err(ModelError::Stream(error_chain(&error)));
-                        return;
-                    }
-                };
-                match turn.apply_completion(&text) {
-                    Ok(events) => {
-                        for event in events {
-                            yield Ok(event);
-                        }
-                    }
-                    Err(error) => {
-                        yield Err(error);
-                        return;
-                    }
-                }
-                yield turn.finish().map(ModelEvent::Completed);
-                return;
-            }
-
-            let mut events = response.bytes_stream().eventsource();
-            while let Some(event) = events.next().await {
-                let event = match event {
-                    Ok(event) => event,
-                    Err(error) => {
-                        yield Err(ModelError::Stream(format!("the connection broke: {error}")));
-                        return;
-                    }
-                };
-                match turn.apply(&event.event, &event.data) {
-                    Ok(events) => {
-                        for event in events {
-                            yield Ok(event);
-                        }
-                    }
-                    Err(error) => {
-                        yield Err(error);
-                        return;
-                    }
-                }
-                if turn.done {
-                    break;
-                }
-            }
-            yield turn.finish().map(ModelEvent::Completed);
-        })
+        let body = self.request_body(request);
+        self.http
+            .stream_turn("/chat/completions", request, body, TurnState::default())
     }
 }
 
@@ -333,61 +222,6 @@ fn is_openai_url(url: &str) -> bool {
     let rest = rest.split_once("://").map_or(rest, |(_, rest)| rest);
     let host = rest.split(['/', ':', '?']).next().unwrap_or("");
     host.eq_ignore_ascii_case("api.openai.com")
-}
-
-/// An `f32` as the JSON number it reads as (`0.2`, not `0.20000000298023224`).
-fn f32_to_json(value: f32) -> Option<Value> {
-    if !value.is_finite() {
-        return None;
-    }
-    let value: f64 = value.to_string().parse().ok()?;
-    serde_json::Number::from_f64(value).map(Value::Number)
-}
-
-/// An error and its causes, as one line.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-/// The provider's message in an error body: `error.message`, `error` as a string, `message`
-/// or `detail`; else the body itself, shortened.
-fn http_error_message(body: &str) -> Option<String> {
-    if let Ok(value) = serde_json::from_str::<Value>(body)
-        && let Some(message) = json_error_message(&value)
-    {
-        return Some(message);
-    }
-    let body = body.trim();
-    (!body.is_empty()).then(|| truncate(body, MAX_ERROR_BODY))
-}
-
-fn json_error_message(value: &Value) -> Option<String> {
-    let error = value.get("error");
-    let message = match error {
-        Some(Value::String(message)) => Some(message.as_str()),
-        Some(error) => error.get("message").and_then(Value::as_str),
-        None => None,
-    }
-    .or_else(|| value.get("message").and_then(Value::as_str))
-    .or_else(|| value.get("detail").and_then(Value::as_str))?;
-    Some(message.to_owned())
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}...", &text[..cut]),
-        None => text.to_owned(),
-    }
 }
 
 /// Our conversation as Chat Completions messages.
@@ -471,7 +305,7 @@ fn push_assistant_message(out: &mut Vec<Value>, content: &[MessageContent]) {
                     // servers parse these arguments and reject the request when they are not
                     // JSON. The error result answering such a call tells the model what was
                     // wrong.
-                    "arguments": tool_use.input.to_string(),
+                    "arguments": tool_use.input.json_or_empty().to_string(),
                 },
             })),
             MessageContent::Image { .. }
@@ -517,550 +351,6 @@ fn tool_result_text(content: &[ContentBlock], is_error: bool) -> String {
     }
 }
 
-/// A tool call being streamed.
-#[derive(Debug, Default)]
-struct PartialCall {
-    index: Option<u64>,
-    id: String,
-    /// Whether `id` was made up here because the server sent none.
-    id_generated: bool,
-    name: String,
-    arguments: String,
-    announced: bool,
-}
-
-/// What has arrived of one turn so far.
-#[derive(Debug, Default)]
-struct TurnState {
-    text: String,
-    calls: Vec<PartialCall>,
-    finish_reason: Option<String>,
-    refused: bool,
-    usage: Option<Usage>,
-    done: bool,
-}
-
-impl TurnState {
-    /// Takes one SSE event: a chunk, `[DONE]`, or an error object.
-    fn apply(&mut self, event: &str, data: &str) -> Result<Vec<ModelEvent>, ModelError> {
-        let data = data.trim();
-        if data.is_empty() {
-            return Ok(Vec::new());
-        }
-        if data == "[DONE]" {
-            self.done = true;
-            return Ok(Vec::new());
-        }
-        let chunk: Value = serde_json::from_str(data).map_err(|error| {
-            ModelError::Stream(format!(
-                "unreadable chunk ({error}): {}",
-                truncate(data, 200)
-            ))
-        })?;
-        if let Some(error) = chunk.get("error").filter(|error| !error.is_null()) {
-            return Err(stream_error(error, &chunk));
-        }
-        if event == "error" {
-            return Err(stream_error(&chunk, &chunk));
-        }
-        Ok(self.apply_chunk(&chunk))
-    }
-
-    /// Takes a whole (non-streamed) completion, as a server that ignores `stream` sends it.
-    fn apply_completion(&mut self, body: &str) -> Result<Vec<ModelEvent>, ModelError> {
-        let completion: Value = serde_json::from_str(body).map_err(|error| {
-            ModelError::Stream(format!(
-                "unreadable response ({error}): {}",
-                truncate(body.trim(), 200)
-            ))
-        })?;
-        if let Some(error) = completion.get("error").filter(|error| !error.is_null()) {
-            return Err(stream_error(error, &completion));
-        }
-        // As one chunk whose delta is the whole message, tool calls numbered by position.
-        let mut chunk = completion.clone();
-        if let Some(choices) = chunk.get_mut("choices").and_then(Value::as_array_mut) {
-            for choice in choices {
-                let Some(choice) = choice.as_object_mut() else {
-                    continue;
-                };
-                let Some(mut message) = choice.remove("message") else {
-                    continue;
-                };
-                if let Some(calls) = message.get_mut("tool_calls").and_then(Value::as_array_mut) {
-                    for (position, call) in calls.iter_mut().enumerate() {
-                        if let Some(call) = call.as_object_mut() {
-                            call.entry("index").or_insert(position.into());
-                        }
-                    }
-                }
-                choice.insert("delta".into(), message);
-            }
-        }
-        let events = self.apply_chunk(&chunk);
-        self.done = true;
-        Ok(events)
-    }
-
-    fn apply_chunk(&mut self, chunk: &Value) -> Vec<ModelEvent> {
-        let mut events = Vec::new();
-        if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
-            self.usage = Some(parse_usage(usage));
-        }
-        // Only the first choice: the SDK never asks for more than one.
-        let choice = chunk
-            .get("choices")
-            .and_then(Value::as_array)
-            .and_then(|choices| {
-                choices
-                    .iter()
-                    .find(|choice| choice.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
-            });
-        let Some(choice) = choice else {
-            return events;
-        };
-        if let Some(delta) = choice.get("delta").filter(|delta| delta.is_object()) {
-            // Reasoning text, as DeepSeek, vLLM, llama.cpp and Ollama stream it: shown live,
-            // not kept, since the format cannot send it back.
-            for key in ["reasoning_content", "reasoning"] {
-                if let Some(thinking) = delta.get(key).and_then(Value::as_str)
-                    && !thinking.is_empty()
-                {
-                    events.push(ModelEvent::ThinkingDelta(thinking.to_owned()));
-                }
-            }
-            if let Some(text) = delta.get("content").and_then(Value::as_str)
-                && !text.is_empty()
-            {
-                self.text.push_str(text);
-                events.push(ModelEvent::TextDelta(text.to_owned()));
-            }
-            if let Some(refusal) = delta.get("refusal").and_then(Value::as_str)
-                && !refusal.is_empty()
-            {
-                self.refused = true;
-                self.text.push_str(refusal);
-                events.push(ModelEvent::TextDelta(refusal.to_owned()));
-            }
-            if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-                for call in calls {
-                    self.apply_tool_call(call, &mut events);
-                }
-            }
-        }
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str)
-            && !reason.is_empty()
-        {
-            self.finish_reason = Some(reason.to_owned());
-        }
-        events
-    }
-
-    /// Takes one `delta.tool_calls[]` entry: a new call or more of one already started.
-    fn apply_tool_call(&mut self, call: &Value, events: &mut Vec<ModelEvent>) {
-        if !call.is_object() {
-            return;
-        }
-        let index = call.get("index").and_then(Value::as_u64);
-        let id = call
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|id| !id.is_empty());
-        let function = call.get("function");
-        let name = function
-            .and_then(|function| function.get("name"))
-            .and_then(Value::as_str)
-            .filter(|name| !name.is_empty());
-        let arguments = match function.and_then(|function| function.get("arguments")) {
-            Some(Value::String(arguments)) => arguments.clone(),
-            None | Some(Value::Null) => String::new(),
-            // Some servers send the arguments as an object rather than JSON text.
-            Some(other) => other.to_string(),
-        };
-
-        // The call this entry continues: the one with its index (or, without an index, its
-        // id, else the last one), unless it brings a different id, which makes it a new call
-        // (some servers number every parallel call 0).
-        let existing = match index {
-            Some(index) => self.calls.iter().rposition(|c| c.index == Some(index)),
-            None => match id {
-                Some(id) => self.calls.iter().rposition(|c| c.id == id),
-                None => self.calls.len().checked_sub(1),
-            },
-        }
-        .filter(|&position| {
-            let known = &self.calls[position];
-            match id {
-                Some(id) => known.id_generated || known.id == id,
-                None => true,
-            }
-        });
-        let position = match existing {
-            Some(position) => position,
-            None => {
-                let (id, id_generated) = match id {
-                    Some(id) => (id.to_owned(), false),
-                    None => (generated_call_id(), true),
-                };
-                self.calls.push(PartialCall {
-                    index,
-                    id,
-                    id_generated,
-                    ..PartialCall::default()
-                });
-                self.calls.len() - 1
-            }
-        };
-        let partial = &mut self.calls[position];
-        if let Some(name) = name
-            && partial.name.is_empty()
-        {
-            partial.name = name.to_owned();
-        }
-        partial.arguments.push_str(&arguments);
-        if !partial.announced && !partial.name.is_empty() {
-            partial.announced = true;
-            events.push(ModelEvent::ToolUseStarted {
-                id: partial.id.clone(),
-                name: partial.name.clone(),
-            });
-        }
-    }
-
-    /// The whole turn, once the stream has ended.
-    fn finish(self) -> Result<ModelResponse, ModelError> {
-        if !self.done && self.finish_reason.is_none() {
-            return Err(ModelError::Stream(
-                "the stream ended before the model finished (no finish_reason and no [DONE])"
-                    .to_owned(),
-            ));
-        }
-        let has_calls = !self.calls.is_empty();
-        let stop_reason = match self.finish_reason.as_deref() {
-            Some("length") => StopReason::MaxTokens,
-            Some("content_filter") => StopReason::Refusal,
-            // Ollama and others say "stop" even when the turn ends in tool calls.
-            _ if has_calls => StopReason::ToolUse,
-            _ if self.refused => StopReason::Refusal,
-            None | Some("stop") => StopReason::EndTurn,
-            Some("tool_calls" | "function_call") => StopReason::ToolUse,
-            Some(other) => StopReason::Other(other.to_owned()),
-        };
-        let mut content = Vec::with_capacity(self.calls.len() + 1);
-        if !self.text.is_empty() {
-            content.push(MessageContent::Text { text: self.text });
-        }
-        for call in self.calls {
-            content.push(MessageContent::ToolUse(ToolUse::from_raw(
-                call.id,
-                call.name,
-                &call.arguments,
-            )));
-        }
-        Ok(ModelResponse {
-            content,
-            stop_reason,
-            usage: self.usage.unwrap_or_default(),
-        })
-    }
-}
-
-/// An id for a tool call the server sent without one.
-fn generated_call_id() -> String {
-    let suffix: String = std::iter::repeat_with(fastrand::alphanumeric)
-        .take(24)
-        .collect();
-    format!("call_{suffix}")
-}
-
-/// Usage as OpenAI reports it. `prompt_tokens` counts cached tokens too; here they are split
-/// out, so `input_tokens` means what it means for Anthropic: prompt tokens not read from the
-/// cache.
-fn parse_usage(usage: &Value) -> Usage {
-    let count = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
-    let prompt = count("/prompt_tokens");
-    let cached = count("/prompt_tokens_details/cached_tokens").min(prompt);
-    Usage {
-        input_tokens: prompt - cached,
-        output_tokens: count("/completion_tokens"),
-        cache_read_input_tokens: cached,
-        cache_creation_input_tokens: 0,
-    }
-}
-
-/// An error object sent in place of a chunk (`{"error": {...}}`), after the HTTP status was
-/// already 200: its `code` gives the status when it is one, its `type` says whether the
-/// server failed.
-fn stream_error(error: &Value, chunk: &Value) -> ModelError {
-    let message = match error {
-        Value::String(message) => message.clone(),
-        _ => json_error_message(chunk)
-            .or_else(|| {
-                error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            })
-            .unwrap_or_else(|| truncate(&error.to_string(), MAX_ERROR_BODY)),
-    };
-    let code = error
-        .get("code")
-        .and_then(|code| {
-            code.as_u64()
-                .or_else(|| code.as_str().and_then(|code| code.parse().ok()))
-        })
-        .and_then(|code| u16::try_from(code).ok())
-        .filter(|code| (400..600).contains(code));
-    let kind = error
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    match code {
-        Some(429) => ModelError::RateLimited {
-            message,
-            retry_after: None,
-        },
-        Some(status @ 500..) => ModelError::Server { status, message },
-        Some(status) => ModelError::Api { status, message },
-        None if kind.contains("rate_limit") => ModelError::RateLimited {
-            message,
-            retry_after: None,
-        },
-        None if kind.is_empty() || kind.contains("server") || kind.contains("internal") => {
-            ModelError::Server {
-                status: 500,
-                message,
-            }
-        }
-        None => ModelError::Api {
-            status: 400,
-            message,
-        },
-    }
-}
-
+mod chunks;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn run(lines: &[&str]) -> (Vec<ModelEvent>, Result<ModelResponse, ModelError>) {
-        let mut turn = TurnState::default();
-        let mut events = Vec::new();
-        for line in lines {
-            match turn.apply("message", line) {
-                Ok(more) => events.extend(more),
-                Err(error) => return (events, Err(error)),
-            }
-        }
-        (events, turn.finish())
-    }
-
-    #[test]
-    fn from_env_needs_a_key_only_for_openai() {
-        let missing = OpenAiModel::from_vars("gpt-4.1".into(), None, None).unwrap_err();
-        assert!(
-            matches!(&missing, ModelError::MissingApiKey(message) if message.contains("OPENAI_API_KEY")),
-            "{missing:?}"
-        );
-        let missing = OpenAiModel::from_vars(
-            "gpt-4.1".into(),
-            Some(" ".into()),
-            Some("https://api.openai.com/v1/".into()),
-        )
-        .unwrap_err();
-        assert!(matches!(missing, ModelError::MissingApiKey(_)));
-
-        let local = OpenAiModel::from_vars(
-            "qwen3".into(),
-            None,
-            Some("http://localhost:11434/v1/".into()),
-        )
-        .unwrap();
-        assert_eq!(local.base_url(), "http://localhost:11434/v1");
-        assert_eq!(local.api_key, None);
-        assert_eq!(local.max_tokens_field(), MaxTokensField::MaxTokens);
-
-        let openai =
-            OpenAiModel::from_vars("gpt-4.1".into(), Some("sk-test".into()), None).unwrap();
-        assert_eq!(openai.base_url(), DEFAULT_BASE_URL);
-        assert_eq!(openai.api_key.as_deref(), Some("sk-test"));
-        assert_eq!(
-            openai.max_tokens_field(),
-            MaxTokensField::MaxCompletionTokens
-        );
-        assert!(!format!("{openai:?}").contains("sk-test"), "key redacted");
-    }
-
-    #[test]
-    fn openai_urls_are_recognised_by_host() {
-        assert!(is_openai_url("https://api.openai.com/v1"));
-        assert!(is_openai_url("HTTPS://API.OPENAI.COM:443/v1"));
-        assert!(!is_openai_url("https://api.openai.com.example.org/v1"));
-        assert!(!is_openai_url("http://localhost:8000/v1"));
-    }
-
-    #[test]
-    fn temperature_is_sent_as_written() {
-        assert_eq!(f32_to_json(0.2), Some(json!(0.2)));
-        assert_eq!(f32_to_json(1.0), Some(json!(1.0)));
-        assert_eq!(f32_to_json(f32::NAN), None);
-    }
-
-    #[test]
-    fn messages_keep_tool_results_right_after_the_calls() {
-        let messages = vec![
-            Message::user("weather?"),
-            Message {
-                role: Role::Assistant,
-                content: vec![
-                    MessageContent::Thinking {
-                        thinking: "hmm".into(),
-                        signature: "sig".into(),
-                    },
-                    MessageContent::ToolUse(ToolUse::from_raw("a", "get", r#"{"x":1}"#)),
-                    MessageContent::ToolUse(ToolUse::from_raw("b", "get", "{oops")),
-                ],
-            },
-            Message {
-                role: Role::User,
-                content: vec![
-                    MessageContent::ToolResult {
-                        tool_use_id: "a".into(),
-                        content: vec![
-                            ContentBlock::text("sunny"),
-                            ContentBlock::Image {
-                                media_type: "image/png".into(),
-                                data: "AAAA".into(),
-                            },
-                        ],
-                        is_error: false,
-                    },
-                    MessageContent::ToolResult {
-                        tool_use_id: "b".into(),
-                        content: vec![ContentBlock::text("bad arguments")],
-                        is_error: true,
-                    },
-                    MessageContent::Text {
-                        text: "and tomorrow?".into(),
-                    },
-                ],
-            },
-        ];
-        let out = chat_messages(Some("be brief"), &messages);
-        assert_eq!(
-            Value::Array(out),
-            json!([
-                {"role": "system", "content": "be brief"},
-                {"role": "user", "content": "weather?"},
-                {"role": "assistant", "content": null, "tool_calls": [
-                    {"id": "a", "type": "function", "function": {"name": "get", "arguments": "{\"x\":1}"}},
-                    {"id": "b", "type": "function", "function": {"name": "get", "arguments": "{}"}},
-                ]},
-                {"role": "tool", "tool_call_id": "a", "content": "sunny\n[image omitted]"},
-                {"role": "tool", "tool_call_id": "b", "content": "Error: bad arguments"},
-                {"role": "user", "content": "and tomorrow?"},
-            ])
-        );
-    }
-
-    #[test]
-    fn user_images_become_data_urls() {
-        let out = chat_messages(
-            None,
-            &[Message {
-                role: Role::User,
-                content: vec![
-                    MessageContent::Text {
-                        text: "what is this?".into(),
-                    },
-                    MessageContent::Image {
-                        media_type: "image/png".into(),
-                        data: "iVBOR".into(),
-                    },
-                ],
-            }],
-        );
-        assert_eq!(
-            out,
-            vec![json!({"role": "user", "content": [
-                {"type": "text", "text": "what is this?"},
-                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}},
-            ]})]
-        );
-    }
-
-    #[test]
-    fn one_index_with_a_new_id_is_a_new_call() {
-        let (events, response) = run(&[
-            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"x","arguments":"{}"}}]}}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"b","function":{"name":"y","arguments":"{\"k\":1}"}}]},"finish_reason":"tool_calls"}]}"#,
-        ]);
-        assert_eq!(events.len(), 2, "{events:?}");
-        let response = response.unwrap();
-        let calls: Vec<_> = response
-            .content
-            .iter()
-            .filter_map(|block| match block {
-                MessageContent::ToolUse(call) => Some((call.id.as_str(), call.input.clone())),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(calls, vec![("a", json!({})), ("b", json!({"k": 1}))]);
-    }
-
-    #[test]
-    fn odd_input_never_panics() {
-        let odd = [
-            "null",
-            "[]",
-            "42",
-            r#"{"choices":null}"#,
-            r#"{"choices":[null,1,"x"]}"#,
-            r#"{"choices":[{"delta":null,"finish_reason":7}]}"#,
-            r#"{"choices":[{"delta":{"tool_calls":[null,{"index":-1},{"function":null}]}}]}"#,
-            r#"{"choices":[{"delta":{"tool_calls":[{"index":18446744073709551615,"function":{"arguments":{"a":1}}}]}}]}"#,
-            r#"{"usage":{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":99}}}"#,
-            r#"{"choices":[{"delta":{"content":"ü"},"finish_reason":"stop"}]}"#,
-        ];
-        let (_, response) = run(&odd);
-        let response = response.unwrap();
-        assert_eq!(response.usage.input_tokens, 0);
-        assert_eq!(response.usage.cache_read_input_tokens, 1);
-
-        assert!(matches!(run(&["{not json"]).1, Err(ModelError::Stream(_))));
-        assert!(matches!(
-            run(&[r#"{"error":{"message":"boom","type":"server_error"}}"#]).1,
-            Err(ModelError::Server { status: 500, ref message }) if message == "boom"
-        ));
-        assert!(matches!(
-            run(&[r#"{"error":{"message":"bad","type":"BadRequestError","code":400}}"#]).1,
-            Err(ModelError::Api { status: 400, ref message }) if message == "bad"
-        ));
-    }
-
-    #[test]
-    fn http_error_messages_are_found_in_any_common_shape() {
-        assert_eq!(
-            http_error_message(
-                r#"{"error":{"message":"Incorrect API key","code":"invalid_api_key"}}"#
-            )
-            .as_deref(),
-            Some("Incorrect API key")
-        );
-        assert_eq!(
-            http_error_message(r#"{"error":"model not found"}"#).as_deref(),
-            Some("model not found")
-        );
-        assert_eq!(
-            http_error_message(r#"{"detail":"Not Found"}"#).as_deref(),
-            Some("Not Found")
-        );
-        assert_eq!(
-            http_error_message("upstream timed out").as_deref(),
-            Some("upstream timed out")
-        );
-        assert_eq!(http_error_message("  "), None);
-        assert_eq!(truncate("éééé", 2), "éé...");
-    }
-}
+mod tests;

@@ -101,12 +101,8 @@ impl ScriptedTurn {
         name: impl Into<String>,
         input: Value,
     ) -> Self {
-        self.content.push(MessageContent::ToolUse(ToolUse {
-            id: id.into(),
-            name: name.into(),
-            input,
-            malformed: None,
-        }));
+        self.content
+            .push(MessageContent::ToolUse(ToolUse::new(id, name, input)));
         self
     }
 }

@@ -182,12 +182,7 @@ mod tests {
     use super::*;
 
     fn call(id: &str) -> ToolUse {
-        ToolUse {
-            id: id.into(),
-            name: "write".into(),
-            input: json!({}),
-            malformed: None,
-        }
+        ToolUse::new(id, "write", json!({}))
     }
 
     fn turn(ids: &[&str]) -> Message {

@@ -1,57 +1,8 @@
-//! `git`: which subcommands and flags are read-only, and the argv rewrite that keeps a
-//! repository's configuration from running programs.
+//! `git`: which subcommands and flags are read-only. What keeps a repository's configuration
+//! from running programs is the Bash tool's environment (`builtin/shell_env.rs`).
 
 use super::parse::Arg;
 use super::safe_list::forbid;
-
-/// Rewrites a `git` argv so that repository configuration cannot run programs while a
-/// read-only subcommand runs: no pager, no fsmonitor or hooks, no external diff or
-/// textconv drivers. Returns `argv` unchanged unless `argv[0]` is `git`.
-pub fn harden_git(argv: &[String]) -> Vec<String> {
-    if argv.first().map(String::as_str) != Some("git") {
-        return argv.to_vec();
-    }
-    let mut out: Vec<String> = [
-        "git",
-        "--no-pager",
-        "-c",
-        "core.fsmonitor=false",
-        "-c",
-        "core.hooksPath=/dev/null",
-        "-c",
-        "core.pager=cat",
-        "-c",
-        "diff.external=",
-        "-c",
-        "core.sshCommand=false",
-        "-c",
-        "protocol.allow=never",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let rest = &argv[1..];
-    // The subcommand is the first word that is not a global option.
-    let sub = rest.iter().position(|a| !a.starts_with('-'));
-    match sub {
-        Some(i) => {
-            out.extend(rest[..=i].iter().cloned());
-            if matches!(
-                rest[i].as_str(),
-                "diff" | "log" | "show" | "whatchanged" | "diff-tree" | "diff-files" | "diff-index"
-            ) {
-                out.push("--no-ext-diff".into());
-                out.push("--no-textconv".into());
-            }
-            if rest[i] == "blame" || rest[i] == "annotate" {
-                out.push("--no-textconv".into());
-            }
-            out.extend(rest[i + 1..].iter().cloned());
-        }
-        None => out.extend(rest.iter().cloned()),
-    }
-    out
-}
 
 pub(super) fn git_check(args: &[Arg]) -> Result<(), String> {
     let mut i = 0;
@@ -91,6 +42,12 @@ pub(super) fn git_check(args: &[Arg]) -> Result<(), String> {
             "--exec",
             "--open-files-in-pager",
             "--config-env",
+            // Merge drivers run, which the Bash tool does not disarm.
+            "--remerge-diff",
+            // Into submodules, whose filter and diff drivers the Bash tool did not read.
+            "--submodule",
+            "--ignore-submodules",
+            "--recurse-submodules",
         ],
     )?;
     let vals: Vec<&str> = rest.iter().map(|a| a.value.as_str()).collect();

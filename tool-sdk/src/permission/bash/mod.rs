@@ -31,7 +31,6 @@ mod sed;
 
 use std::fmt;
 
-pub use git::harden_git;
 use parse::analyze;
 
 /// Longest command (in bytes) that is parsed at all; longer ones are [`Decision::Ask`].
@@ -194,7 +193,21 @@ impl Verdict {
         self.ask(reason);
     }
 
-    fn finish(self) -> Classification {
+    fn finish(mut self) -> Classification {
+        // The Bash tool disarms the git drivers of the repository the command starts in
+        // only: a `cd` could lead git into another.
+        let runs = |name: &str| {
+            self.allowed
+                .iter()
+                .any(|n| n.rsplit(' ').next() == Some(name))
+        };
+        if runs("git") && runs("cd") {
+            self.ask(
+                "runs git after changing directory: the programs the other repository's \
+                 configuration runs were not checked"
+                    .into(),
+            );
+        }
         match self.decision {
             Some((decision, reason)) if decision != Decision::Allow => {
                 Classification { decision, reason }

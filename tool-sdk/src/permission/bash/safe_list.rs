@@ -93,8 +93,8 @@ pub(super) fn safe_check(base: &str, args: &[Arg]) -> Option<Result<(), String>>
         | "whoami" | "id" | "groups" | "nproc" | "uptime" | "tty" | "arch" | "printenv"
         | "which" | "whereis" | "type" | "seq" | "sleep" | "cmp" | "comm" | "diff" | "md5sum"
         | "sha1sum" | "sha224sum" | "sha256sum" | "sha384sum" | "sha512sum" | "b2sum" | "cksum"
-        | "sum" | "free" | "ps" | "locale" | "getconf" | "base64" | "base32" | "cd" | "jq"
-        | "grep" | "egrep" | "fgrep" | "look" | "numfmt" => harmless_args(args, base),
+        | "sum" | "free" | "ps" | "locale" | "getconf" | "cd" | "jq" | "grep" | "egrep"
+        | "fgrep" | "look" | "numfmt" => harmless_args(args, base),
         "test" | "[" => harmless_args(args, base).and_then(|()| {
             match args.iter().find(|a| {
                 a.value.contains(['[', '$', '`']) && !(base == "[" && a.value == "]")
@@ -104,13 +104,30 @@ pub(super) fn safe_check(base: &str, args: &[Arg]) -> Option<Result<(), String>>
                 None => Ok(()),
             }
         }),
-        "file" => static_args(args, base).and_then(|()| forbid(args, base, &['C'], &["--compile"])),
+        // BSD and macOS base64 write `-o FILE`.
+        "base64" | "base32" => {
+            static_args(args, base).and_then(|()| forbid(args, base, &['o'], &["--output"]))
+        }
+        // `-z` runs decompressors found on PATH.
+        "file" => static_args(args, base).and_then(|()| {
+            forbid(
+                args,
+                base,
+                &['C', 'z', 'Z'],
+                &["--compile", "--uncompress", "--uncompress-noreport"],
+            )
+        }),
         "sort" => static_args(args, base).and_then(|()| {
             forbid(
                 args,
                 base,
-                &['o'],
-                &["--output", "--compress-program", "--random-source"],
+                &['o', 'T'],
+                &[
+                    "--output",
+                    "--compress-program",
+                    "--random-source",
+                    "--temporary-directory",
+                ],
             )
         }),
         "uniq" | "xxd" => static_args(args, base).and_then(|()| max_operands(args, base, 1)),
@@ -132,8 +149,15 @@ pub(super) fn safe_check(base: &str, args: &[Arg]) -> Option<Result<(), String>>
             }
             Ok(())
         }),
-        "rg" => static_args(args, base)
-            .and_then(|()| forbid(args, base, &[], &["--pre", "--hostname-bin"])),
+        // `--pre` runs a program on each file, `-z` decompressors found on PATH.
+        "rg" => static_args(args, base).and_then(|()| {
+            forbid(
+                args,
+                base,
+                &['z'],
+                &["--pre", "--hostname-bin", "--search-zip"],
+            )
+        }),
         "find" => static_args(args, base).and_then(|()| {
             const BAD: &[&str] = &[
                 "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf",

@@ -24,212 +24,45 @@
 //! - anything that is not a regular file: directories, FIFOs, sockets, devices;
 //! - protected paths ([`ProtectedPattern`]), unless protection is bypassed.
 
-use std::fmt;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
 
-/// Why the sandbox refused a path. The message says what was refused and why, in words a
-/// model can act on.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SandboxError {
-    /// The path is empty, contains a NUL byte, or climbs (`..`) out of a directory that does
-    /// not exist.
-    #[error("{}: invalid path: {reason}", .path.display())]
-    InvalidPath {
-        /// The path as given.
-        path: PathBuf,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The resolved path lies outside every root.
-    #[error("{}", outside_message(.path, .resolved, .working_dir, .allowed))]
-    Outside {
-        /// The path as given.
-        path: PathBuf,
-        /// Where it resolves to.
-        resolved: PathBuf,
-        /// The sandbox's working directory.
-        working_dir: PathBuf,
-        /// The other allowed directories.
-        allowed: Vec<PathBuf>,
-    },
-    /// A write inside a directory allowed for reading only.
-    #[error(
-        "{} is in {}, which is allowed for reading only; write inside the working directory instead",
-        .path.display(), .root.display()
-    )]
-    ReadOnly {
-        /// The path as given.
-        path: PathBuf,
-        /// The read-only root it lies in.
-        root: PathBuf,
-    },
-    /// A write to a symbolic link.
-    #[error(
-        "{} is a symbolic link; the sandbox does not write through links: write its target {} instead",
-        .path.display(), .target.display()
-    )]
-    Symlink {
-        /// The path as given.
-        path: PathBuf,
-        /// Where the link resolves to.
-        target: PathBuf,
-    },
-    /// A symbolic link whose target does not exist.
-    #[error(
-        "{} is a symbolic link whose target does not exist; refusing to follow it",
-        .path.display()
-    )]
-    DanglingSymlink {
-        /// The path as given.
-        path: PathBuf,
-    },
-    /// A write to a file with several hard links.
-    #[error(
-        "{} has {links} hard links; writing it would also change the file under its other names, so it is refused",
-        .path.display()
-    )]
-    HardLinked {
-        /// The path as given.
-        path: PathBuf,
-        /// How many links the file has.
-        links: u64,
-    },
-    /// Not a regular file (directory, FIFO, socket, device).
-    #[error("{} is a {kind}, not a regular file", .path.display())]
-    NotRegularFile {
-        /// The path as given.
-        path: PathBuf,
-        /// What it is instead.
-        kind: String,
-    },
-    /// A protected path (`.git` internals, shell startup files, `.ssh`, agent configuration).
-    #[error(
-        "{} is protected ({rule}); the agent may not write it. Ask the user to make this change",
-        .path.display()
-    )]
-    Protected {
-        /// The path as given.
-        path: PathBuf,
-        /// The rule that protects it.
-        rule: String,
-    },
-    /// The file system reported an error (not found, permission denied, a path that changed
-    /// and now leads outside the root, ...).
-    #[error("{}: {message}", .path.display())]
-    Io {
-        /// The path as given.
-        path: PathBuf,
-        /// The error's kind.
-        kind: io::ErrorKind,
-        /// The error's message.
-        message: String,
-    },
-}
+mod error;
+mod open;
+mod protected;
 
-fn outside_message(
-    path: &Path,
-    resolved: &Path,
-    working_dir: &Path,
-    allowed: &[PathBuf],
-) -> String {
-    let mut s = if path == resolved {
-        format!("{} is outside", path.display())
-    } else {
-        format!(
-            "{} resolves to {}, which is outside",
-            path.display(),
-            resolved.display()
-        )
-    };
-    s.push_str(&format!(" the working directory {}", working_dir.display()));
-    if allowed.is_empty() {
-        s.push_str("; only paths inside it may be used");
-    } else {
-        let list: Vec<String> = allowed.iter().map(|p| p.display().to_string()).collect();
-        s.push_str(&format!(
-            " and the allowed directories ({}); use a path inside one of them",
-            list.join(", ")
-        ));
-    }
-    s
-}
+pub use error::SandboxError;
+pub use protected::{PROTECTED_DIRS, PROTECTED_FILES, ProtectedPattern};
 
-impl SandboxError {
-    fn io(path: &Path, err: &io::Error) -> Self {
-        SandboxError::Io {
-            path: path.to_path_buf(),
-            kind: err.kind(),
-            message: err.to_string(),
-        }
-    }
-
-    fn invalid(path: &Path, reason: &str) -> Self {
-        SandboxError::InvalidPath {
-            path: path.to_path_buf(),
-            reason: reason.to_string(),
-        }
-    }
-}
-
-/// A path the sandbox refuses to write (unless protection is bypassed).
-///
-/// Names are compared ignoring case and the code points that case-insensitive file systems
-/// ignore (zero-width joiners and the like) and trailing dots and spaces, so `.GIT` and
-/// `.g\u{200c}it` count as `.git`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ProtectedPattern {
-    /// Any path with a component of this name: the entry itself and everything under it.
-    Component(String),
-    /// Any entry whose last component has this name.
-    FileName(String),
-    /// This path and everything under it (canonicalised when added, if it exists).
-    Under(PathBuf),
-}
-
-impl fmt::Display for ProtectedPattern {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ProtectedPattern::Component(name) => write!(f, "anything in or named {name}"),
-            ProtectedPattern::FileName(name) => write!(f, "files named {name}"),
-            ProtectedPattern::Under(path) => write!(f, "{} and what is under it", path.display()),
-        }
-    }
-}
-
-/// Directories protected wherever they appear in a path.
-pub const PROTECTED_DIRS: &[&str] = &[".git", ".ssh", ".gnupg", ".claude", ".tool-sdk"];
-
-/// File names protected wherever they appear: shell startup files and the agent's config.
-pub const PROTECTED_FILES: &[&str] = &[
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".profile",
-    ".zshrc",
-    ".zshenv",
-    ".zprofile",
-    ".zlogin",
-    ".zlogout",
-    ".cshrc",
-    ".tcshrc",
-    ".kshrc",
-    ".login",
-    ".logout",
-    ".inputrc",
-    ".mcp.json",
-];
+use open::{
+    canonical_dir, check_writable_file, not_regular, open_beneath, resolve_missing, set_flags,
+};
+use protected::fold_name;
 
 #[derive(Clone, Debug)]
 struct Root {
     path: PathBuf,
+    /// The directory, opened once when the root was added: every confined open starts from
+    /// this handle, so a root renamed away and replaced (by a link to elsewhere) since then
+    /// takes no write.
+    dir: Arc<Dir>,
     writable: bool,
+}
+
+impl Root {
+    fn open(path: PathBuf, writable: bool) -> io::Result<Self> {
+        let dir = Dir::open_ambient_dir(&path, ambient_authority())?;
+        Ok(Root {
+            path,
+            dir: Arc::new(dir),
+            writable,
+        })
+    }
 }
 
 /// Confines file tools to a working directory and chosen extra directories.
@@ -288,10 +121,7 @@ impl Sandbox {
             )
             .collect();
         Ok(Sandbox {
-            roots: vec![Root {
-                path: working_dir.clone(),
-                writable: true,
-            }],
+            roots: vec![Root::open(working_dir.clone(), true)?],
             working_dir,
             protected,
             bypass: false,
@@ -314,7 +144,7 @@ impl Sandbox {
         // The last call for a directory decides; the working directory stays first.
         match self.roots.iter_mut().find(|r| r.path == path) {
             Some(root) => root.writable = writable,
-            None => self.roots.push(Root { path, writable }),
+            None => self.roots.push(Root::open(path, writable)?),
         }
         Ok(self)
     }
@@ -348,6 +178,15 @@ impl Sandbox {
         self.roots[1..]
             .iter()
             .map(|r| (r.path.as_path(), r.writable))
+    }
+
+    /// The handles of the writable roots, opened when the sandbox was built: what the Bash
+    /// tool's OS containment lets the shell write beneath, whatever their paths name now.
+    pub(crate) fn writable_root_dirs(&self) -> impl Iterator<Item = Arc<Dir>> + '_ {
+        self.roots
+            .iter()
+            .filter(|r| r.writable)
+            .map(|r| r.dir.clone())
     }
 
     /// The protected patterns in force (ignored when protection is bypassed).
@@ -404,7 +243,7 @@ impl Sandbox {
         let mut opts = OpenOptions::new();
         opts.read(true);
         set_flags(&mut opts, false);
-        let file = open_beneath(&root.path, rel, &opts, resolved)?;
+        let file = open_beneath(root, rel, &opts, resolved)?;
         let meta = file
             .metadata()
             .map_err(|e| SandboxError::io(resolved, &e))?;
@@ -433,7 +272,7 @@ impl Sandbox {
         let mut opts = OpenOptions::new();
         opts.write(true).create(true);
         set_flags(&mut opts, true);
-        let file = open_beneath(&root.path, rel, &opts, resolved)?;
+        let file = open_beneath(root, rel, &opts, resolved)?;
         let meta = file
             .metadata()
             .map_err(|e| SandboxError::io(resolved, &e))?;
@@ -454,13 +293,12 @@ impl Sandbox {
         let name = rel
             .file_name()
             .ok_or_else(|| SandboxError::invalid(path, "no file name"))?;
-        let root_dir = Dir::open_ambient_dir(&root.path, ambient_authority()).map_err(io_err)?;
         let parent_rel = rel.parent().unwrap_or(Path::new(""));
         let dir = if parent_rel.as_os_str().is_empty() {
-            root_dir
+            root.dir.try_clone().map_err(io_err)?
         } else {
-            root_dir.create_dir_all(parent_rel).map_err(io_err)?;
-            root_dir.open_dir(parent_rel).map_err(io_err)?
+            root.dir.create_dir_all(parent_rel).map_err(io_err)?;
+            root.dir.open_dir(parent_rel).map_err(io_err)?
         };
 
         // The old file's permissions, read through a handle checked like a write target.
@@ -618,183 +456,5 @@ impl Sandbox {
             }
         }
         Ok(())
-    }
-}
-
-/// Resolves a path that does not exist: canonicalises its deepest existing ancestor and appends
-/// the rest, which may hold only plain names and may not start with a (dangling) link.
-fn resolve_missing(path: &Path, full: &Path) -> Result<PathBuf, SandboxError> {
-    let comps: Vec<Component<'_>> = full.components().collect();
-    for i in (1..comps.len()).rev() {
-        let prefix: PathBuf = comps[..i].iter().collect();
-        let base = match fs::canonicalize(&prefix) {
-            Ok(base) => base,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(SandboxError::io(path, &e)),
-        };
-        let mut resolved = base;
-        for (j, c) in comps[i..].iter().enumerate() {
-            match c {
-                Component::Normal(n) => {
-                    resolved.push(n);
-                    if j == 0 && fs::symlink_metadata(&resolved).is_ok() {
-                        // It exists yet canonicalize said not found: a dangling link.
-                        return Err(SandboxError::DanglingSymlink {
-                            path: path.to_path_buf(),
-                        });
-                    }
-                }
-                Component::CurDir => {}
-                _ => {
-                    return Err(SandboxError::invalid(
-                        path,
-                        "`..` after a directory that does not exist",
-                    ));
-                }
-            }
-        }
-        return Ok(resolved);
-    }
-    Err(SandboxError::io(
-        path,
-        &io::Error::new(io::ErrorKind::NotFound, "no part of the path exists"),
-    ))
-}
-
-fn canonical_dir(dir: &Path) -> io::Result<PathBuf> {
-    let path = fs::canonicalize(dir)?;
-    if !fs::metadata(&path)?.is_dir() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} is not a directory", path.display()),
-        ));
-    }
-    Ok(path)
-}
-
-/// Opens `rel` beneath `root` through a directory handle: the kernel refuses to leave it.
-fn open_beneath(
-    root: &Path,
-    rel: &Path,
-    opts: &OpenOptions,
-    shown: &Path,
-) -> Result<fs::File, SandboxError> {
-    let dir = Dir::open_ambient_dir(root, ambient_authority())
-        .map_err(|e| SandboxError::io(shown, &e))?;
-    dir.open_with(rel, opts)
-        .map(|f| f.into_std())
-        .map_err(|e| SandboxError::Io {
-            path: shown.to_path_buf(),
-            kind: e.kind(),
-            message: format!("refused by the open confined to {}: {e}", root.display()),
-        })
-}
-
-/// Non-blocking (a FIFO must not hang the agent; it is refused once opened) and, for writes,
-/// not following a link in the last component.
-#[cfg(unix)]
-fn set_flags(opts: &mut OpenOptions, no_follow: bool) {
-    use cap_std::fs::OpenOptionsExt;
-    let mut flags = libc::O_NONBLOCK;
-    if no_follow {
-        flags |= libc::O_NOFOLLOW;
-    }
-    opts.custom_flags(flags);
-}
-
-#[cfg(not(unix))]
-fn set_flags(_opts: &mut OpenOptions, _no_follow: bool) {}
-
-#[cfg(unix)]
-fn link_count(meta: &fs::Metadata) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    meta.nlink()
-}
-
-#[cfg(not(unix))]
-fn link_count(_meta: &fs::Metadata) -> u64 {
-    1
-}
-
-fn check_writable_file(path: &Path, meta: &fs::Metadata) -> Result<(), SandboxError> {
-    if !meta.is_file() {
-        return Err(not_regular(path, meta));
-    }
-    let links = link_count(meta);
-    if links > 1 {
-        return Err(SandboxError::HardLinked {
-            path: path.to_path_buf(),
-            links,
-        });
-    }
-    Ok(())
-}
-
-fn not_regular(path: &Path, meta: &fs::Metadata) -> SandboxError {
-    let ft = meta.file_type();
-    let mut kind = if ft.is_dir() {
-        "directory"
-    } else if ft.is_symlink() {
-        "symbolic link"
-    } else {
-        "special file"
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if ft.is_fifo() {
-            kind = "FIFO (named pipe)";
-        } else if ft.is_socket() {
-            kind = "socket";
-        } else if ft.is_block_device() {
-            kind = "block device";
-        } else if ft.is_char_device() {
-            kind = "character device";
-        }
-    }
-    SandboxError::NotRegularFile {
-        path: path.to_path_buf(),
-        kind: kind.to_string(),
-    }
-}
-
-/// A name as case-insensitive file systems compare it: lower case, without the code points
-/// they ignore, without trailing dots and spaces.
-fn fold_name(name: &str) -> String {
-    let stripped: String = name
-        .chars()
-        .filter(|c| {
-            !matches!(c,
-                '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}')
-        })
-        .collect();
-    stripped.trim_end_matches(['.', ' ']).to_lowercase()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fold_name_matches_disguised_git() {
-        assert_eq!(fold_name(".GIT"), ".git");
-        assert_eq!(fold_name(".g\u{200c}it"), ".git");
-        assert_eq!(fold_name(".git. "), ".git");
-        assert_ne!(fold_name(".gitignore"), ".git");
-    }
-
-    #[test]
-    fn outside_message_names_roots() {
-        let msg = SandboxError::Outside {
-            path: "/etc/passwd".into(),
-            resolved: "/etc/passwd".into(),
-            working_dir: "/ws".into(),
-            allowed: vec!["/data".into()],
-        }
-        .to_string();
-        assert_eq!(
-            msg,
-            "/etc/passwd is outside the working directory /ws and the allowed directories (/data); use a path inside one of them"
-        );
     }
 }

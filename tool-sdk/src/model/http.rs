@@ -1,0 +1,430 @@
+//! The road both HTTP clients share: one request sent with retries, its server-sent events
+//! read into a turn, and the shapes of the errors providers answer with.
+//!
+//! A provider brings only its wire format: the request body, and a [`TurnReader`] that turns
+//! its events into [`ModelEvent`]s.
+
+use std::time::Duration;
+
+use eventsource_stream::{EventStreamError, Eventsource as _};
+use futures::{Stream, StreamExt as _};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use serde::Deserialize;
+use serde::de::{DeserializeOwned, Deserializer};
+use serde_json::Value;
+
+use super::retry::parse_retry_after;
+use super::{ModelError, ModelEvent, ModelRequest, ModelResponse, ModelStream, RetryPolicy};
+
+/// The longest provider error text kept in a [`ModelError`] when the body is not JSON.
+pub(crate) const MAX_ERROR_BODY: usize = 1000;
+
+/// How the API key goes into a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Auth {
+    /// As is, in this header (Anthropic's `x-api-key`).
+    Header(&'static str),
+    /// `Authorization: Bearer <key>`.
+    Bearer,
+}
+
+/// Where a provider's requests go and how they are sent.
+#[derive(Clone)]
+pub(crate) struct HttpClient {
+    /// Lowercase provider name, for logs.
+    pub(crate) provider: &'static str,
+    pub(crate) client: reqwest::Client,
+    /// Without a trailing slash.
+    pub(crate) base_url: String,
+    pub(crate) retry: RetryPolicy,
+    /// `None`: no key is sent. An empty key is refused before any request.
+    pub(crate) api_key: Option<String>,
+    pub(crate) auth: Auth,
+    /// Sent with every request.
+    pub(crate) headers: &'static [(&'static str, &'static str)],
+    /// How to set a key, for the error when it is empty.
+    pub(crate) key_hint: &'static str,
+}
+
+impl HttpClient {
+    /// A client of this provider with a fresh `reqwest::Client` and the default retries.
+    pub(crate) fn new(provider: &'static str, base_url: &str, auth: Auth) -> Self {
+        HttpClient {
+            provider,
+            client: reqwest::Client::new(),
+            base_url: normalize_base_url(base_url),
+            retry: RetryPolicy::default(),
+            api_key: None,
+            auth,
+            headers: &[],
+            key_hint: "",
+        }
+    }
+
+    pub(crate) fn set_base_url(&mut self, base_url: &str) {
+        self.base_url = normalize_base_url(base_url);
+    }
+
+    /// One streamed turn: `body` POSTed to `{base_url}{path}` (retried while no byte of the
+    /// answer has been read), its events read by `turn`.
+    pub(crate) fn stream_turn<'a, T: TurnReader + 'a>(
+        &'a self,
+        path: &'a str,
+        request: &'a ModelRequest,
+        body: Value,
+        turn: T,
+    ) -> ModelStream<'a> {
+        Box::pin(async_stream::try_stream! {
+            let body = serde_json::to_vec(&body).map_err(|error| {
+                ModelError::Stream(format!("could not encode the request: {error}"))
+            })?;
+            tracing::debug!(
+                provider = self.provider,
+                messages = request.messages.len(),
+                tools = request.tools.len(),
+                "model request"
+            );
+            let response = self.retry.run(|| self.send(path, &body)).await?;
+            let events = if is_json(&response) {
+                // A server that ignored `stream: true` answers with one JSON document.
+                let text = response.text().await.map_err(transport_error)?;
+                futures::stream::iter(read_json(turn, &text)).left_stream()
+            } else {
+                read_turn(turn, response.bytes_stream()).right_stream()
+            };
+            let mut events = std::pin::pin!(events);
+            while let Some(event) = events.next().await {
+                let event = event?;
+                if let ModelEvent::Completed(response) = &event {
+                    tracing::debug!(
+                        provider = self.provider,
+                        stop_reason = ?response.stop_reason,
+                        input_tokens = response.usage.input_tokens,
+                        output_tokens = response.usage.output_tokens,
+                        "model turn completed"
+                    );
+                }
+                yield event;
+            }
+        })
+    }
+
+    /// One attempt: the response once its status is a success.
+    async fn send(&self, path: &str, body: &[u8]) -> Result<reqwest::Response, ModelError> {
+        let mut request = self
+            .client
+            .post(format!("{}{path}", self.base_url))
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream");
+        for (name, value) in self.headers {
+            request = request.header(*name, *value);
+        }
+        if let Some((name, value)) = self.auth_header()? {
+            request = request.header(name, value);
+        }
+        let response = request
+            .body(body.to_vec())
+            .send()
+            .await
+            .map_err(transport_error)?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let retry_after = retry_after(response.headers());
+        let text = response.text().await.unwrap_or_default();
+        let error = http_error(status.as_u16(), retry_after, &text);
+        tracing::debug!(provider = self.provider, status = status.as_u16(), %error, "model request failed");
+        Err(error)
+    }
+
+    fn auth_header(&self) -> Result<Option<(&'static str, HeaderValue)>, ModelError> {
+        let Some(key) = &self.api_key else {
+            return Ok(None);
+        };
+        if key.trim().is_empty() {
+            return Err(ModelError::MissingApiKey(format!(
+                "the API key is empty; {}",
+                self.key_hint
+            )));
+        }
+        let (name, value) = match self.auth {
+            Auth::Header(name) => (name, key.clone()),
+            Auth::Bearer => (AUTHORIZATION.as_str(), format!("Bearer {key}")),
+        };
+        let mut value = HeaderValue::from_str(&value).map_err(|_| {
+            ModelError::MissingApiKey(
+                "the API key holds characters that cannot go in an HTTP header".into(),
+            )
+        })?;
+        value.set_sensitive(true);
+        Ok(Some((name, value)))
+    }
+}
+
+fn normalize_base_url(base_url: &str) -> String {
+    base_url.trim().trim_end_matches('/').to_owned()
+}
+
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.trim_start().starts_with("application/json"))
+}
+
+/// How long the provider asked to wait: `retry-after-ms` (OpenAI), else `retry-after` in
+/// seconds.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+    header("retry-after-ms")
+        .and_then(|ms| ms.trim().parse::<f64>().ok())
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+        .or_else(|| parse_retry_after(header("retry-after")))
+}
+
+/// A provider's reading of one turn: its events in, [`ModelEvent`]s out.
+pub(crate) trait TurnReader: Send {
+    /// Takes one server-sent event (its `event:` name, `message` when none, and its data).
+    fn on_event(&mut self, event: &str, data: &str) -> Result<Vec<ModelEvent>, ModelError>;
+
+    /// Whether the provider said the turn is over; nothing after that is read.
+    fn is_done(&self) -> bool;
+
+    /// Takes a whole JSON answer, as a server that ignores `stream: true` sends it.
+    fn on_json_body(&mut self, body: &str) -> Result<Vec<ModelEvent>, ModelError> {
+        Err(ModelError::Stream(format!(
+            "expected server-sent events, got JSON: {}",
+            truncate(body.trim(), 200)
+        )))
+    }
+
+    /// The whole turn, once the events have ended.
+    fn finish(self) -> Result<ModelResponse, ModelError>;
+}
+
+fn read_json<T: TurnReader>(mut turn: T, body: &str) -> Vec<Result<ModelEvent, ModelError>> {
+    match turn.on_json_body(body) {
+        Ok(events) => {
+            let mut out: Vec<_> = events.into_iter().map(Ok).collect();
+            out.push(turn.finish().map(ModelEvent::Completed));
+            out
+        }
+        Err(error) => vec![Err(error)],
+    }
+}
+
+/// The events of one streamed turn, read from the body's bytes however they are chunked,
+/// ending with [`ModelEvent::Completed`] or an error.
+///
+/// A body whose last event lacks its blank line still delivers that event. A connection that
+/// breaks is a [`ModelError::Transport`], like one that cannot be made; bytes that are not
+/// server-sent events are a [`ModelError::Stream`].
+pub(crate) fn read_turn<T, S, B, E>(
+    mut turn: T,
+    body: S,
+) -> impl Stream<Item = Result<ModelEvent, ModelError>> + Send
+where
+    T: TurnReader,
+    S: Stream<Item = Result<B, E>> + Send,
+    B: AsRef<[u8]> + Send,
+    E: std::error::Error + Send,
+{
+    async_stream::try_stream! {
+        let mut events = std::pin::pin!(body
+            .map(|chunk| chunk.map(Chunk::Data))
+            .chain(futures::stream::once(async { Ok(Chunk::End) }))
+            .eventsource());
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|error| match error {
+                EventStreamError::Transport(error) => ModelError::Transport(error_chain(&error)),
+                other => ModelError::Stream(format!("unreadable server-sent events: {other}")),
+            })?;
+            for model_event in turn.on_event(&event.event, &event.data)? {
+                yield model_event;
+            }
+            if turn.is_done() {
+                break;
+            }
+        }
+        yield ModelEvent::Completed(turn.finish()?);
+    }
+}
+
+/// A body chunk, or the blank line appended at the end of the body.
+enum Chunk<B> {
+    Data(B),
+    End,
+}
+
+impl<B: AsRef<[u8]>> AsRef<[u8]> for Chunk<B> {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Chunk::Data(bytes) => bytes.as_ref(),
+            Chunk::End => b"\n\n",
+        }
+    }
+}
+
+fn transport_error(error: reqwest::Error) -> ModelError {
+    ModelError::Transport(error_chain(&error))
+}
+
+/// An error's message with its causes, which reqwest keeps out of its own `Display`.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !message.contains(&cause_text) {
+            message.push_str(": ");
+            message.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
+/// At most `max_chars` characters of `text`, with `...` when cut.
+pub(crate) fn truncate(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// An `f32` as the JSON number a person would write (`0.7`, not `0.699999988079071`); `None`
+/// when it is not finite.
+pub(crate) fn f32_json(value: f32) -> Option<Value> {
+    if !value.is_finite() {
+        return None;
+    }
+    let exact = value.to_string().parse::<f64>().unwrap_or(f64::from(value));
+    serde_json::Number::from_f64(exact).map(Value::Number)
+}
+
+/// The error of a non-2xx response: 429 rate limited, 529 overloaded, other 5xx server
+/// errors, anything else an API error; the message is the provider's when the body has one.
+pub(crate) fn http_error(status: u16, retry_after: Option<Duration>, body: &str) -> ModelError {
+    let message = error_message(body).unwrap_or_else(|| {
+        let reason = reqwest::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|status| status.canonical_reason())
+            .map(|reason| format!(" {reason}"))
+            .unwrap_or_default();
+        format!("HTTP {status}{reason} with an empty body")
+    });
+    ModelError::from_status(status, message, retry_after)
+}
+
+/// The provider's message in an error body: in JSON, `error.message`, `error` as a string,
+/// `message` or `detail`; else the body itself, shortened. `None` for an empty body.
+pub(crate) fn error_message(body: &str) -> Option<String> {
+    if let Ok(parsed) = serde_json::from_str::<ErrorBody>(body)
+        && let Some(message) = parsed.message()
+    {
+        return Some(message);
+    }
+    let body = body.trim();
+    (!body.is_empty()).then(|| truncate(body, MAX_ERROR_BODY))
+}
+
+/// A JSON error body, or a streamed chunk that may be one. Every field is optional and
+/// forgiving: a server's odd error must still surface as an error.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ErrorBody {
+    /// Any non-null `error`, whatever its shape.
+    pub(crate) error: Option<WireError>,
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) message: Option<String>,
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) detail: Option<String>,
+}
+
+impl ErrorBody {
+    /// The first non-empty message of `error`, `message`, `detail`.
+    pub(crate) fn message(&self) -> Option<String> {
+        let error = match &self.error {
+            Some(WireError::Text(text)) => Some(text),
+            Some(WireError::Object(object)) => object.message.as_ref(),
+            _ => None,
+        };
+        [error, self.message.as_ref(), self.detail.as_ref()]
+            .into_iter()
+            .flatten()
+            .find(|message| !message.is_empty())
+            .cloned()
+    }
+}
+
+/// An `error` field: a message, an object, or anything else a server sends.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum WireError {
+    Text(String),
+    Object(ErrorObject),
+    Other(serde::de::IgnoredAny),
+}
+
+/// An error object: `{"type", "message", "code"}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ErrorObject {
+    #[serde(rename = "type", deserialize_with = "lenient")]
+    pub(crate) kind: Option<String>,
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) message: Option<String>,
+    #[serde(deserialize_with = "lenient")]
+    pub(crate) code: Option<ErrorCode>,
+}
+
+/// An error `code`: a number, or text that may hold one.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum ErrorCode {
+    Number(u64),
+    Text(String),
+}
+
+impl ErrorCode {
+    /// The code as an HTTP error status, when it is one.
+    pub(crate) fn status(&self) -> Option<u16> {
+        let code = match self {
+            ErrorCode::Number(code) => u16::try_from(*code).ok(),
+            ErrorCode::Text(code) => code.trim().parse().ok(),
+        };
+        code.filter(|code| (400..600).contains(code))
+    }
+}
+
+/// A field that is `None` when absent, null, or not of the expected shape: compatible servers
+/// send odd things, and one odd field must not cost the rest of the event.
+pub(crate) fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    let value = Value::deserialize(deserializer)?;
+    Ok(T::deserialize(value).ok())
+}
+
+/// A list whose entries of an unexpected shape are left out.
+pub(crate) fn lenient_list<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    Ok(match Value::deserialize(deserializer)? {
+        Value::Array(items) => items
+            .into_iter()
+            .filter_map(|item| T::deserialize(item).ok())
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests;

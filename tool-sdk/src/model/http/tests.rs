@@ -1,0 +1,69 @@
+//! Unit tests of what both HTTP clients share.
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn temperature_is_written_as_given() {
+    assert_eq!(f32_json(0.7), Some(json!(0.7)));
+    assert_eq!(f32_json(1.0), Some(json!(1.0)));
+    assert_eq!(f32_json(f32::NAN), None);
+}
+
+#[test]
+fn http_errors_map_by_status_and_keep_the_provider_message() {
+    let body = r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#;
+    assert_eq!(
+        http_error(429, Some(std::time::Duration::from_secs(3)), body),
+        ModelError::RateLimited {
+            message: "slow down".into(),
+            retry_after: Some(std::time::Duration::from_secs(3)),
+        }
+    );
+    assert!(matches!(
+        http_error(529, None, body),
+        ModelError::Overloaded { .. }
+    ));
+    assert_eq!(
+        http_error(502, None, "<html>bad gateway</html>"),
+        ModelError::Server {
+            status: 502,
+            message: "<html>bad gateway</html>".into()
+        }
+    );
+    assert!(matches!(
+        http_error(401, None, ""),
+        ModelError::Api { status: 401, message } if message.contains("401")
+    ));
+    assert_eq!(truncate(&"é".repeat(600), 500).chars().count(), 503);
+}
+
+#[test]
+fn temperature_is_sent_as_written() {
+    assert_eq!(f32_json(0.2), Some(json!(0.2)));
+    assert_eq!(f32_json(1.0), Some(json!(1.0)));
+    assert_eq!(f32_json(f32::NAN), None);
+}
+
+#[test]
+fn http_error_messages_are_found_in_any_common_shape() {
+    assert_eq!(
+        error_message(r#"{"error":{"message":"Incorrect API key","code":"invalid_api_key"}}"#)
+            .as_deref(),
+        Some("Incorrect API key")
+    );
+    assert_eq!(
+        error_message(r#"{"error":"model not found"}"#).as_deref(),
+        Some("model not found")
+    );
+    assert_eq!(
+        error_message(r#"{"detail":"Not Found"}"#).as_deref(),
+        Some("Not Found")
+    );
+    assert_eq!(
+        error_message("upstream timed out").as_deref(),
+        Some("upstream timed out")
+    );
+    assert_eq!(error_message("  "), None);
+    assert_eq!(truncate("éééé", 2), "éé...");
+}
