@@ -54,7 +54,13 @@ fn coder_command(dir: &Path, extra: &[&str]) -> Command {
         command.env_remove(key);
     }
     command.env("TERM", "xterm-256color");
+    // Saved conversations go to a data directory of the test's, not the user's.
+    command.env("XDG_DATA_HOME", data_home());
     command
+}
+
+fn data_home() -> PathBuf {
+    std::env::temp_dir().join(format!("coder-pty-data-{}", std::process::id()))
 }
 
 /// The pseudo-terminal's size, and so the screen's.
@@ -208,6 +214,50 @@ fn ctrl_c_cancels_a_long_bash_call_and_returns_to_the_prompt() {
     coder.send_line("/tools").unwrap();
     coder.expect("read-only").unwrap();
     quit_with_ctrl_d(coder);
+}
+
+#[test]
+fn continue_picks_up_the_last_conversation_in_this_directory() {
+    let dir = project();
+    let mut coder = start(dir.path());
+    decline_the_demos_edit(&mut coder);
+    quit_with_ctrl_d(coder);
+
+    let mut coder =
+        Session::spawn(coder_command(dir.path(), &["--continue"])).expect("coder starts");
+    coder.set_expect_timeout(Some(Duration::from_secs(30)));
+    coder.expect("resumed").unwrap();
+    // The recap: the first prompt, then the last answer, and no replay of the demo.
+    coder.expect("Find a TODO comment").unwrap();
+    coder.expect("the file is unchanged").unwrap();
+    coder.expect("> ").unwrap();
+    coder.send_line("/sessions").unwrap();
+    let listed = coder.expect("resume one with").unwrap();
+    let listed = String::from_utf8_lossy(listed.as_bytes()).into_owned();
+    assert!(
+        listed.contains(" *"),
+        "the current session is marked: {listed}"
+    );
+    // The conversation goes on where it was.
+    coder.send_line("run echo resumed-$((6*7))").unwrap();
+    coder.expect("resumed-42").unwrap();
+    coder.expect("1 tool call").unwrap();
+    quit_with_ctrl_d(coder);
+
+    // Nothing to continue elsewhere, and an unknown id: clear errors, failing status.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let none = coder_command(elsewhere.path(), &["--continue", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert!(!none.status.success());
+    let stderr = String::from_utf8_lossy(&none.stderr);
+    assert!(stderr.contains("no earlier session in"), "{stderr}");
+    let unknown = coder_command(dir.path(), &["--resume", "nope", "-p", "hi"])
+        .output()
+        .unwrap();
+    assert!(!unknown.status.success());
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(stderr.contains("no session `nope`"), "{stderr}");
 }
 
 #[test]

@@ -31,8 +31,11 @@ fn next_turn(root: &Path, request: &ModelRequest) -> ScriptedTurn {
         return ScriptedTurn::text("(scripted demo) Nothing to do.");
     };
     let results = tool_results(last);
-    if results.is_empty() {
-        return answer_prompt(&text_of(last));
+    // A prompt typed after a cancelled turn joins the results of that turn's calls, as
+    // providers want: the prompt is what to answer then.
+    let prompt = text_of(last);
+    if results.is_empty() || !prompt.trim().is_empty() {
+        return answer_prompt(&prompt);
     }
     // The calls these results answer are in the model's previous message.
     let calls = request

@@ -5,6 +5,7 @@
 //! ANTHROPIC_API_KEY=... cargo run --example coder -- --cwd ~/my-project
 //! OPENAI_BASE_URL=http://localhost:11434/v1 cargo run --example coder -- --model qwen3
 //! cargo run --example coder -- --print "How many Rust files are there?" --allow Bash
+//! cargo run --example coder -- --continue          # the latest conversation in this directory
 //! ```
 //!
 //! The SDK does the work: the built-in tools, schemas and validation, the permission chain,
@@ -12,6 +13,7 @@
 
 mod demo;
 mod input;
+mod sessions;
 mod ui;
 
 use std::path::PathBuf;
@@ -29,6 +31,7 @@ use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::openai::OpenAiModel;
 use tool_sdk::model::{Model, ModelError};
 use tool_sdk::permission::{CallFacts, PermissionAnswer, PermissionMode, Rule};
+use tool_sdk::session::SqliteStore;
 
 use input::{Line, LineReader, QuietTerminal};
 use ui::{Answer, RunView};
@@ -61,6 +64,13 @@ struct Args {
     /// the run succeeded. Calls that would ask are refused (use --allow).
     #[arg(long, short, value_name = "PROMPT")]
     print: Option<String>,
+    /// Continues the most recent conversation in this directory.
+    #[arg(long = "continue", short = 'c', conflicts_with = "resume")]
+    continue_latest: bool,
+    /// Resumes a conversation by its id (`/sessions` shows them), or picks one from a list
+    /// when no id is given.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    resume: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -120,7 +130,40 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     if let Some(file) = &args.mcp_config {
         config = config.with_mcp_servers_file(file);
     }
-    let agent = Agent::create(config).await.map_err(|e| e.to_string())?;
+    // Conversations are saved as they happen; without a store the coder still works.
+    let store = sessions::open_store();
+    match &store {
+        Ok(store) => config = config.with_session_store(store.clone()),
+        Err(problem) => warn(&format!("this conversation will not be saved: {problem}")),
+    }
+    let store = store.ok();
+    let input = match &args.print {
+        None => Some(LineReader::new().map_err(|e| format!("cannot read the terminal: {e}"))?),
+        Some(_) => None,
+    };
+    let resume_id = match (&args.resume, args.continue_latest) {
+        (None, false) => None,
+        (resume, _) => {
+            let store = store
+                .as_ref()
+                .ok_or("cannot resume: the session file could not be opened (see above)")?;
+            Some(match (resume.as_deref(), &input) {
+                (Some(""), Some(input)) => sessions::pick(store, input).await?,
+                (Some(""), None) => {
+                    return Err("--resume without an id asks which session to resume; with \
+                                --print, pass the id (`coder --resume ID`)"
+                        .into());
+                }
+                (Some(id), _) => id.to_owned(),
+                (None, _) => sessions::latest_in(store, &cwd).await?.id,
+            })
+        }
+    };
+    let agent = match &resume_id {
+        Some(id) => Agent::resume(config, id).await,
+        None => Agent::create(config).await,
+    }
+    .map_err(|e| e.to_string())?;
     for (flag, rules) in [("--allow", &args.allow), ("--deny", &args.deny)] {
         for rule in rules {
             if let Some(problem) = rule_problem(&agent, rule, &cwd) {
@@ -156,9 +199,13 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         cwd.display(),
         style("/help for commands, Ctrl-C cancels a turn, Ctrl-D quits").dim()
     );
-    let input = LineReader::new().map_err(|e| format!("cannot read the terminal: {e}"))?;
+    let Some(input) = input else {
+        return Err("no terminal to read from".into());
+    };
     let mut next = None;
-    if demo {
+    if resume_id.is_some() {
+        recap(&agent).await;
+    } else if demo {
         println!(
             "{}",
             style(
@@ -184,7 +231,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
             continue;
         }
         if let Some(command) = line.strip_prefix('/') {
-            if !slash_command(&agent, command).await {
+            if !slash_command(&agent, store.as_ref(), command).await {
                 break;
             }
             continue;
@@ -243,8 +290,38 @@ async fn one_turn(
     result
 }
 
-/// `/tools`, `/mcp`, `/mode`, `/help`; false for `/exit`.
-async fn slash_command(agent: &Agent, command: &str) -> bool {
+/// What a resumed conversation was about: its id, its first prompt and its last answer.
+async fn recap(agent: &Agent) {
+    let messages = agent.messages().await;
+    let first = messages.first().map(|m| m.text()).unwrap_or_default();
+    println!(
+        "{} {} · {} messages · {}",
+        style("resumed").green(),
+        style(agent.session_id()).cyan(),
+        messages.len(),
+        first.lines().next().unwrap_or_default()
+    );
+    let last_answer = messages
+        .iter()
+        .rev()
+        .find(|m| m.role == tool_sdk::model::Role::Assistant && !m.text().trim().is_empty());
+    if let Some(answer) = last_answer {
+        println!("{}", style(answer.text().trim()).dim());
+    }
+    if messages
+        .last()
+        .is_some_and(|m| m.role == tool_sdk::model::Role::User)
+    {
+        println!(
+            "{}",
+            style("The last turn was cut off before the model answered; your next message goes on from there.")
+                .yellow()
+        );
+    }
+}
+
+/// `/tools`, `/mcp`, `/mode`, `/sessions`, `/help`; false for `/exit`.
+async fn slash_command(agent: &Agent, store: Option<&SqliteStore>, command: &str) -> bool {
     let mut words = command.split_whitespace();
     match words.next().unwrap_or_default() {
         "exit" | "quit" => return false,
@@ -270,6 +347,10 @@ async fn slash_command(agent: &Agent, command: &str) -> bool {
                 println!("  {server:<12} {}", style(format!("{count} tools")).dim());
             }
         }
+        "sessions" => match store {
+            Some(store) => sessions::show(store, agent.session_id()).await,
+            None => println!("  conversations are not being saved (see the warning at start)"),
+        },
         "mode" => {
             let mode = match words.next() {
                 Some("plan") => Some(PermissionMode::Plan),
@@ -291,6 +372,7 @@ async fn slash_command(agent: &Agent, command: &str) -> bool {
             "  /tools            the tools the model can use\n  \
              /mcp              the MCP servers and how many tools each gives\n  \
              /mode plan|default|acceptEdits|bypass\n  \
+             /sessions         saved conversations (resume with --resume ID)\n  \
              /exit             quit (or Ctrl-D)"
         ),
     }

@@ -1,0 +1,133 @@
+//! Where the coder keeps its conversations: one SQLite file in the user's data directory
+//! (`$XDG_DATA_HOME/tool-sdk-coder/sessions.db` on Linux, `~/Library/Application
+//! Support/tool-sdk-coder/` on macOS), never in the project checkout. `--continue` and
+//! `--resume` read it, `/sessions` lists it.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use console::style;
+use tool_sdk::session::{SessionInfo, SessionStore, SqliteStore};
+
+use crate::input::{Line, LineReader};
+
+/// How many sessions `/sessions` and the picker show.
+const SHOWN: usize = 20;
+
+/// The coder's session file, its directory created if need be.
+pub fn open_store() -> Result<SqliteStore, String> {
+    let dir = dirs::data_dir()
+        .map(|dir| dir.join("tool-sdk-coder"))
+        .ok_or("no data directory is known for this user (set XDG_DATA_HOME or HOME)")?;
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    SqliteStore::open(dir.join("sessions.db")).map_err(|e| e.to_string())
+}
+
+/// The session `--continue` picks: the most recently updated one in `cwd`.
+pub async fn latest_in(store: &SqliteStore, cwd: &Path) -> Result<SessionInfo, String> {
+    let sessions = store.list().await.map_err(|e| e.to_string())?;
+    sessions
+        .into_iter()
+        .find(|s| s.working_dir == cwd && !s.title.is_empty())
+        .ok_or_else(|| {
+            format!(
+                "no earlier session in {}: start one without --continue",
+                cwd.display()
+            )
+        })
+}
+
+/// `--resume` without an id: the sessions newest first, one picked by its number.
+pub async fn pick(store: &SqliteStore, input: &LineReader) -> Result<String, String> {
+    let sessions = store.list().await.map_err(|e| e.to_string())?;
+    let sessions: Vec<SessionInfo> = sessions
+        .into_iter()
+        .filter(|s| !s.title.is_empty())
+        .take(SHOWN)
+        .collect();
+    if sessions.is_empty() {
+        return Err("there are no sessions to resume yet".into());
+    }
+    print_list(&sessions, None);
+    loop {
+        let answer = match input
+            .read("resume which? (number, Enter to quit) ".into())
+            .await
+        {
+            Line::Text(text) => text,
+            Line::Interrupted | Line::Eof => return Err("no session chosen".into()),
+        };
+        let answer = answer.trim();
+        if answer.is_empty() {
+            return Err("no session chosen".into());
+        }
+        match answer.parse::<usize>() {
+            Ok(n) if (1..=sessions.len()).contains(&n) => return Ok(sessions[n - 1].id.clone()),
+            _ => println!("  type a number from 1 to {}", sessions.len()),
+        }
+    }
+}
+
+/// `/sessions`: the most recent sessions, the current one marked.
+pub async fn show(store: &SqliteStore, current: &str) {
+    match store.list().await {
+        Ok(sessions) => {
+            let sessions: Vec<SessionInfo> = sessions
+                .into_iter()
+                .filter(|s| !s.title.is_empty() || s.id == current)
+                .take(SHOWN)
+                .collect();
+            print_list(&sessions, Some(current));
+            println!(
+                "  {}",
+                style("resume one with: coder --resume <id>  (or --continue for the latest here)")
+                    .dim()
+            );
+        }
+        Err(error) => println!("  cannot read the sessions: {error}"),
+    }
+}
+
+fn print_list(sessions: &[SessionInfo], current: Option<&str>) {
+    for (n, session) in sessions.iter().enumerate() {
+        let marker = if current == Some(session.id.as_str()) {
+            "*"
+        } else {
+            " "
+        };
+        let title = if session.title.is_empty() {
+            "(no prompt yet)"
+        } else {
+            &session.title
+        };
+        println!(
+            " {marker}{:>2}. {}  {}  {}  {}",
+            n + 1,
+            style(&session.id).cyan(),
+            style(ago(session.updated_at)).dim(),
+            title,
+            style(short_dir(&session.working_dir)).dim(),
+        );
+    }
+}
+
+/// "3 min ago", "2 h ago", "5 d ago".
+fn ago(at: SystemTime) -> String {
+    let secs = SystemTime::now()
+        .duration_since(at)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    match secs {
+        0..60 => "just now".into(),
+        60..3600 => format!("{} min ago", secs / 60),
+        3600..86_400 => format!("{} h ago", secs / 3600),
+        _ => format!("{} d ago", secs / 86_400),
+    }
+}
+
+/// The directory with the home directory as `~`.
+fn short_dir(dir: &Path) -> String {
+    match dirs::home_dir().and_then(|home| dir.strip_prefix(home).ok().map(PathBuf::from)) {
+        Some(rest) => format!("~/{}", rest.display()),
+        None => dir.display().to_string(),
+    }
+}
