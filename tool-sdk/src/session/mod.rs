@@ -8,7 +8,9 @@
 //! turns them back into a conversation ([`restore`]) and answers the calls a crash left open.
 //!
 //! [`SqliteStore`] is the store in the default build: one file, SQLite compiled in.
-//! A [`SessionLease`] makes sure only one process runs a session at a time.
+//! `PostgresStore` (feature `postgres`) keeps sessions in a PostgreSQL database that many
+//! processes and machines share; a [`SessionLease`] makes sure only one of them runs a session
+//! at a time.
 //!
 //! ```
 //! use tool_sdk::session::{NewSession, Record, SessionStore, SqliteStore};
@@ -34,13 +36,18 @@ use crate::BoxFuture;
 use crate::model::{Message, MessageContent, Usage};
 
 mod lease;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod recover;
+mod redact;
 mod sqlite;
 
 pub use recover::{NEVER_STARTED_MESSAGE, Restored, STOPPED_MESSAGE, records_for, restore};
 pub use sqlite::SqliteStore;
 
 pub use lease::SessionLease;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 
 /// Where a session stores what happens in it. Object safe: agents hold an
 /// `Arc<dyn SessionStore>`, so one store can serve many agents.
@@ -398,7 +405,10 @@ pub enum SessionError {
         holder: String,
     },
     /// A `[session] store = "..."` that names no store this build has.
-    #[error("unknown session store `{0}`: use `sqlite:PATH` (PostgreSQL is not supported yet)")]
+    #[error(
+        "unknown session store `{0}`: use `sqlite:PATH`, or `postgres://...` in a build with \
+         tool-sdk's `postgres` feature"
+    )]
     UnknownStore(String),
     /// Reading or writing failed.
     #[error("the session store failed: {0}")]
@@ -413,10 +423,14 @@ pub(crate) fn title_of(message: &Message) -> String {
 }
 
 /// Opens the store a config file names: `sqlite:PATH` (a relative path is taken from the
-/// current directory).
+/// current directory), or with the `postgres` feature a `postgres://` or `postgresql://` URL.
+/// A PostgreSQL store connects on first use (this function is not async), so a server that
+/// cannot be reached is reported by the first call on the store.
 pub fn open_store(spec: &str) -> Result<Arc<dyn SessionStore>, SessionError> {
     match spec.split_once(':') {
         Some(("sqlite", path)) if !path.is_empty() => Ok(Arc::new(SqliteStore::open(path)?)),
-        _ => Err(SessionError::UnknownStore(spec.to_owned())),
+        #[cfg(feature = "postgres")]
+        Some(("postgres" | "postgresql", _)) => Ok(Arc::new(PostgresStore::lazy(spec)?)),
+        _ => Err(SessionError::UnknownStore(redact::redact_password(spec))),
     }
 }
