@@ -251,6 +251,12 @@ async fn sessions_records_and_list_newest_first() {
     assert_eq!(texts(&opened.load(&first.id).await.unwrap()).len(), 3);
     let key_value = PostgresStore::connect(&server.key_value()).await.unwrap();
     assert_eq!(key_value.list().await.unwrap().len(), 3);
+    let query_host = format!(
+        "postgres://postgres@/postgres?host={}&port=5432",
+        server.dir.path().display()
+    );
+    let query_host = PostgresStore::connect(&query_host).await.unwrap();
+    assert_eq!(query_host.get(&fork.id).await.unwrap(), fork);
 }
 
 #[tokio::test]

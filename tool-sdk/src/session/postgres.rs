@@ -85,9 +85,12 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// `options=-csearch_path=...`, of its own. A database written by a newer tool-sdk is refused
 /// and left alone.
 ///
-/// A lost connection (the server restarted) fails the call that found it lost; the next call
-/// connects again. Calls on one store run one after another; open several stores for parallel
-/// work. The store must be used from a Tokio runtime, which runs its connection.
+/// A connection found lost before anything was committed (the server restarted while the
+/// store sat idle) is replaced and the call made again; one lost while a transaction commits
+/// fails the call, since whether it took effect is unknown. A server that is down fails each
+/// call with [`SessionError::Open`]. Calls on one store run one after another; open several
+/// stores for parallel work. The store must be used from a Tokio runtime, which runs its
+/// connection.
 ///
 /// ```no_run
 /// use tool_sdk::session::{NewSession, PostgresStore, SessionStore};
