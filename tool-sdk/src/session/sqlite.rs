@@ -56,9 +56,6 @@ const MIGRATIONS: &[&str] = &[
 /// Sessions in one SQLite file. Cheap to clone (clones share the connection); several
 /// processes may open the same file, SQLite locks it (a writer waits up to 5 s for another).
 ///
-/// Leases ([`SessionStore::acquire`]) expire by the clock of the host that took them, which
-/// is the same clock for every process on one machine.
-///
 /// ```
 /// use tool_sdk::session::{SessionStore, SqliteStore};
 ///
@@ -297,6 +294,8 @@ impl SessionStore for SqliteStore {
         })
     }
 
+    // Leases expire by the clock of the host that took or renewed them: the same clock for
+    // every process on one machine, which is where one SQLite file is shared.
     fn acquire<'a>(
         &'a self,
         id: &'a str,
