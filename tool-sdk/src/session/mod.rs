@@ -8,6 +8,9 @@
 //! turns them back into a conversation ([`restore`]) and answers the calls a crash left open.
 //!
 //! [`SqliteStore`] is the store in the default build: one file, SQLite compiled in.
+//! `PostgresStore` (feature `postgres`) keeps sessions in a PostgreSQL database that many
+//! processes and machines share; a [`SessionLease`] makes sure only one of them runs a session
+//! at a time.
 //!
 //! ```
 //! use tool_sdk::session::{NewSession, Record, SessionStore, SqliteStore};
@@ -25,19 +28,27 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
 use crate::BoxFuture;
 use crate::model::{Message, MessageContent, Usage};
 
+mod lease;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod recover;
+mod redact;
 mod sqlite;
 
 pub(crate) use recover::push_user_message;
 pub use recover::{NEVER_STARTED_MESSAGE, Restored, STOPPED_MESSAGE, records_for, restore};
 pub use sqlite::SqliteStore;
+
+pub use lease::SessionLease;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 
 /// Where a session stores what happens in it. Object safe: agents hold an
 /// `Arc<dyn SessionStore>`, so one store can serve many agents.
@@ -65,6 +76,46 @@ pub trait SessionStore: Send + Sync {
 
     /// Every session, the most recently updated first.
     fn list(&self) -> BoxFuture<'_, Result<Vec<SessionInfo>, SessionError>>;
+
+    /// Takes the lease of session `id` for `holder` (words that tell a person which process
+    /// holds it, e.g. `pid 4242 on build-7`) for `ttl`: only one lease on a session is live at
+    /// a time, see [`SessionLease`]. Fails with [`SessionError::Busy`] while another lease is
+    /// live, even one of the same holder; an expired lease is taken over.
+    ///
+    /// The default refuses: a store without leases cannot keep two processes apart.
+    fn acquire<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<SessionLease, SessionError>> {
+        let _ = (holder, ttl);
+        Box::pin(async move { Err(no_leases(id)) })
+    }
+
+    /// Extends `lease` by its ttl from now. Fails with [`SessionError::Busy`] or
+    /// [`SessionError::LeaseLost`] when it expired and another process took the session since:
+    /// its holder must then stop running the session. A lease that expired but was not taken
+    /// is renewed (nobody else ran the session meanwhile).
+    fn renew<'a>(
+        &'a self,
+        lease: &'a SessionLease,
+    ) -> BoxFuture<'a, Result<SessionLease, SessionError>> {
+        Box::pin(async move { Err(no_leases(lease.session())) })
+    }
+
+    /// Gives `lease` up, so that another process may take the session at once. Releasing a
+    /// lease that was lost or already released does nothing.
+    fn release<'a>(&'a self, lease: &'a SessionLease) -> BoxFuture<'a, Result<(), SessionError>> {
+        Box::pin(async move { Err(no_leases(lease.session())) })
+    }
+}
+
+fn no_leases(id: &str) -> SessionError {
+    SessionError::Storage(format!(
+        "this session store has no leases, so it cannot make sure that session `{id}` is run \
+         by one process at a time"
+    ))
 }
 
 impl<T: SessionStore + ?Sized> SessionStore for Arc<T> {
@@ -90,6 +141,26 @@ impl<T: SessionStore + ?Sized> SessionStore for Arc<T> {
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<SessionInfo>, SessionError>> {
         (**self).list()
+    }
+
+    fn acquire<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<SessionLease, SessionError>> {
+        (**self).acquire(id, holder, ttl)
+    }
+
+    fn renew<'a>(
+        &'a self,
+        lease: &'a SessionLease,
+    ) -> BoxFuture<'a, Result<SessionLease, SessionError>> {
+        (**self).renew(lease)
+    }
+
+    fn release<'a>(&'a self, lease: &'a SessionLease) -> BoxFuture<'a, Result<(), SessionError>> {
+        (**self).release(lease)
     }
 }
 
@@ -308,8 +379,37 @@ pub enum SessionError {
         /// How many messages the session has.
         len: usize,
     },
+    /// Another process holds the session's lease ([`SessionStore::acquire`]).
+    #[error(
+        "session `{id}` is busy: process {holder} holds it (its lease expires in {} s if that \
+         process died)",
+        lease::whole_seconds(expires_in)
+    )]
+    Busy {
+        /// The session.
+        id: String,
+        /// Who holds it, as they said when they took it.
+        holder: String,
+        /// How long until the lease expires unless its holder renews it.
+        expires_in: Duration,
+    },
+    /// A lease could not be renewed: it expired and another process took the session, or it
+    /// was released. Its holder must stop running the session.
+    #[error(
+        "the lease on session `{id}` that {holder} held is lost: it expired and another \
+         process may have taken the session over; stop running it"
+    )]
+    LeaseLost {
+        /// The session.
+        id: String,
+        /// Who held the lease.
+        holder: String,
+    },
     /// A `[session] store = "..."` that names no store this build has.
-    #[error("unknown session store `{0}`: use `sqlite:PATH` (PostgreSQL is not supported yet)")]
+    #[error(
+        "unknown session store `{0}`: use `sqlite:PATH`, or `postgres://...` in a build with \
+         tool-sdk's `postgres` feature"
+    )]
     UnknownStore(String),
     /// Reading or writing failed.
     #[error("the session store failed: {0}")]
@@ -324,10 +424,14 @@ pub(crate) fn title_of(message: &Message) -> String {
 }
 
 /// Opens the store a config file names: `sqlite:PATH` (a relative path is taken from the
-/// current directory).
+/// current directory), or with the `postgres` feature a `postgres://` or `postgresql://` URL.
+/// A PostgreSQL store connects on first use (this function is not async), so a server that
+/// cannot be reached is reported by the first call on the store.
 pub fn open_store(spec: &str) -> Result<Arc<dyn SessionStore>, SessionError> {
     match spec.split_once(':') {
         Some(("sqlite", path)) if !path.is_empty() => Ok(Arc::new(SqliteStore::open(path)?)),
-        _ => Err(SessionError::UnknownStore(spec.to_owned())),
+        #[cfg(feature = "postgres")]
+        Some(("postgres" | "postgresql", _)) => Ok(Arc::new(PostgresStore::lazy(spec)?)),
+        _ => Err(SessionError::UnknownStore(redact::redact_password(spec))),
     }
 }

@@ -2,11 +2,14 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 
-use super::{ForkPoint, NewSession, Record, SessionError, SessionInfo, SessionStore, title_of};
+use super::lease::new_token;
+use super::{
+    ForkPoint, NewSession, Record, SessionError, SessionInfo, SessionLease, SessionStore, title_of,
+};
 use crate::BoxFuture;
 
 /// The schema, one migration per version: `migrations[i]` takes a file from version `i` to
@@ -32,6 +35,14 @@ const MIGRATIONS: &[&str] = &[
         body TEXT NOT NULL,
         created_at INTEGER NOT NULL,
         PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;",
+    // 2: leases (`SessionStore::acquire`), at most one per session. `expires_at` is in
+    // milliseconds since the epoch by the clock of the process that wrote it.
+    "CREATE TABLE leases (
+        session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id),
+        holder TEXT NOT NULL,
+        token TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
     ) WITHOUT ROWID;",
 ];
 
@@ -287,6 +298,129 @@ impl SessionStore for SqliteStore {
             rows.map(|row| row.map_err(fail)).collect()
         })
     }
+
+    // Leases expire by the clock of the host that took or renewed them: the same clock for
+    // every process on one machine, which is where one SQLite file is shared.
+    fn acquire<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<SessionLease, SessionError>> {
+        let (id, holder) = (id.to_owned(), holder.to_owned());
+        self.with_connection(move |connection, path| {
+            let fail = |error| storage_error(path, error);
+            // Counted from before the store's clock is read, so the lease never outlives
+            // what the caller believes.
+            let since = Instant::now();
+            // IMMEDIATE: the write lock is taken before the lease is read, so two processes
+            // cannot both see the session free and both take it.
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(fail)?;
+            let known = transaction
+                .query_row("SELECT 1 FROM sessions WHERE id = ?1", params![id], |_| {
+                    Ok(())
+                })
+                .optional()
+                .map_err(fail)?;
+            if known.is_none() {
+                return Err(SessionError::UnknownSession { id });
+            }
+            let now = millis(SystemTime::now());
+            if let Some(busy) = live_lease(&transaction, &id, now).map_err(fail)? {
+                return Err(busy);
+            }
+            let token = new_token();
+            transaction
+                .execute(
+                    "INSERT INTO leases (session_id, holder, token, expires_at)
+                     VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (session_id) DO UPDATE SET
+                        holder = excluded.holder,
+                        token = excluded.token,
+                        expires_at = excluded.expires_at",
+                    params![id, holder, token, now.saturating_add(ttl_millis(ttl))],
+                )
+                .map_err(fail)?;
+            transaction.commit().map_err(fail)?;
+            Ok(SessionLease::new(id, holder, token, ttl, since))
+        })
+    }
+
+    fn renew<'a>(
+        &'a self,
+        lease: &'a SessionLease,
+    ) -> BoxFuture<'a, Result<SessionLease, SessionError>> {
+        let lease = lease.clone();
+        self.with_connection(move |connection, path| {
+            let fail = |error| storage_error(path, error);
+            let since = Instant::now();
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(fail)?;
+            let now = millis(SystemTime::now());
+            // The token, not the holder, says whether the lease is still ours: it changes
+            // whenever anyone takes the session, even the same holder.
+            let renewed = transaction
+                .execute(
+                    "UPDATE leases SET expires_at = ?3 WHERE session_id = ?1 AND token = ?2",
+                    params![
+                        lease.session(),
+                        lease.token(),
+                        now.saturating_add(ttl_millis(lease.ttl()))
+                    ],
+                )
+                .map_err(fail)?;
+            if renewed == 0 {
+                return Err(live_lease(&transaction, lease.session(), now)
+                    .map_err(fail)?
+                    .unwrap_or_else(|| SessionError::LeaseLost {
+                        id: lease.session().to_owned(),
+                        holder: lease.holder().to_owned(),
+                    }));
+            }
+            transaction.commit().map_err(fail)?;
+            Ok(lease.renewed(since))
+        })
+    }
+
+    fn release<'a>(&'a self, lease: &'a SessionLease) -> BoxFuture<'a, Result<(), SessionError>> {
+        let lease = lease.clone();
+        self.with_connection(move |connection, path| {
+            connection
+                .execute(
+                    "DELETE FROM leases WHERE session_id = ?1 AND token = ?2",
+                    params![lease.session(), lease.token()],
+                )
+                .map_err(|error| storage_error(path, error))?;
+            Ok(())
+        })
+    }
+}
+
+/// The live lease on session `id` at `now`, as the error that refuses another taker.
+fn live_lease(
+    connection: &Connection,
+    id: &str,
+    now: i64,
+) -> rusqlite::Result<Option<SessionError>> {
+    let lease = connection
+        .query_row(
+            "SELECT holder, expires_at FROM leases WHERE session_id = ?1 AND expires_at > ?2",
+            params![id, now],
+            |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)),
+        )
+        .optional()?;
+    Ok(lease.map(|(holder, expires_at)| SessionError::Busy {
+        id: id.to_owned(),
+        holder,
+        expires_in: Duration::from_millis(u64::try_from(expires_at - now).unwrap_or(0)),
+    }))
+}
+
+fn ttl_millis(ttl: Duration) -> i64 {
+    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)
 }
 
 const SELECT_SESSION: &str = "SELECT id, title, working_dir, created_at, updated_at, parent_id, \
@@ -425,6 +559,46 @@ mod tests {
                 Err(SessionError::UnknownSession { .. })
             ));
             assert!(store.list().await.unwrap().is_empty());
+        });
+    }
+
+    #[test]
+    fn a_file_of_schema_1_gains_leases_and_keeps_its_sessions() {
+        runtime().block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("s.db");
+            // A file as the first release wrote it: migration 1 only.
+            let connection = Connection::open(&path).unwrap();
+            connection.execute_batch(MIGRATIONS[0]).unwrap();
+            connection.pragma_update(None, "user_version", 1).unwrap();
+            connection
+                .execute(
+                    "INSERT INTO sessions VALUES ('old', 'Old', '/w', 1, 1, 1, NULL, NULL)",
+                    [],
+                )
+                .unwrap();
+            drop(connection);
+
+            let store = SqliteStore::open(&path).unwrap();
+            assert_eq!(store.get("old").await.unwrap().title, "Old");
+            let lease = store
+                .acquire("old", "me", Duration::from_secs(5))
+                .await
+                .unwrap();
+            assert!(matches!(
+                store.acquire("old", "you", Duration::from_secs(5)).await,
+                Err(SessionError::Busy { holder, .. }) if holder == "me"
+            ));
+            store.release(&lease).await.unwrap();
+            let version: i64 = store
+                .with_connection(|connection, _| {
+                    Ok(connection
+                        .query_row("PRAGMA user_version", [], |row| row.get(0))
+                        .unwrap())
+                })
+                .await
+                .unwrap();
+            assert_eq!(version, 2);
         });
     }
 
