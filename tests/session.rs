@@ -162,6 +162,8 @@ async fn only_session(store: &SqliteStore) -> SessionInfo {
 
 const CHILD_STAGE: &str = "TOOL_SDK_SESSION_TEST_STAGE";
 const CHILD_DIR: &str = "TOOL_SDK_SESSION_TEST_DIR";
+/// The lease the child takes at stage `lease`.
+const CHILD_LEASE: Duration = Duration::from_secs(3);
 
 /// The child's side of the SIGKILL tests: runs an agent until the parent kills it. Without
 /// the environment variables (a normal test run) it does nothing.
@@ -173,11 +175,13 @@ fn child_entry() {
     let dir = PathBuf::from(dir);
     runtime().block_on(async {
         let model: Arc<dyn Model> = match stage.as_str() {
-            "mid_tool" => Arc::new(ScriptedModel::new([ScriptedTurn::tool_call_with_id(
-                "call_1",
-                "mutate",
-                json!({"dir": dir, "block": true}),
-            )])),
+            "mid_tool" | "lease" => {
+                Arc::new(ScriptedModel::new([ScriptedTurn::tool_call_with_id(
+                    "call_1",
+                    "mutate",
+                    json!({"dir": dir, "block": true}),
+                )]))
+            }
             "between" => {
                 let marker = dir.join("second_request");
                 Arc::new(
@@ -213,6 +217,9 @@ fn child_entry() {
             other => panic!("unknown stage {other}"),
         };
         let mut config = config(&dir, store(&dir)).with_model_arc(model);
+        if stage == "lease" {
+            config = config.with_session_lease(CHILD_LEASE);
+        }
         if stage == "approval" {
             // The user never answers: the question is open when the process dies.
             let marker = dir.join("asked");
@@ -733,18 +740,29 @@ async fn a_config_file_names_the_store() {
     let file = dir.path().join("agent.toml");
     std::fs::write(
         &file,
-        format!("[session]\nstore = \"sqlite:{}\"\n", path.display()),
+        format!(
+            "[session]\nstore = \"sqlite:{}\"\nlease_secs = 30\n",
+            path.display()
+        ),
     )
     .unwrap();
-    let config = AgentConfig::from_file(&file)
-        .unwrap()
-        .with_model(ScriptedModel::new([ScriptedTurn::text("Hi.")]))
-        .with_registry(registry())
-        .with_working_dir(dir.path());
-    let agent = Agent::create(config).await.unwrap();
+    let config = || {
+        AgentConfig::from_file(&file)
+            .unwrap()
+            .with_model(ScriptedModel::new([ScriptedTurn::text("Hi.")]))
+            .with_registry(registry())
+            .with_working_dir(dir.path())
+    };
+    let agent = Agent::create(config()).await.unwrap();
     agent.prompt("Hello").await.unwrap();
     let store = SqliteStore::open(&path).unwrap();
     assert_eq!(only_session(&store).await.id, agent.session_id());
+    // `lease_secs` took the session's lease.
+    let busy = Agent::resume(config(), agent.session_id()).await.err();
+    assert!(
+        matches!(busy, Some(AgentError::Session(SessionError::Busy { .. }))),
+        "{busy:?}"
+    );
 
     let mut unknown = AgentConfig::new()
         .with_model(ScriptedModel::new([]))
@@ -950,4 +968,117 @@ async fn a_record_that_cannot_be_stored_ends_the_run_and_the_call_does_not_run()
     let messages = agent.messages().await;
     assert_well_formed(&messages);
     assert_eq!(messages.last().map(|m| m.role), Some(Role::User));
+}
+
+// ---- one process at a time ----
+
+/// Resumes `id` with a lease, retrying while it is busy, for up to `patience`.
+async fn resume_when_free(
+    config: impl Fn() -> AgentConfig,
+    id: &str,
+    patience: Duration,
+) -> Result<Agent, AgentError> {
+    let deadline = Instant::now() + patience;
+    loop {
+        match Agent::resume(config(), id).await {
+            Err(AgentError::Session(SessionError::Busy { .. })) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_run_by_one_agent_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let store = Arc::new(store(dir));
+    let leased = || {
+        config(dir, store.clone())
+            .with_model(ScriptedModel::new([ScriptedTurn::text("Done.")]))
+            .with_session_lease(Duration::from_millis(900))
+    };
+    let first = Agent::create(leased()).await.unwrap();
+    let id = first.session_id().to_owned();
+    // Renewed while it lives: still busy well past one ttl.
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let busy = Agent::resume(leased(), &id).await.expect_err("busy");
+    let message = busy.to_string();
+    assert!(
+        matches!(busy, AgentError::Session(SessionError::Busy { .. })),
+        "{busy:?}"
+    );
+    assert!(
+        message.contains(&format!("session `{id}` is busy")),
+        "{message}"
+    );
+    assert!(message.contains("pid "), "names the holder: {message}");
+    // Nothing was stored by the refused agent.
+    assert!(store.load(&id).await.unwrap().is_empty());
+
+    // Dropping the agent releases the session; it is taken at once, not after the ttl.
+    drop(first);
+    let started = Instant::now();
+    let second = resume_when_free(leased, &id, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(800),
+        "released, not expired"
+    );
+    assert_eq!(second.prompt("Go on").await.unwrap().text, "Done.");
+
+    // A store without leases cannot promise this: an error, not a silent pass.
+    let error = Agent::create(
+        config(
+            dir,
+            FailingStore {
+                inner: self::store(dir),
+                left: usize::MAX.into(),
+            },
+        )
+        .with_model(ScriptedModel::new([]))
+        .with_session_lease(Duration::from_secs(1)),
+    )
+    .await
+    .expect_err("refused");
+    assert!(error.to_string().contains("has no leases"), "{error}");
+}
+
+#[test]
+fn a_killed_processs_lease_expires_and_the_session_can_then_be_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    run_child_until(dir, "lease", "in_tool");
+    let killed_at = Instant::now();
+    runtime().block_on(async {
+        let store = Arc::new(store(dir));
+        let id = only_session(&store).await.id;
+        let leased = || {
+            config(dir, store.clone())
+                .with_model(ScriptedModel::new([ScriptedTurn::text("Checked.")]))
+                .with_session_lease(CHILD_LEASE)
+        };
+        let busy = Agent::resume(leased(), &id)
+            .await
+            .expect_err("still leased");
+        assert!(
+            matches!(busy, AgentError::Session(SessionError::Busy { .. })),
+            "{busy:?}"
+        );
+        let agent = resume_when_free(leased, &id, Duration::from_secs(15))
+            .await
+            .unwrap();
+        assert!(
+            killed_at.elapsed() >= CHILD_LEASE / 2,
+            "taken only once the dead process's lease ran out"
+        );
+        let messages = agent.messages().await;
+        assert_eq!(
+            messages.last().unwrap().content,
+            vec![result("call_1", STOPPED_MESSAGE, true)]
+        );
+        assert_eq!(side_effects(dir), 1);
+    });
 }

@@ -120,11 +120,20 @@ pub struct SessionSettings {
     /// keeps the conversation in memory only. A store set with
     /// [`AgentConfig::with_session_store`] takes precedence.
     pub store: Option<String>,
+    /// Runs a session in one process at a time: the agent takes the session's lease for this
+    /// long and renews it while it lives (`lease_secs` in a file). `None` takes no lease. See
+    /// [`AgentConfig::with_session_lease`].
+    #[serde(
+        rename = "lease_secs",
+        with = "optional_seconds",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub lease: Option<Duration>,
 }
 
 impl SessionSettings {
     fn is_empty(&self) -> bool {
-        self.store.is_none()
+        self.store.is_none() && self.lease.is_none()
     }
 }
 
@@ -446,6 +455,19 @@ impl AgentConfig {
         self
     }
 
+    /// Runs the session in one process at a time: creating, resuming or forking the agent
+    /// takes the session's lease (see [`SessionLease`](crate::session::SessionLease)) for
+    /// `ttl`, renewed every third of it while the agent lives and released when it is dropped.
+    /// Another agent, in this process or another (on another machine, with a shared
+    /// PostgreSQL store), is refused with [`SessionError::Busy`](crate::session::SessionError::Busy)
+    /// until then; if this process dies, the session can be taken `ttl` after the last
+    /// renewal. A lease that is lost (the process stalled past `ttl` and another took over)
+    /// stops the run before it stores anything more. A store without leases is an error.
+    pub fn with_session_lease(mut self, ttl: Duration) -> Self {
+        self.session.lease = Some(ttl);
+        self
+    }
+
     /// The store set in code, else the one the config file names, else none.
     pub(crate) fn resolve_session_store(
         &self,
@@ -508,6 +530,31 @@ impl AgentConfig {
             }
         };
         Ok(model)
+    }
+}
+
+/// [`seconds`], for a setting that may be absent.
+mod optional_seconds {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        value: &Option<Duration>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(value) => super::seconds::serialize(value, serializer),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        #[derive(Deserialize)]
+        struct Seconds(#[serde(with = "super::seconds")] Duration);
+        Ok(Option::<Seconds>::deserialize(deserializer)?.map(|Seconds(value)| value))
     }
 }
 

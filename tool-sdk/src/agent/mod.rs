@@ -60,6 +60,7 @@ use crate::{
 mod config;
 mod events;
 mod executor;
+mod hold;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod subagent;
@@ -165,6 +166,8 @@ pub(crate) struct AgentInner {
     /// Where the run's records go; `None` keeps the conversation in memory only (and for
     /// sub-agents, whose work reaches the parent's session as the Task call's result).
     pub(crate) store: Option<Arc<dyn SessionStore>>,
+    /// The session's lease, when the config asks for one.
+    pub(crate) hold: Option<hold::SessionHold>,
     pub(crate) agent_id: AgentId,
     pub(crate) working_dir: PathBuf,
     pub(crate) messages: tokio::sync::Mutex<Vec<Message>>,
@@ -182,6 +185,9 @@ impl Agent {
         let mut inner = AgentInner::build(config).await?;
         if let Some(store) = store {
             let session = store.create(NewSession::new(&inner.working_dir)).await?;
+            if let Some(ttl) = inner.config.session.lease {
+                inner.hold = Some(hold::SessionHold::take(&store, &session.id, ttl).await?);
+            }
             inner.session_id = Arc::from(session.id);
             inner.store = Some(store);
         }
@@ -250,6 +256,11 @@ impl Agent {
         id: &str,
     ) -> Result<Agent, AgentError> {
         let session = store.get(id).await?;
+        // Taken before the session is read: another process may be running it.
+        let hold = match config.session.lease {
+            Some(ttl) => Some(hold::SessionHold::take(&store, id, ttl).await?),
+            None => None,
+        };
         let restored = restore(&store.load(id).await?);
         // Stored before anything else runs, so the next resume finds the same results.
         for seal in &restored.seals {
@@ -261,6 +272,7 @@ impl Agent {
         let mut inner = AgentInner::build(config).await?;
         inner.session_id = Arc::from(session.id);
         inner.store = Some(store);
+        inner.hold = hold;
         inner.messages = tokio::sync::Mutex::new(restored.messages);
         Ok(Agent {
             inner: Arc::new(inner),
@@ -534,6 +546,9 @@ impl AgentInner {
 
     /// Appends `record` to the session, when there is a store.
     pub(crate) async fn record(&self, record: &Record) -> Result<(), SessionError> {
+        if let Some(hold) = &self.hold {
+            hold.check()?;
+        }
         match &self.store {
             Some(store) => store.append(&self.session_id, record).await,
             None => Ok(()),
@@ -623,6 +638,7 @@ impl AgentInner {
             files: Arc::new(FileStateTracker::default()),
             session_id: Arc::from(format!("session-{:016x}", fastrand::u64(..))),
             store: None,
+            hold: None,
             agent_id,
             working_dir,
             messages: tokio::sync::Mutex::new(Vec::new()),

@@ -112,10 +112,7 @@ pub trait SessionStore: Send + Sync {
 }
 
 fn no_leases(id: &str) -> SessionError {
-    SessionError::Storage(format!(
-        "this session store has no leases, so it cannot make sure that session `{id}` is run \
-         by one process at a time"
-    ))
+    SessionError::NoLeases { id: id.to_owned() }
 }
 
 impl<T: SessionStore + ?Sized> SessionStore for Arc<T> {
@@ -404,6 +401,16 @@ pub enum SessionError {
         id: String,
         /// Who held the lease.
         holder: String,
+    },
+    /// The store has no leases ([`SessionStore::acquire`] is not implemented), so it cannot
+    /// keep two processes from running one session.
+    #[error(
+        "this session store has no leases, so it cannot make sure that session `{id}` is run \
+         by one process at a time"
+    )]
+    NoLeases {
+        /// The session.
+        id: String,
     },
     /// A `[session] store = "..."` that names no store this build has.
     #[error(
