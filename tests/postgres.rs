@@ -792,3 +792,64 @@ async fn two_processes_appending_share_one_gap_free_sequence() {
         .collect();
     assert_eq!(seqs, (0..200).collect::<Vec<i64>>());
 }
+
+// ---- agents on a shared PostgreSQL store ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_on_postgres_resume_each_others_sessions_one_at_a_time() {
+    use tool_sdk::agent::{Agent, AgentConfig, AgentError};
+    use tool_sdk::model::{ScriptedModel, ScriptedTurn};
+
+    let server = Server::start();
+    // Two stores, two connections: stand-ins for two hosts sharing one database.
+    let host_a: Arc<dyn SessionStore> =
+        Arc::new(PostgresStore::connect(&server.url()).await.unwrap());
+    let host_b: Arc<dyn SessionStore> =
+        Arc::new(PostgresStore::connect(&server.url()).await.unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let config = |store: &Arc<dyn SessionStore>, answer: &str| {
+        AgentConfig::new()
+            .with_model(ScriptedModel::new([ScriptedTurn::text(answer)]))
+            .with_tools(Vec::<String>::new())
+            .with_working_dir(dir.path())
+            .with_session_store(store.clone())
+            .with_session_lease(Duration::from_secs(30))
+    };
+
+    let on_a = Agent::create(config(&host_a, "Four.")).await.unwrap();
+    assert_eq!(on_a.prompt("Two and two?").await.unwrap().text, "Four.");
+    let id = on_a.session_id().to_owned();
+
+    // Host B may not run it while host A holds it.
+    let busy = Agent::resume(config(&host_b, "-"), &id)
+        .await
+        .expect_err("busy");
+    assert!(
+        matches!(busy, AgentError::Session(SessionError::Busy { .. })),
+        "{busy:?}"
+    );
+
+    // Once A lets go, B picks the conversation up where A left it.
+    drop(on_a);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let on_b = loop {
+        match Agent::resume(config(&host_b, "Eight."), &id).await {
+            Ok(agent) => break agent,
+            Err(AgentError::Session(SessionError::Busy { .. })) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(other) => panic!("{other}"),
+        }
+    };
+    let result = on_b.prompt("And twice that?").await.unwrap();
+    assert_eq!(result.text, "Eight.");
+    let texts: Vec<String> = result.messages.iter().map(Message::text).collect();
+    assert_eq!(
+        texts,
+        ["Two and two?", "Four.", "And twice that?", "Eight."]
+    );
+    assert_eq!(
+        host_a.load(&id).await.unwrap(),
+        host_b.load(&id).await.unwrap()
+    );
+}
