@@ -79,10 +79,31 @@ fn hanging_stream(
     futures::StreamExt::chain(first, then)
 }
 
+/// Appends `noted` to `side_effect` in `dir`: a mutating call that needs no approval.
+#[tool(register = false)]
+async fn note(dir: String) -> String {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(PathBuf::from(dir).join("side_effect"))
+        .expect("the side-effect file opens");
+    writeln!(file, "noted").expect("the side effect is written");
+    "noted".to_owned()
+}
+
+/// Reads nothing, quickly: a read-only call that needs no approval.
+#[tool(register = false, read_only)]
+async fn look() -> String {
+    "looked".to_owned()
+}
+
 fn registry() -> Arc<ToolRegistry> {
     let registry = ToolRegistry::new();
     registry.register(Arc::new(MutateTool)).unwrap();
     registry.register(Arc::new(PeekTool)).unwrap();
+    registry.register(Arc::new(NoteTool)).unwrap();
+    registry.register(Arc::new(LookTool)).unwrap();
     Arc::new(registry)
 }
 
@@ -171,6 +192,21 @@ fn child_entry() {
         return;
     };
     let dir = PathBuf::from(dir);
+    if stage == "deferred" {
+        // Not killed: the run stops by itself, waiting for an approval, and the process ends.
+        runtime().block_on(async {
+            let agent = Agent::create(deferring_config(&dir, deferred_turn(&dir)))
+                .await
+                .expect("the agent is built");
+            let outcome = agent.prompt("Change the file").await;
+            let Err(AgentError::ApprovalsPending(pending)) = outcome else {
+                panic!("the run should wait for an approval, it ended: {outcome:?}");
+            };
+            let ids: Vec<_> = pending.iter().map(|p| p.call_id.as_str()).collect();
+            std::fs::write(dir.join("stopped"), ids.join(",")).expect("the marker is written");
+        });
+        return;
+    }
     runtime().block_on(async {
         let model: Arc<dyn Model> = match stage.as_str() {
             "mid_tool" => Arc::new(ScriptedModel::new([ScriptedTurn::tool_call_with_id(
@@ -257,6 +293,21 @@ fn run_child_until(dir: &Path, stage: &str, marker: &str) {
     child.kill().unwrap();
     let status = child.wait().unwrap();
     assert!(!status.success(), "the child was killed");
+}
+
+/// Runs the child at `stage` to its end, which must be a success.
+fn run_child_to_end(dir: &Path, stage: &str) {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_entry", "--nocapture"])
+        .env(CHILD_STAGE, stage)
+        .env(CHILD_DIR, dir)
+        .output()
+        .expect("the test binary starts again");
+    assert!(
+        output.status.success(),
+        "the child failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 // ---- SIGKILL at each stage ----
@@ -950,4 +1001,221 @@ async fn a_record_that_cannot_be_stored_ends_the_run_and_the_call_does_not_run()
     let messages = agent.messages().await;
     assert_well_formed(&messages);
     assert_eq!(messages.last().map(|m| m.role), Some(Role::User));
+}
+
+// ---- deferred approvals ----
+
+/// One turn: a read-only call, a call that needs approval, a mutating call that does not
+/// (it must wait for the one before it); then whatever `then` says.
+fn deferred_turn(dir: &Path) -> ScriptedModel {
+    ScriptedModel::new(
+        [ScriptedTurn::tool_call_with_id("call_0", "look", json!({}))
+            .with_tool_call_id("call_1", "mutate", json!({"dir": dir, "block": false}))
+            .with_tool_call_id("call_2", "note", json!({"dir": dir}))],
+    )
+}
+
+fn deferring_config(dir: &Path, model: ScriptedModel) -> AgentConfig {
+    config(dir, store(dir))
+        .with_model(model)
+        .ask("mutate")
+        .allow("note")
+        .with_deferred_approvals()
+}
+
+fn lines(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("side_effect"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_deferred_approval_is_answered_by_another_process_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    run_child_to_end(dir, "deferred");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("stopped")).unwrap(),
+        "call_1"
+    );
+    // The call waiting, and the mutating call behind it, did not run.
+    assert!(lines(dir).is_empty());
+
+    runtime().block_on(async {
+        let store = Arc::new(store(dir));
+        let id = only_session(&store).await.id;
+        let before = store.load(&id).await.unwrap();
+        let model = ScriptedModel::new([ScriptedTurn::text("Changed and noted.")]);
+        let resumed_config = || {
+            config(dir, store.clone())
+                .with_model(model.clone())
+                .ask("mutate")
+                .allow("note")
+                .with_deferred_approvals()
+        };
+        let agent = Agent::resume(resumed_config(), &id).await.unwrap();
+        // Resuming does not seal the waiting calls, nor store anything.
+        assert_eq!(store.load(&id).await.unwrap(), before);
+        let messages = agent.messages().await;
+        assert_eq!(messages.len(), 2, "the turn waits, unanswered");
+        assert_eq!(messages[1].tool_uses().count(), 3);
+
+        let pending = agent.pending_approvals().await.unwrap();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].call_id, "call_1");
+        assert_eq!(pending[0].tool, "mutate");
+        assert_eq!(pending[0].input["block"], json!(false));
+        assert_eq!(
+            tool_sdk::session::pending_approvals(&*store, &id)
+                .await
+                .unwrap(),
+            pending
+        );
+
+        // Nothing runs while it waits.
+        let waiting = agent.continue_run().await;
+        assert!(
+            matches!(&waiting, Err(AgentError::ApprovalsPending(p)) if p == &pending),
+            "{waiting:?}"
+        );
+        let prompted = agent.prompt("Anything else?").await;
+        assert!(matches!(prompted, Err(AgentError::ApprovalsPending(_))));
+        assert!(lines(dir).is_empty());
+        assert!(model.requests().is_empty());
+
+        // An id that waits for nothing is refused by name, and nothing is stored.
+        let unknown = agent
+            .answer_approval("call_9", PermissionAnswer::Allow)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            unknown,
+            AgentError::Session(SessionError::NoPendingApproval {
+                session: id.clone(),
+                call: "call_9".into(),
+                pending: vec!["call_1".into()],
+            })
+        );
+        assert!(unknown.to_string().contains("call_9"), "{unknown}");
+        assert_eq!(store.load(&id).await.unwrap(), before);
+
+        agent
+            .answer_approval("call_1", PermissionAnswer::Allow)
+            .await
+            .unwrap();
+        assert!(agent.pending_approvals().await.unwrap().is_empty());
+        // Answered once: a second answer is refused.
+        assert!(matches!(
+            agent
+                .answer_approval("call_1", PermissionAnswer::Allow)
+                .await,
+            Err(AgentError::Session(SessionError::NoPendingApproval { .. }))
+        ));
+
+        let outcome = agent.continue_run().await.unwrap();
+        assert_eq!(outcome.text, "Changed and noted.");
+        // The approved call ran once, then the call behind it: in call order.
+        assert_eq!(lines(dir), ["ran", "noted"]);
+        assert_well_formed(&outcome.messages);
+        let sent = &model.requests()[0].messages;
+        assert_eq!(sent.len(), 3);
+        assert_eq!(
+            sent[2].content,
+            vec![
+                result("call_0", "looked", false),
+                result("call_1", "mutated", false),
+                result("call_2", "noted", false),
+            ]
+        );
+
+        // Stored whole: a later resume sees the same history and runs nothing again.
+        let again = Agent::resume(resumed_config(), &id).await.unwrap();
+        assert_eq!(again.messages().await, outcome.messages);
+        assert!(again.pending_approvals().await.unwrap().is_empty());
+        assert_eq!(lines(dir), ["ran", "noted"]);
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_deferred_approval_sends_the_model_the_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let agent = Agent::create(deferring_config(dir, deferred_turn(dir)))
+        .await
+        .unwrap();
+    let stopped = agent.prompt("Change the file").await;
+    let Err(AgentError::ApprovalsPending(pending)) = &stopped else {
+        panic!("the run should wait: {stopped:?}");
+    };
+    assert_eq!(pending[0].call_id, "call_1");
+    assert!(
+        stopped
+            .as_ref()
+            .unwrap_err()
+            .to_string()
+            .contains("continue_run"),
+        "the error says what to do"
+    );
+
+    let store = Arc::new(store(dir));
+    tool_sdk::session::answer_approval(
+        &*store,
+        agent.session_id(),
+        "call_1",
+        PermissionAnswer::Deny("not on Fridays".into()),
+    )
+    .await
+    .unwrap();
+    let model = ScriptedModel::new([ScriptedTurn::text("Understood.")]);
+    let resumed = Agent::resume(
+        config(dir, store.clone())
+            .with_model(model.clone())
+            .ask("mutate")
+            .allow("note")
+            .with_deferred_approvals(),
+        agent.session_id(),
+    )
+    .await
+    .unwrap();
+    let outcome = resumed.continue_run().await.unwrap();
+    assert_eq!(outcome.text, "Understood.");
+    assert_eq!(lines(dir), ["noted"], "the refused call did not run");
+    let sent = &model.requests()[0].messages;
+    let MessageContent::ToolResult {
+        tool_use_id,
+        content,
+        is_error,
+    } = &sent[2].content[1]
+    else {
+        panic!("a tool result: {:?}", sent[2]);
+    };
+    assert_eq!(tool_use_id, "call_1");
+    assert!(is_error);
+    let said: String = content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(said.contains("not on Fridays"), "{said}");
+    assert_well_formed(&outcome.messages);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deferred_approvals_need_a_store() {
+    let error = Agent::create(
+        AgentConfig::new()
+            .with_registry(registry())
+            .with_model(ScriptedModel::new([]))
+            .with_deferred_approvals(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&error, AgentError::Config(m) if m.contains("session store")),
+        "{error}"
+    );
 }
