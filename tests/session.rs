@@ -1219,3 +1219,180 @@ async fn deferred_approvals_need_a_store() {
         "{error}"
     );
 }
+
+// ---- file checkpoints and rewind ----
+
+fn file_config(dir: &Path, model: ScriptedModel) -> AgentConfig {
+    AgentConfig::new()
+        .with_model(model)
+        .with_tools(["Read", "Write", "Edit"])
+        .with_working_dir(dir)
+        .allow("Write")
+        .allow("Edit")
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewind_puts_files_back_as_before_each_message_even_after_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let (a, b) = (dir.join("a.txt"), dir.join("b.txt"));
+    std::fs::write(&b, "orig\n").unwrap();
+    let model = ScriptedModel::new([
+        // Message 1: read b, create a.
+        ScriptedTurn::tool_call_with_id("r1", "Read", json!({"file_path": b})).with_tool_call_id(
+            "w1",
+            "Write",
+            json!({"file_path": a, "content": "one\n"}),
+        ),
+        // Message 3: edit a, rewrite b.
+        ScriptedTurn::tool_call_with_id(
+            "e1",
+            "Edit",
+            json!({"file_path": a, "old_string": "one", "new_string": "two"}),
+        )
+        .with_tool_call_id("w2", "Write", json!({"file_path": b, "content": "B2\n"})),
+        // Message 5: edit a again.
+        ScriptedTurn::tool_call_with_id(
+            "e2",
+            "Edit",
+            json!({"file_path": a, "old_string": "two", "new_string": "three"}),
+        ),
+        ScriptedTurn::text("Done."),
+    ]);
+    let store = Arc::new(store(dir));
+    let agent = Agent::create(file_config(dir, model).with_session_store(store.clone()))
+        .await
+        .unwrap();
+    let outcome = agent.prompt("Change the files").await.unwrap();
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!((read(&a), read(&b)), ("three\n".into(), "B2\n".into()));
+
+    // Another agent, from the store: the checkpoints come with the session.
+    let resumed = Agent::resume(
+        file_config(dir, ScriptedModel::new([])).with_session_store(store.clone()),
+        agent.session_id(),
+    )
+    .await
+    .unwrap();
+    let report = resumed.rewind_files(5).await.unwrap();
+    assert_eq!(report.restored, [a.as_path()]);
+    assert!(report.changed_outside.is_empty() && report.failed.is_empty());
+    assert_eq!((read(&a), read(&b)), ("two\n".into(), "B2\n".into()));
+
+    let report = resumed.rewind_files(3).await.unwrap();
+    assert_eq!(report.restored, [a.clone(), b.clone()]);
+    assert_eq!((read(&a), read(&b)), ("one\n".into(), "orig\n".into()));
+
+    // The file the agent created is removed; b was not changed at message 1.
+    let report = resumed.rewind_files(1).await.unwrap();
+    assert_eq!(report.removed, [a.as_path()]);
+    assert!(report.restored.is_empty(), "{report:?}");
+    assert!(!a.exists());
+    assert_eq!(read(&b), "orig\n");
+
+    // Nothing is left to rewind, and the conversation is untouched.
+    assert_eq!(resumed.rewind_files(0).await.unwrap(), Default::default());
+    assert_eq!(resumed.messages().await, outcome.messages);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_changed_outside_is_kept_unless_the_rewind_is_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let c = dir.join("c.txt");
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id(
+            "w1",
+            "Write",
+            json!({"file_path": c, "content": "agent\n"}),
+        ),
+        ScriptedTurn::text("Done."),
+    ]);
+    // No session store: the checkpoints live in memory, for the life of the agent.
+    let agent = Agent::create(file_config(dir, model)).await.unwrap();
+    agent.prompt("Write c").await.unwrap();
+    std::fs::write(&c, "user\n").unwrap();
+
+    let report = agent.rewind_files(1).await.unwrap();
+    assert_eq!(report.changed_outside, [c.as_path()]);
+    assert!(report.removed.is_empty());
+    assert_eq!(read(&c), "user\n", "left alone");
+
+    let report = agent.rewind_files_forced(1).await.unwrap();
+    assert_eq!(report.removed, [c.as_path()]);
+    assert!(!c.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_content_is_stored_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let d = dir.join("d.txt");
+    std::fs::write(&d, "v1\n").unwrap();
+    let write = |id: &str, content: &str| {
+        ScriptedTurn::tool_call_with_id(id, "Write", json!({"file_path": d, "content": content}))
+    };
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id("r1", "Read", json!({"file_path": d})),
+        write("w1", "v2\n"),
+        write("w2", "v1\n"),
+        write("w3", "v2\n"),
+        ScriptedTurn::text("Done."),
+    ]);
+    let store = Arc::new(store(dir));
+    let agent = Agent::create(file_config(dir, model).with_session_store(store.clone()))
+        .await
+        .unwrap();
+    let outcome = agent.prompt("Flip it").await.unwrap();
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    let records = store.load(agent.session_id()).await.unwrap();
+    let count = |kind: &str| records.iter().filter(|r| r.kind() == kind).count();
+    assert_eq!(count("file_checkpoint"), 3);
+    assert_eq!(count("file_blob"), 2, "v1 and v2, once each");
+    // Each checkpoint is stored before its call's result.
+    let first_checkpoint = records.iter().position(|r| r.kind() == "file_checkpoint");
+    let first_write_result = records.iter().position(|r| {
+        matches!(r, Record::ToolResult { block: MessageContent::ToolResult { tool_use_id, .. } } if tool_use_id == "w1")
+    });
+    assert!(first_checkpoint < first_write_result);
+
+    // Message 3 is w1's turn: before it, d held v1.
+    let report = agent.rewind_files(3).await.unwrap();
+    assert_eq!(report.restored, [d.as_path()]);
+    assert_eq!(read(&d), "v1\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notebook_edit_is_rewound_to_the_exact_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let notebook = dir.join("n.ipynb");
+    // Unusual spacing: the rewind must give back these bytes, not a re-serialisation.
+    let original = r#"{"cells": [{"cell_type": "code", "id": "c1", "metadata": {}, "source": "print(1)", "outputs": [], "execution_count": null}],
+ "metadata": {}, "nbformat": 4, "nbformat_minor": 5}"#;
+    std::fs::write(&notebook, original).unwrap();
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id("r1", "Read", json!({"file_path": notebook})),
+        ScriptedTurn::tool_call_with_id(
+            "n1",
+            "NotebookEdit",
+            json!({"notebook_path": notebook, "cell_id": "c1", "new_source": "print(2)"}),
+        ),
+        ScriptedTurn::text("Done."),
+    ]);
+    let config = file_config(dir, model)
+        .with_tools(["Read", "NotebookEdit"])
+        .allow("NotebookEdit");
+    let agent = Agent::create(config).await.unwrap();
+    let outcome = agent.prompt("Change the cell").await.unwrap();
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert!(read(&notebook).contains("print(2)"));
+
+    let report = agent.rewind_files(3).await.unwrap();
+    assert_eq!(report.restored, [notebook.as_path()]);
+    assert_eq!(read(&notebook), original);
+}

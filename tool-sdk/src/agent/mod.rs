@@ -33,6 +33,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -50,8 +51,8 @@ use crate::permission::{ModeState, PermissionGate, PermissionMode, Rule, Sandbox
 use crate::pipeline::CallPolicy;
 use crate::registry::near_matches;
 use crate::session::{
-    ForkPoint, NewSession, PendingApproval, Record, SessionError, SessionStore, push_user_message,
-    records_for, restore,
+    CallCheckpointer, FileCheckpoints, ForkPoint, NewSession, PendingApproval, Record,
+    RewindReport, SessionError, SessionStore, push_user_message, records_for, restore,
 };
 use crate::validate::ValidationOptions;
 use crate::{
@@ -179,6 +180,13 @@ pub(crate) struct AgentInner {
     /// sub-agents, whose work reaches the parent's session as the Task call's result).
     pub(crate) store: Option<Arc<dyn SessionStore>>,
     pub(crate) agent_id: AgentId,
+    /// The content of files before the tools changed them, for [`Agent::rewind_files`];
+    /// shared with sub-agents.
+    pub(crate) checkpoints: Arc<FileCheckpoints>,
+    /// The index of the message whose calls are running: what a file checkpoint is made at.
+    /// A sub-agent shares its parent's (its changes belong to the parent's Task call) and
+    /// leaves it alone.
+    pub(crate) call_message: Arc<AtomicUsize>,
     pub(crate) working_dir: PathBuf,
     pub(crate) messages: tokio::sync::Mutex<Vec<Message>>,
     /// The agent's MCP servers (none for sub-agents, which use a snapshot of the tools).
@@ -203,6 +211,11 @@ impl Agent {
         if let Some(store) = store {
             let session = store.create(NewSession::new(&inner.working_dir)).await?;
             inner.session_id = Arc::from(session.id);
+            inner.checkpoints = Arc::new(FileCheckpoints::stored(
+                store.clone(),
+                inner.session_id.clone(),
+                &[],
+            ));
             inner.store = Some(store);
         }
         Ok(Agent {
@@ -270,7 +283,8 @@ impl Agent {
         id: &str,
     ) -> Result<Agent, AgentError> {
         let session = store.get(id).await?;
-        let restored = restore(&store.load(id).await?);
+        let records = store.load(id).await?;
+        let restored = restore(&records);
         // Stored before anything else runs, so the next resume finds the same results.
         for seal in &restored.seals {
             store.append(id, seal).await?;
@@ -280,6 +294,11 @@ impl Agent {
         }
         let mut inner = AgentInner::build(config).await?;
         inner.session_id = Arc::from(session.id);
+        inner.checkpoints = Arc::new(FileCheckpoints::stored(
+            store.clone(),
+            inner.session_id.clone(),
+            &records,
+        ));
         inner.store = Some(store);
         inner.messages = tokio::sync::Mutex::new(restored.messages);
         Ok(Agent {
@@ -324,6 +343,32 @@ impl Agent {
         };
         crate::session::answer_approval(&**store, &self.inner.session_id, call_id, answer).await?;
         Ok(())
+    }
+
+    /// Puts every file that Write, Edit or NotebookEdit changed at or after message `to` (an
+    /// index into [`messages`](Agent::messages)) back as it was before that message: its
+    /// earlier content, or removed if the agent created it. A file changed by someone else
+    /// since the agent last wrote it is left alone and reported in
+    /// [`RewindReport::changed_outside`] ([`rewind_files_forced`](Agent::rewind_files_forced)
+    /// overwrites it). The conversation is not changed.
+    ///
+    /// With a session store the checkpoints are stored, so this works after
+    /// [`resume`](Agent::resume) for changes an earlier process made; without one they are
+    /// kept in memory for the life of this agent. Waits for a run in progress to end.
+    pub async fn rewind_files(&self, to: usize) -> Result<RewindReport, AgentError> {
+        self.rewind(to, false).await
+    }
+
+    /// [`rewind_files`](Agent::rewind_files), also overwriting files changed outside the
+    /// agent.
+    pub async fn rewind_files_forced(&self, to: usize) -> Result<RewindReport, AgentError> {
+        self.rewind(to, true).await
+    }
+
+    async fn rewind(&self, to: usize, force: bool) -> Result<RewindReport, AgentError> {
+        // Held so that no run changes files meanwhile.
+        let _messages = self.inner.messages.lock().await;
+        Ok(self.inner.checkpoints.rewind(to, force).await?)
     }
 
     /// The names of the tools the model can see, in the order offered.
@@ -685,6 +730,8 @@ impl AgentInner {
             session_id: Arc::from(format!("session-{:016x}", fastrand::u64(..))),
             store: None,
             agent_id,
+            checkpoints: Arc::new(FileCheckpoints::in_memory()),
+            call_message: Arc::new(AtomicUsize::new(0)),
             working_dir,
             messages: tokio::sync::Mutex::new(Vec::new()),
             config,
@@ -828,6 +875,7 @@ impl AgentInner {
             result.tool_calls += calls.len();
             // Each call's start and result are stored by the executor as they happen, so all
             // results are stored before the next request.
+            self.note_call_message(messages);
             let outcomes = executor::execute(self, &calls, &HashMap::new(), emit, cancel).await;
             self.take_outcomes(&calls, HashMap::new(), outcomes, messages, result)?;
             if cancel.is_cancelled() {
@@ -883,6 +931,14 @@ impl AgentInner {
         Ok(())
     }
 
+    /// The calls about to run are the last message's: file checkpoints are made at it.
+    fn note_call_message(&self, messages: &[Message]) {
+        if self.agent_id == AgentId::Main {
+            self.call_message
+                .store(messages.len().saturating_sub(1), Ordering::Relaxed);
+        }
+    }
+
     /// The session as stored, with the seals a crash needs stored first.
     async fn stored_turn(&self) -> Result<crate::session::Restored, AgentError> {
         let Some(store) = &self.store else {
@@ -927,6 +983,7 @@ impl AgentInner {
             .cloned()
             .collect();
         result.tool_calls += to_run.len();
+        self.note_call_message(messages);
         let outcomes = executor::execute(self, &to_run, &turn.answers, emit, cancel).await;
         self.take_outcomes(&turn.calls, turn.results, outcomes, messages, result)
     }
@@ -978,6 +1035,10 @@ impl AgentInner {
             .with_file_tracker(self.files.clone())
             .with_session_values(self.session.clone())
             .with_sandbox(self.sandbox.clone())
+            .with_file_checkpointer(Arc::new(CallCheckpointer {
+                checkpoints: self.checkpoints.clone(),
+                message: self.call_message.load(Ordering::Relaxed),
+            }))
             .with_subagents(Arc::new(subagent::Subagents::new(
                 self.clone(),
                 emit.clone(),

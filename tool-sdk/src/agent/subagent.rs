@@ -59,6 +59,8 @@ impl Subagents {
             .map_err(|error| ToolError::failed(error.to_string()))?;
         // The child shares the session's file tracker and state, not its conversation.
         child.files = parent.files.clone();
+        child.checkpoints = parent.checkpoints.clone();
+        child.call_message = parent.call_message.clone();
         child.state = parent.state.clone();
         child.session_id = parent.session_id.clone();
         Ok(child)

@@ -6,6 +6,8 @@
 //! result, permission questions and answers, token usage. The agent appends them as they
 //! happen ([`crate::agent::AgentConfig::with_session_store`]); [`crate::agent::Agent::resume`]
 //! turns them back into a conversation ([`restore`]) and answers the calls a crash left open.
+//! Approvals can wait in the store for an answer from another process ([`pending_approvals`],
+//! [`answer_approval`]), and file contents are kept for a rewind ([`FileCheckpoints`]).
 //!
 //! [`SqliteStore`] is the store in the default build: one file, SQLite compiled in.
 //!
@@ -33,9 +35,12 @@ use crate::BoxFuture;
 use crate::model::{Message, MessageContent, Usage};
 use crate::permission::PermissionAnswer;
 
+mod checkpoint;
 mod recover;
 mod sqlite;
 
+pub(crate) use checkpoint::CallCheckpointer;
+pub use checkpoint::{FileCheckpointer, FileCheckpoints, RewindReport};
 pub(crate) use recover::push_user_message;
 pub use recover::{NEVER_STARTED_MESSAGE, Restored, STOPPED_MESSAGE, records_for, restore};
 pub use sqlite::SqliteStore;
@@ -227,6 +232,34 @@ pub enum Record {
         /// The tool_use id.
         id: String,
     },
+    /// A file's content, kept once per hash for [`Record::FileCheckpoint`]s to point at.
+    FileBlob {
+        /// Its SHA-256, in hex.
+        hash: String,
+        /// The content, in base64 (a file need not be UTF-8).
+        data: String,
+    },
+    /// A tool call is about to change a file (appended before the change): what it held
+    /// before, so [`Agent::rewind_files`](crate::agent::Agent::rewind_files) can put it back.
+    FileCheckpoint {
+        /// The index of the message whose tool call changes it.
+        message: usize,
+        /// The file.
+        path: PathBuf,
+        /// The hash of its content before (a [`Record::FileBlob`]); `None`: it did not exist.
+        before: Option<String>,
+        /// The hash of the content the tool writes, to tell a later change made outside the
+        /// agent.
+        after: String,
+    },
+    /// Files were rewound to how they were before message `to`: their checkpoints at or
+    /// after it no longer count.
+    FilesRewound {
+        /// The message rewound to.
+        to: usize,
+        /// Each file rewound, and the hash of what it now holds (`None`: removed).
+        files: std::collections::BTreeMap<PathBuf, Option<String>>,
+    },
 }
 
 impl Record {
@@ -251,6 +284,9 @@ impl Record {
             Record::PermissionAnswered { .. } => "permission_answered",
             Record::Usage { .. } => "usage",
             Record::ApprovalDeferred { .. } => "approval_deferred",
+            Record::FileBlob { .. } => "file_blob",
+            Record::FileCheckpoint { .. } => "file_checkpoint",
+            Record::FilesRewound { .. } => "files_rewound",
         }
     }
 }

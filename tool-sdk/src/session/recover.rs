@@ -133,7 +133,10 @@ pub fn restore(records: &[Record]) -> Restored {
                     turn.deferred.insert(id.clone());
                 }
             }
-            Record::Usage { .. } => {}
+            Record::Usage { .. }
+            | Record::FileBlob { .. }
+            | Record::FileCheckpoint { .. }
+            | Record::FilesRewound { .. } => {}
         }
     }
     let Some(mut turn) = open else {
