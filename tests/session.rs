@@ -1047,6 +1047,19 @@ fn a_deferred_approval_is_answered_by_another_process_and_the_run_goes_on() {
         let store = Arc::new(store(dir));
         let id = only_session(&store).await.id;
         let before = store.load(&id).await.unwrap();
+        let started = |records: &[Record], call: &str| {
+            records
+                .iter()
+                .filter(|r| matches!(r, Record::ToolStarted { id, .. } if id == call))
+                .count()
+        };
+        // The read-only call ran and its result is stored; the one behind the question did
+        // not start.
+        assert_eq!(started(&before, "call_0"), 1);
+        assert_eq!(started(&before, "call_2"), 0);
+        assert!(before.contains(&Record::ApprovalDeferred {
+            id: "call_1".into()
+        }));
         let model = ScriptedModel::new([ScriptedTurn::text("Changed and noted.")]);
         let resumed_config = || {
             config(dir, store.clone())
@@ -1129,6 +1142,11 @@ fn a_deferred_approval_is_answered_by_another_process_and_the_run_goes_on() {
                 result("call_2", "noted", false),
             ]
         );
+
+        // Only the calls without a stored result ran: call_0 did not run again.
+        let after = store.load(&id).await.unwrap();
+        assert_eq!(started(&after, "call_0"), 1);
+        assert_eq!(started(&after, "call_2"), 1);
 
         // Stored whole: a later resume sees the same history and runs nothing again.
         let again = Agent::resume(resumed_config(), &id).await.unwrap();

@@ -462,7 +462,8 @@ impl AgentConfig {
     /// get the refusal as an error result, and the model is asked again.
     ///
     /// Needs a session store. A [permission handler](Self::with_permission_handler), when
-    /// set, is asked instead and nothing is deferred.
+    /// set, is asked instead and nothing is deferred. Sub-agents (the Task tool) do not defer:
+    /// their questions go to the handler or the event stream as without this option.
     pub fn with_deferred_approvals(mut self) -> Self {
         self.defer_approvals = true;
         self

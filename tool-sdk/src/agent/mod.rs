@@ -443,7 +443,9 @@ impl Agent {
     }
 
     /// Runs to the end and returns the result. Calls that need the user's permission are
-    /// refused (use [`run`](Self::run) to answer them). Fails if the run failed.
+    /// refused (use [`run`](Self::run) to answer them), or with
+    /// [`AgentConfig::with_deferred_approvals`] stop the run until they are answered. Fails
+    /// if the run failed.
     pub async fn prompt(&self, prompt: impl Into<String>) -> Result<RunResult, AgentError> {
         self.prompt_with(Some(prompt.into())).await
     }
@@ -960,6 +962,15 @@ impl AgentInner {
         emit: &Emit,
         cancel: &CancellationToken,
     ) -> Result<(), AgentError> {
+        if self.store.is_none() {
+            // Deferring needs a store (checked when the agent is built); never drop the
+            // conversation in memory for the empty one a missing store would give.
+            return Err(AgentError::Config(
+                "the last turn's tool calls are unanswered and there is no session store to \
+                 finish them from"
+                    .into(),
+            ));
+        }
         let restored = self.stored_turn().await?;
         if !restored.pending.is_empty() {
             return Err(AgentError::ApprovalsPending(restored.pending));

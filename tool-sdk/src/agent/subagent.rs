@@ -47,6 +47,9 @@ impl Subagents {
             .into_iter()
             .filter(|tool| tool.name() != TASK_TOOL)
             .collect();
+        // A sub-agent's run lives inside the Task call and has no session of its own to wait
+        // in: its questions are asked (or refused) as usual.
+        config.defer_approvals = false;
         if let Some(kind) = kind {
             config.system_prompt = kind.system_prompt.or(config.system_prompt);
         }
