@@ -1,7 +1,8 @@
 //! Durable sessions end to end: an agent with a `SqliteStore` is killed with SIGKILL at each
 //! stage of a run (in a real child process: this test binary run again), then resumed here;
 //! every tool_use has exactly one tool_result, a stored result is never run again, nothing is
-//! lost or duplicated. Also bad input (unknown ids, a corrupted file), `list`, and forks.
+//! lost or duplicated. Also bad input (unknown ids, a corrupted file), `list`, forks,
+//! approvals deferred in one process and answered in another, and file rewinds.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -192,10 +193,24 @@ fn child_entry() {
         return;
     };
     let dir = PathBuf::from(dir);
-    if stage == "deferred" {
+    if stage == "continue" {
+        // Continues a run whose approvals were answered, until the parent kills it.
+        runtime().block_on(async {
+            let store = store(&dir);
+            let id = only_session(&store).await.id;
+            let config = deferring_config(&dir, ScriptedModel::new([]));
+            let agent = Agent::resume(config, &id)
+                .await
+                .expect("the session resumes");
+            let outcome = agent.continue_run().await;
+            panic!("the run should have been killed, it ended: {outcome:?}");
+        });
+        return;
+    }
+    if let Some(block) = stage.strip_prefix("deferred").map(|rest| rest == "_block") {
         // Not killed: the run stops by itself, waiting for an approval, and the process ends.
         runtime().block_on(async {
-            let agent = Agent::create(deferring_config(&dir, deferred_turn(&dir)))
+            let agent = Agent::create(deferring_config(&dir, deferred_turn(&dir, block)))
                 .await
                 .expect("the agent is built");
             let outcome = agent.prompt("Change the file").await;
@@ -1005,12 +1020,13 @@ async fn a_record_that_cannot_be_stored_ends_the_run_and_the_call_does_not_run()
 
 // ---- deferred approvals ----
 
-/// One turn: a read-only call, a call that needs approval, a mutating call that does not
-/// (it must wait for the one before it); then whatever `then` says.
-fn deferred_turn(dir: &Path) -> ScriptedModel {
+/// One turn: a read-only call, a call that needs approval (which blocks forever once it has
+/// done its side effect, with `block`), a mutating call that does not need approval (it must
+/// wait for the one before it).
+fn deferred_turn(dir: &Path, block: bool) -> ScriptedModel {
     ScriptedModel::new(
         [ScriptedTurn::tool_call_with_id("call_0", "look", json!({}))
-            .with_tool_call_id("call_1", "mutate", json!({"dir": dir, "block": false}))
+            .with_tool_call_id("call_1", "mutate", json!({"dir": dir, "block": block}))
             .with_tool_call_id("call_2", "note", json!({"dir": dir}))],
     )
 }
@@ -1156,11 +1172,57 @@ fn a_deferred_approval_is_answered_by_another_process_and_the_run_goes_on() {
     });
 }
 
+#[test]
+fn killed_while_an_approved_call_runs_it_is_sealed_and_the_calls_behind_it_still_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    run_child_to_end(dir, "deferred_block");
+    runtime().block_on(async {
+        let store = store(dir);
+        let id = only_session(&store).await.id;
+        tool_sdk::session::answer_approval(&store, &id, "call_1", PermissionAnswer::Allow)
+            .await
+            .unwrap();
+    });
+    run_child_until(dir, "continue", "in_tool");
+    assert_eq!(
+        lines(dir),
+        ["ran"],
+        "the approved call had done its side effect"
+    );
+
+    runtime().block_on(async {
+        let store = Arc::new(store(dir));
+        let id = only_session(&store).await.id;
+        let model = ScriptedModel::new([ScriptedTurn::text("Noted.")]);
+        let config = config(dir, store.clone())
+            .with_model(model.clone())
+            .ask("mutate")
+            .allow("note")
+            .with_deferred_approvals();
+        let agent = Agent::resume(config, &id).await.unwrap();
+        assert!(agent.pending_approvals().await.unwrap().is_empty());
+        let outcome = agent.continue_run().await.unwrap();
+        assert_eq!(outcome.text, "Noted.");
+        // Not run again; the call behind it ran once.
+        assert_eq!(lines(dir), ["ran", "noted"]);
+        assert_eq!(
+            model.requests()[0].messages[2].content,
+            vec![
+                result("call_0", "looked", false),
+                result("call_1", STOPPED_MESSAGE, true),
+                result("call_2", "noted", false),
+            ]
+        );
+        assert_well_formed(&outcome.messages);
+    });
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denied_deferred_approval_sends_the_model_the_message() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let agent = Agent::create(deferring_config(dir, deferred_turn(dir)))
+    let agent = Agent::create(deferring_config(dir, deferred_turn(dir, false)))
         .await
         .unwrap();
     let stopped = agent.prompt("Change the file").await;
