@@ -234,7 +234,9 @@ impl Agent {
     /// as an error saying it may have partly happened
     /// ([`STOPPED_MESSAGE`](crate::session::STOPPED_MESSAGE)), one that had not, as an error
     /// saying it did not run. No call is ever run again by a resume. A model turn the crash
-    /// cut off was never stored: [`continue_run`] asks for it again.
+    /// cut off was never stored: [`continue_run`] asks for it again. Calls waiting for
+    /// [deferred approvals](AgentConfig::with_deferred_approvals) are not sealed: they are
+    /// [`pending_approvals`](Agent::pending_approvals), and run or are refused once answered.
     ///
     /// [`continue_run`]: Agent::continue_run
     pub async fn resume(config: AgentConfig, id: &str) -> Result<Agent, AgentError> {
@@ -354,7 +356,8 @@ impl Agent {
     ///
     /// With a session store the checkpoints are stored, so this works after
     /// [`resume`](Agent::resume) for changes an earlier process made; without one they are
-    /// kept in memory for the life of this agent. Waits for a run in progress to end.
+    /// kept in memory for the life of this agent. A [fork](Agent::fork) starts with none.
+    /// Waits for a run in progress to end. Files are written back in place, not atomically.
     pub async fn rewind_files(&self, to: usize) -> Result<RewindReport, AgentError> {
         self.rewind(to, false).await
     }
