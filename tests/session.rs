@@ -1476,3 +1476,43 @@ async fn a_notebook_edit_is_rewound_to_the_exact_bytes() {
     assert_eq!(report.restored, [notebook.as_path()]);
     assert_eq!(read(&notebook), original);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_whose_checkpoint_cannot_be_stored_is_not_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let e = dir.join("e.txt");
+    // The prompt, the model turn, its usage and the call's start are stored; the checkpoint
+    // is not.
+    let store = FailingStore {
+        inner: store(dir),
+        left: 4.into(),
+    };
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id("w1", "Write", json!({"file_path": e, "content": "x"})),
+        ScriptedTurn::text("never asked"),
+    ]);
+    let agent = Agent::create(file_config(dir, model).with_session_store(store))
+        .await
+        .unwrap();
+    let error = agent.prompt("Write e").await.unwrap_err();
+    assert!(matches!(error, AgentError::Session(_)), "{error}");
+    assert!(!e.exists(), "the file was not created");
+    let messages = agent.messages().await;
+    let said = messages
+        .last()
+        .unwrap()
+        .content
+        .iter()
+        .find_map(|block| match block {
+            MessageContent::ToolResult {
+                content,
+                is_error: true,
+                ..
+            } => Some(format!("{content:?}")),
+            _ => None,
+        });
+    let said = said.expect("the call is answered as an error");
+    assert!(said.contains("was not changed"), "{said}");
+    assert!(said.contains("the disk is full"), "{said}");
+}
