@@ -146,9 +146,9 @@ impl FileCheckpoints {
     }
 
     /// Notes that the tool call of `message` is about to change `path` from `previous` to
-    /// `new`; stored before it returns (it blocks on the store: call it from a blocking
-    /// thread of a Tokio runtime).
-    pub fn record_change(
+    /// `new`; stored before it returns. It blocks on the store, which is only allowed on a
+    /// blocking thread of a Tokio runtime (where the file tools run): hence not public.
+    pub(crate) fn record_change(
         &self,
         message: usize,
         path: &Path,
@@ -198,7 +198,9 @@ impl FileCheckpoints {
     }
 
     /// Puts every file changed at or after message `to` back as it was before that message;
-    /// with `force`, also files changed outside the agent since it last wrote them.
+    /// with `force`, also files changed outside the agent since it last wrote them. What
+    /// [`Agent::rewind_files`](crate::agent::Agent::rewind_files) does; usable without an
+    /// agent on [`stored`](Self::stored) checkpoints.
     pub async fn rewind(&self, to: usize, force: bool) -> Result<RewindReport, SessionError> {
         let mut report = RewindReport::default();
         let plan: Vec<Step> = {
