@@ -1,7 +1,8 @@
 //! Durable sessions end to end: an agent with a `SqliteStore` is killed with SIGKILL at each
 //! stage of a run (in a real child process: this test binary run again), then resumed here;
 //! every tool_use has exactly one tool_result, a stored result is never run again, nothing is
-//! lost or duplicated. Also bad input (unknown ids, a corrupted file), `list`, and forks.
+//! lost or duplicated. Also bad input (unknown ids, a corrupted file), `list`, forks,
+//! approvals deferred in one process and answered in another, and file rewinds.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -79,10 +80,31 @@ fn hanging_stream(
     futures::StreamExt::chain(first, then)
 }
 
+/// Appends `noted` to `side_effect` in `dir`: a mutating call that needs no approval.
+#[tool(register = false)]
+async fn note(dir: String) -> String {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(PathBuf::from(dir).join("side_effect"))
+        .expect("the side-effect file opens");
+    writeln!(file, "noted").expect("the side effect is written");
+    "noted".to_owned()
+}
+
+/// Reads nothing, quickly: a read-only call that needs no approval.
+#[tool(register = false, read_only)]
+async fn look() -> String {
+    "looked".to_owned()
+}
+
 fn registry() -> Arc<ToolRegistry> {
     let registry = ToolRegistry::new();
     registry.register(Arc::new(MutateTool)).unwrap();
     registry.register(Arc::new(PeekTool)).unwrap();
+    registry.register(Arc::new(NoteTool)).unwrap();
+    registry.register(Arc::new(LookTool)).unwrap();
     Arc::new(registry)
 }
 
@@ -173,6 +195,35 @@ fn child_entry() {
         return;
     };
     let dir = PathBuf::from(dir);
+    if stage == "continue" {
+        // Continues a run whose approvals were answered, until the parent kills it.
+        runtime().block_on(async {
+            let store = store(&dir);
+            let id = only_session(&store).await.id;
+            let config = deferring_config(&dir, ScriptedModel::new([]));
+            let agent = Agent::resume(config, &id)
+                .await
+                .expect("the session resumes");
+            let outcome = agent.continue_run().await;
+            panic!("the run should have been killed, it ended: {outcome:?}");
+        });
+        return;
+    }
+    if let Some(block) = stage.strip_prefix("deferred").map(|rest| rest == "_block") {
+        // Not killed: the run stops by itself, waiting for an approval, and the process ends.
+        runtime().block_on(async {
+            let agent = Agent::create(deferring_config(&dir, deferred_turn(&dir, block)))
+                .await
+                .expect("the agent is built");
+            let outcome = agent.prompt("Change the file").await;
+            let Err(AgentError::ApprovalsPending(pending)) = outcome else {
+                panic!("the run should wait for an approval, it ended: {outcome:?}");
+            };
+            let ids: Vec<_> = pending.iter().map(|p| p.call_id.as_str()).collect();
+            std::fs::write(dir.join("stopped"), ids.join(",")).expect("the marker is written");
+        });
+        return;
+    }
     runtime().block_on(async {
         let model: Arc<dyn Model> = match stage.as_str() {
             "mid_tool" | "lease" => {
@@ -264,6 +315,21 @@ fn run_child_until(dir: &Path, stage: &str, marker: &str) {
     child.kill().unwrap();
     let status = child.wait().unwrap();
     assert!(!status.success(), "the child was killed");
+}
+
+/// Runs the child at `stage` to its end, which must be a success.
+fn run_child_to_end(dir: &Path, stage: &str) {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_entry", "--nocapture"])
+        .env(CHILD_STAGE, stage)
+        .env(CHILD_DIR, dir)
+        .output()
+        .expect("the test binary starts again");
+    assert!(
+        output.status.success(),
+        "the child failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 // ---- SIGKILL at each stage ----
@@ -1081,4 +1147,503 @@ fn a_killed_processs_lease_expires_and_the_session_can_then_be_resumed() {
         );
         assert_eq!(side_effects(dir), 1);
     });
+}
+
+// ---- deferred approvals ----
+
+/// One turn: a read-only call, a call that needs approval (which blocks forever once it has
+/// done its side effect, with `block`), a mutating call that does not need approval (it must
+/// wait for the one before it).
+fn deferred_turn(dir: &Path, block: bool) -> ScriptedModel {
+    ScriptedModel::new(
+        [ScriptedTurn::tool_call_with_id("call_0", "look", json!({}))
+            .with_tool_call_id("call_1", "mutate", json!({"dir": dir, "block": block}))
+            .with_tool_call_id("call_2", "note", json!({"dir": dir}))],
+    )
+}
+
+fn deferring_config(dir: &Path, model: ScriptedModel) -> AgentConfig {
+    config(dir, store(dir))
+        .with_model(model)
+        .ask("mutate")
+        .allow("note")
+        .with_deferred_approvals()
+}
+
+fn lines(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("side_effect"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_deferred_approval_is_answered_by_another_process_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    run_child_to_end(dir, "deferred");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("stopped")).unwrap(),
+        "call_1"
+    );
+    // The call waiting, and the mutating call behind it, did not run.
+    assert!(lines(dir).is_empty());
+
+    runtime().block_on(async {
+        let store = Arc::new(store(dir));
+        let id = only_session(&store).await.id;
+        let before = store.load(&id).await.unwrap();
+        let started = |records: &[Record], call: &str| {
+            records
+                .iter()
+                .filter(|r| matches!(r, Record::ToolStarted { id, .. } if id == call))
+                .count()
+        };
+        // The read-only call ran and its result is stored; the one behind the question did
+        // not start.
+        assert_eq!(started(&before, "call_0"), 1);
+        assert_eq!(started(&before, "call_2"), 0);
+        assert!(before.contains(&Record::ApprovalDeferred {
+            id: "call_1".into()
+        }));
+        let model = ScriptedModel::new([ScriptedTurn::text("Changed and noted.")]);
+        let resumed_config = || {
+            config(dir, store.clone())
+                .with_model(model.clone())
+                .ask("mutate")
+                .allow("note")
+                .with_deferred_approvals()
+        };
+        let agent = Agent::resume(resumed_config(), &id).await.unwrap();
+        // Resuming does not seal the waiting calls, nor store anything.
+        assert_eq!(store.load(&id).await.unwrap(), before);
+        let messages = agent.messages().await;
+        assert_eq!(messages.len(), 2, "the turn waits, unanswered");
+        assert_eq!(messages[1].tool_uses().count(), 3);
+
+        let pending = agent.pending_approvals().await.unwrap();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].call_id, "call_1");
+        assert_eq!(pending[0].tool, "mutate");
+        assert_eq!(pending[0].input["block"], json!(false));
+        assert_eq!(
+            tool_sdk::session::pending_approvals(&*store, &id)
+                .await
+                .unwrap(),
+            pending
+        );
+
+        // Nothing runs while it waits.
+        let waiting = agent.continue_run().await;
+        assert!(
+            matches!(&waiting, Err(AgentError::ApprovalsPending(p)) if p == &pending),
+            "{waiting:?}"
+        );
+        let prompted = agent.prompt("Anything else?").await;
+        assert!(matches!(prompted, Err(AgentError::ApprovalsPending(_))));
+        assert!(lines(dir).is_empty());
+        assert!(model.requests().is_empty());
+
+        // An id that waits for nothing is refused by name, and nothing is stored.
+        let unknown = agent
+            .answer_approval("call_9", PermissionAnswer::Allow)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            unknown,
+            AgentError::Session(SessionError::NoPendingApproval {
+                session: id.clone(),
+                call: "call_9".into(),
+                pending: vec!["call_1".into()],
+            })
+        );
+        assert!(unknown.to_string().contains("call_9"), "{unknown}");
+        assert_eq!(store.load(&id).await.unwrap(), before);
+
+        agent
+            .answer_approval("call_1", PermissionAnswer::Allow)
+            .await
+            .unwrap();
+        assert!(agent.pending_approvals().await.unwrap().is_empty());
+        // Answered once: a second answer is refused.
+        assert!(matches!(
+            agent
+                .answer_approval("call_1", PermissionAnswer::Allow)
+                .await,
+            Err(AgentError::Session(SessionError::NoPendingApproval { .. }))
+        ));
+
+        let outcome = agent.continue_run().await.unwrap();
+        assert_eq!(outcome.text, "Changed and noted.");
+        // The approved call ran once, then the call behind it: in call order.
+        assert_eq!(lines(dir), ["ran", "noted"]);
+        assert_well_formed(&outcome.messages);
+        let sent = &model.requests()[0].messages;
+        assert_eq!(sent.len(), 3);
+        assert_eq!(
+            sent[2].content,
+            vec![
+                result("call_0", "looked", false),
+                result("call_1", "mutated", false),
+                result("call_2", "noted", false),
+            ]
+        );
+
+        // Only the calls without a stored result ran: call_0 did not run again.
+        let after = store.load(&id).await.unwrap();
+        assert_eq!(started(&after, "call_0"), 1);
+        assert_eq!(started(&after, "call_2"), 1);
+
+        // Stored whole: a later resume sees the same history and runs nothing again.
+        let again = Agent::resume(resumed_config(), &id).await.unwrap();
+        assert_eq!(again.messages().await, outcome.messages);
+        assert!(again.pending_approvals().await.unwrap().is_empty());
+        assert_eq!(lines(dir), ["ran", "noted"]);
+    });
+}
+
+#[test]
+fn killed_while_an_approved_call_runs_it_is_sealed_and_the_calls_behind_it_still_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    run_child_to_end(dir, "deferred_block");
+    runtime().block_on(async {
+        let store = store(dir);
+        let id = only_session(&store).await.id;
+        tool_sdk::session::answer_approval(&store, &id, "call_1", PermissionAnswer::Allow)
+            .await
+            .unwrap();
+    });
+    run_child_until(dir, "continue", "in_tool");
+    assert_eq!(
+        lines(dir),
+        ["ran"],
+        "the approved call had done its side effect"
+    );
+
+    runtime().block_on(async {
+        let store = Arc::new(store(dir));
+        let id = only_session(&store).await.id;
+        let model = ScriptedModel::new([ScriptedTurn::text("Noted.")]);
+        let config = config(dir, store.clone())
+            .with_model(model.clone())
+            .ask("mutate")
+            .allow("note")
+            .with_deferred_approvals();
+        let agent = Agent::resume(config, &id).await.unwrap();
+        assert!(agent.pending_approvals().await.unwrap().is_empty());
+        let outcome = agent.continue_run().await.unwrap();
+        assert_eq!(outcome.text, "Noted.");
+        // Not run again; the call behind it ran once.
+        assert_eq!(lines(dir), ["ran", "noted"]);
+        assert_eq!(
+            model.requests()[0].messages[2].content,
+            vec![
+                result("call_0", "looked", false),
+                result("call_1", STOPPED_MESSAGE, true),
+                result("call_2", "noted", false),
+            ]
+        );
+        assert_well_formed(&outcome.messages);
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_deferred_approval_sends_the_model_the_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let agent = Agent::create(deferring_config(dir, deferred_turn(dir, false)))
+        .await
+        .unwrap();
+    let stopped = agent.prompt("Change the file").await;
+    let Err(AgentError::ApprovalsPending(pending)) = &stopped else {
+        panic!("the run should wait: {stopped:?}");
+    };
+    assert_eq!(pending[0].call_id, "call_1");
+    assert!(
+        stopped
+            .as_ref()
+            .unwrap_err()
+            .to_string()
+            .contains("continue_run"),
+        "the error says what to do"
+    );
+
+    let store = Arc::new(store(dir));
+    tool_sdk::session::answer_approval(
+        &*store,
+        agent.session_id(),
+        "call_1",
+        PermissionAnswer::Deny("not on Fridays".into()),
+    )
+    .await
+    .unwrap();
+    let model = ScriptedModel::new([ScriptedTurn::text("Understood.")]);
+    let resumed = Agent::resume(
+        config(dir, store.clone())
+            .with_model(model.clone())
+            .ask("mutate")
+            .allow("note")
+            .with_deferred_approvals(),
+        agent.session_id(),
+    )
+    .await
+    .unwrap();
+    let outcome = resumed.continue_run().await.unwrap();
+    assert_eq!(outcome.text, "Understood.");
+    assert_eq!(lines(dir), ["noted"], "the refused call did not run");
+    let sent = &model.requests()[0].messages;
+    let MessageContent::ToolResult {
+        tool_use_id,
+        content,
+        is_error,
+    } = &sent[2].content[1]
+    else {
+        panic!("a tool result: {:?}", sent[2]);
+    };
+    assert_eq!(tool_use_id, "call_1");
+    assert!(is_error);
+    let said: String = content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(said.contains("not on Fridays"), "{said}");
+    assert_well_formed(&outcome.messages);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deferred_approvals_need_a_store() {
+    let error = Agent::create(
+        AgentConfig::new()
+            .with_registry(registry())
+            .with_model(ScriptedModel::new([]))
+            .with_deferred_approvals(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&error, AgentError::Config(m) if m.contains("session store")),
+        "{error}"
+    );
+}
+
+// ---- file checkpoints and rewind ----
+
+fn file_config(dir: &Path, model: ScriptedModel) -> AgentConfig {
+    AgentConfig::new()
+        .with_model(model)
+        .with_tools(["Read", "Write", "Edit"])
+        .with_working_dir(dir)
+        .allow("Write")
+        .allow("Edit")
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewind_puts_files_back_as_before_each_message_even_after_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let (a, b) = (dir.join("a.txt"), dir.join("b.txt"));
+    std::fs::write(&b, "orig\n").unwrap();
+    let model = ScriptedModel::new([
+        // Message 1: read b, create a.
+        ScriptedTurn::tool_call_with_id("r1", "Read", json!({"file_path": b})).with_tool_call_id(
+            "w1",
+            "Write",
+            json!({"file_path": a, "content": "one\n"}),
+        ),
+        // Message 3: edit a, rewrite b.
+        ScriptedTurn::tool_call_with_id(
+            "e1",
+            "Edit",
+            json!({"file_path": a, "old_string": "one", "new_string": "two"}),
+        )
+        .with_tool_call_id("w2", "Write", json!({"file_path": b, "content": "B2\n"})),
+        // Message 5: edit a again.
+        ScriptedTurn::tool_call_with_id(
+            "e2",
+            "Edit",
+            json!({"file_path": a, "old_string": "two", "new_string": "three"}),
+        ),
+        ScriptedTurn::text("Done."),
+    ]);
+    let store = Arc::new(store(dir));
+    let agent = Agent::create(file_config(dir, model).with_session_store(store.clone()))
+        .await
+        .unwrap();
+    let outcome = agent.prompt("Change the files").await.unwrap();
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!((read(&a), read(&b)), ("three\n".into(), "B2\n".into()));
+
+    // Another agent, from the store: the checkpoints come with the session.
+    let resumed = Agent::resume(
+        file_config(dir, ScriptedModel::new([])).with_session_store(store.clone()),
+        agent.session_id(),
+    )
+    .await
+    .unwrap();
+    let report = resumed.rewind_files(5).await.unwrap();
+    assert_eq!(report.restored, [a.as_path()]);
+    assert!(report.changed_outside.is_empty() && report.failed.is_empty());
+    assert_eq!((read(&a), read(&b)), ("two\n".into(), "B2\n".into()));
+
+    let report = resumed.rewind_files(3).await.unwrap();
+    assert_eq!(report.restored, [a.clone(), b.clone()]);
+    assert_eq!((read(&a), read(&b)), ("one\n".into(), "orig\n".into()));
+
+    // The file the agent created is removed; b was not changed at message 1.
+    let report = resumed.rewind_files(1).await.unwrap();
+    assert_eq!(report.removed, [a.as_path()]);
+    assert!(report.restored.is_empty(), "{report:?}");
+    assert!(!a.exists());
+    assert_eq!(read(&b), "orig\n");
+
+    // Nothing is left to rewind, and the conversation is untouched.
+    assert_eq!(resumed.rewind_files(0).await.unwrap(), Default::default());
+    assert_eq!(resumed.messages().await, outcome.messages);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_changed_outside_is_kept_unless_the_rewind_is_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let c = dir.join("c.txt");
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id(
+            "w1",
+            "Write",
+            json!({"file_path": c, "content": "agent\n"}),
+        ),
+        ScriptedTurn::text("Done."),
+    ]);
+    // No session store: the checkpoints live in memory, for the life of the agent.
+    let agent = Agent::create(file_config(dir, model)).await.unwrap();
+    agent.prompt("Write c").await.unwrap();
+    std::fs::write(&c, "user\n").unwrap();
+
+    let report = agent.rewind_files(1).await.unwrap();
+    assert_eq!(report.changed_outside, [c.as_path()]);
+    assert!(report.removed.is_empty());
+    assert_eq!(read(&c), "user\n", "left alone");
+
+    let report = agent.rewind_files_forced(1).await.unwrap();
+    assert_eq!(report.removed, [c.as_path()]);
+    assert!(!c.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_content_is_stored_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let d = dir.join("d.txt");
+    std::fs::write(&d, "v1\n").unwrap();
+    let write = |id: &str, content: &str| {
+        ScriptedTurn::tool_call_with_id(id, "Write", json!({"file_path": d, "content": content}))
+    };
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id("r1", "Read", json!({"file_path": d})),
+        write("w1", "v2\n"),
+        write("w2", "v1\n"),
+        write("w3", "v2\n"),
+        ScriptedTurn::text("Done."),
+    ]);
+    let store = Arc::new(store(dir));
+    let agent = Agent::create(file_config(dir, model).with_session_store(store.clone()))
+        .await
+        .unwrap();
+    let outcome = agent.prompt("Flip it").await.unwrap();
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    let records = store.load(agent.session_id()).await.unwrap();
+    let count = |kind: &str| records.iter().filter(|r| r.kind() == kind).count();
+    assert_eq!(count("file_checkpoint"), 3);
+    assert_eq!(count("file_blob"), 2, "v1 and v2, once each");
+    // Each checkpoint is stored before its call's result.
+    let first_checkpoint = records.iter().position(|r| r.kind() == "file_checkpoint");
+    let first_write_result = records.iter().position(|r| {
+        matches!(r, Record::ToolResult { block: MessageContent::ToolResult { tool_use_id, .. } } if tool_use_id == "w1")
+    });
+    assert!(first_checkpoint < first_write_result);
+
+    // Message 3 is w1's turn: before it, d held v1.
+    let report = agent.rewind_files(3).await.unwrap();
+    assert_eq!(report.restored, [d.as_path()]);
+    assert_eq!(read(&d), "v1\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notebook_edit_is_rewound_to_the_exact_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let notebook = dir.join("n.ipynb");
+    // Unusual spacing: the rewind must give back these bytes, not a re-serialisation.
+    let original = r#"{"cells": [{"cell_type": "code", "id": "c1", "metadata": {}, "source": "print(1)", "outputs": [], "execution_count": null}],
+ "metadata": {}, "nbformat": 4, "nbformat_minor": 5}"#;
+    std::fs::write(&notebook, original).unwrap();
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id("r1", "Read", json!({"file_path": notebook})),
+        ScriptedTurn::tool_call_with_id(
+            "n1",
+            "NotebookEdit",
+            json!({"notebook_path": notebook, "cell_id": "c1", "new_source": "print(2)"}),
+        ),
+        ScriptedTurn::text("Done."),
+    ]);
+    let config = file_config(dir, model)
+        .with_tools(["Read", "NotebookEdit"])
+        .allow("NotebookEdit");
+    let agent = Agent::create(config).await.unwrap();
+    let outcome = agent.prompt("Change the cell").await.unwrap();
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert!(read(&notebook).contains("print(2)"));
+
+    let report = agent.rewind_files(3).await.unwrap();
+    assert_eq!(report.restored, [notebook.as_path()]);
+    assert_eq!(read(&notebook), original);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_whose_checkpoint_cannot_be_stored_is_not_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let e = dir.join("e.txt");
+    // The prompt, the model turn, its usage and the call's start are stored; the checkpoint
+    // is not.
+    let store = FailingStore {
+        inner: store(dir),
+        left: 4.into(),
+    };
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id("w1", "Write", json!({"file_path": e, "content": "x"})),
+        ScriptedTurn::text("never asked"),
+    ]);
+    let agent = Agent::create(file_config(dir, model).with_session_store(store))
+        .await
+        .unwrap();
+    let error = agent.prompt("Write e").await.unwrap_err();
+    assert!(matches!(error, AgentError::Session(_)), "{error}");
+    assert!(!e.exists(), "the file was not created");
+    let messages = agent.messages().await;
+    let said = messages
+        .last()
+        .unwrap()
+        .content
+        .iter()
+        .find_map(|block| match block {
+            MessageContent::ToolResult {
+                content,
+                is_error: true,
+                ..
+            } => Some(format!("{content:?}")),
+            _ => None,
+        });
+    let said = said.expect("the call is answered as an error");
+    assert!(said.contains("was not changed"), "{said}");
+    assert!(said.contains("the disk is full"), "{said}");
 }

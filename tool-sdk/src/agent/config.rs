@@ -107,6 +107,9 @@ pub struct AgentConfig {
     pub(crate) session_store: Option<Arc<dyn SessionStore>>,
     #[serde(skip)]
     pub(crate) permission_handler: Option<Arc<dyn PermissionHandler>>,
+    /// Set by [`with_deferred_approvals`](Self::with_deferred_approvals).
+    #[serde(skip)]
+    pub(crate) defer_approvals: bool,
     /// Mistakes found by builder methods, reported by `Agent::create`.
     #[serde(skip)]
     pub(crate) problems: Vec<String>,
@@ -221,6 +224,7 @@ impl Default for AgentConfig {
             post_hooks: Vec::new(),
             session_store: None,
             permission_handler: None,
+            defer_approvals: false,
             problems: Vec::new(),
         }
     }
@@ -465,6 +469,25 @@ impl AgentConfig {
     /// stops the run before it stores anything more. A store without leases is an error.
     pub fn with_session_lease(mut self, ttl: Duration) -> Self {
         self.session.lease = Some(ttl);
+        self
+    }
+
+    /// Makes a run that needs a permission answer stop instead of waiting for one, so the
+    /// answer can come later, from another process or machine: the human-in-the-loop of a
+    /// web app. The question is stored, the run's calls after it wait too, and the run ends
+    /// with [`AgentError::ApprovalsPending`](super::AgentError::ApprovalsPending) listing the
+    /// questions. Then, with the same store, maybe after [`Agent::resume`](super::Agent::resume):
+    /// [`Agent::pending_approvals`](super::Agent::pending_approvals) (or
+    /// [`session::pending_approvals`](crate::session::pending_approvals)),
+    /// [`Agent::answer_approval`](super::Agent::answer_approval) for each, and
+    /// [`Agent::continue_run`](super::Agent::continue_run): allowed calls run, refused ones
+    /// get the refusal as an error result, and the model is asked again.
+    ///
+    /// Needs a session store. A [permission handler](Self::with_permission_handler), when
+    /// set, is asked instead and nothing is deferred. Sub-agents (the Task tool) do not defer:
+    /// their questions go to the handler or the event stream as without this option.
+    pub fn with_deferred_approvals(mut self) -> Self {
+        self.defer_approvals = true;
         self
     }
 

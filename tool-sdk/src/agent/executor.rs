@@ -3,6 +3,7 @@
 //! call whatever happens. This file only batches calls, turns outcomes into events, and
 //! stores each call's start, permission question and result in the session as they happen.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -18,20 +19,29 @@ use crate::permission::{
     PermissionAnswer, PermissionHandler, PermissionQuestion, not_allowed_message,
 };
 use crate::pipeline::{CallOutcome, RawInput, contain, run_call};
-use crate::session::{Record, SessionError};
+use crate::session::{PendingApproval, Record, SessionError};
 use crate::tool::{BoxFuture, ResultDisplay, ToolOutput};
 
 /// One call's result block, its error line for the run result, and why the session store
 /// could not take its records (which ends the run).
 pub(crate) struct Outcome {
+    pub(crate) call_id: String,
     pub(crate) block: MessageContent,
     pub(crate) error: Option<String>,
     pub(crate) store_error: Option<SessionError>,
+    /// The call's permission question was deferred: it did not run, `block` means nothing
+    /// and no result was stored.
+    pub(crate) deferred: Option<PendingApproval>,
 }
 
+/// Runs `calls` in order. `answers` are stored answers to deferred questions, given to the
+/// gate instead of asking again. When a call's question is deferred, the calls after its
+/// batch are not run (they run, in order, when the run continues): the outcomes are then
+/// fewer than the calls.
 pub(crate) async fn execute(
     agent: &Arc<AgentInner>,
     calls: &[ToolUse],
+    answers: &HashMap<String, PermissionAnswer>,
     emit: &Emit,
     cancel: &CancellationToken,
 ) -> Vec<Outcome> {
@@ -56,11 +66,17 @@ pub(crate) async fn execute(
         // compiler's higher-ranked lifetime check for `Send`.
         let calls: Vec<_> = batch
             .iter()
-            .map(|call| run_one(agent, call, emit, cancel))
+            .map(|call| run_one(agent, call, answers.get(&call.id), emit, cancel))
             .collect();
         let mut results: Vec<Outcome> =
             futures::stream::iter(calls).buffered(limit).collect().await;
+        let deferred = results.iter().any(|outcome| outcome.deferred.is_some());
         outcomes.append(&mut results);
+        if deferred {
+            // A later call may depend on the one waiting (a mutating call waits for the calls
+            // before it): they all wait.
+            break;
+        }
         index = end;
     }
     outcomes
@@ -80,6 +96,7 @@ fn runs_concurrently(agent: &AgentInner, call: &ToolUse) -> bool {
 async fn run_one(
     agent: &Arc<AgentInner>,
     call: &ToolUse,
+    answer: Option<&PermissionAnswer>,
     emit: &Emit,
     cancel: &CancellationToken,
 ) -> Outcome {
@@ -115,9 +132,11 @@ async fn run_one(
             output: output.clone(),
         });
         return Outcome {
+            call_id: call.id.clone(),
             block: result_block(&call.id, &output),
             error: Some(format!("{}: {error}", call.name)),
             store_error: Some(error),
+            deferred: None,
         };
     }
 
@@ -128,11 +147,14 @@ async fn run_one(
     };
     let ask = RecordingAsker {
         agent,
-        call_id: &call.id,
+        call,
         asker: match &agent.config.permission_handler {
             Some(handler) => handler.as_ref(),
             None => &asker,
         },
+        answer,
+        defer: agent.config.defer_approvals && agent.config.permission_handler.is_none(),
+        deferred: Mutex::new(None),
         failure: Mutex::new(None),
     };
     let CallOutcome {
@@ -153,6 +175,17 @@ async fn run_one(
     .await;
 
     let block = result_block(&call.id, &output);
+    let deferred = ask.deferred.into_inner().unwrap_or_else(|p| p.into_inner());
+    if deferred.is_some() {
+        // No result: the call did not run and will, or be refused, when the run continues.
+        return Outcome {
+            call_id: call.id.clone(),
+            block,
+            error: None,
+            store_error: ask.failure.into_inner().unwrap_or_else(|p| p.into_inner()),
+            deferred,
+        };
+    }
     // Stored as soon as the call ends: before the next model request, and before the other
     // calls of the turn end.
     let store_error = match ask.failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
@@ -185,9 +218,11 @@ async fn run_one(
                 display,
             });
             Outcome {
+                call_id: call.id.clone(),
                 block,
                 error,
                 store_error,
+                deferred: None,
             }
         }
         Some(error) => {
@@ -199,9 +234,11 @@ async fn run_one(
                 output,
             });
             Outcome {
+                call_id: call.id.clone(),
                 block,
                 error: Some(format!("{}: {error}", call.name)),
                 store_error,
+                deferred: None,
             }
         }
     }
@@ -232,10 +269,17 @@ impl PermissionHandler for EventAsker<'_> {
 
 /// Stores each permission question and its answer around the app's handler. A question that
 /// cannot be stored is refused (the call does not run) and the failure ends the run.
+///
+/// With `answer` (stored earlier, for a deferred question) it answers with it, storing
+/// nothing. With `defer` it asks nobody: it stores the question as deferred, notes it in
+/// `deferred` and refuses the call for now (that refusal is never stored nor sent).
 struct RecordingAsker<'a> {
     agent: &'a AgentInner,
-    call_id: &'a str,
+    call: &'a ToolUse,
     asker: &'a dyn PermissionHandler,
+    answer: Option<&'a PermissionAnswer>,
+    defer: bool,
+    deferred: Mutex<Option<PendingApproval>>,
     failure: Mutex<Option<SessionError>>,
 }
 
@@ -253,13 +297,32 @@ impl RecordingAsker<'_> {
 impl PermissionHandler for RecordingAsker<'_> {
     fn ask<'a>(&'a self, question: &'a PermissionQuestion) -> BoxFuture<'a, PermissionAnswer> {
         Box::pin(async move {
+            if let Some(answer) = self.answer {
+                return answer.clone();
+            }
             let asked = Record::PermissionAsked {
-                id: self.call_id.to_owned(),
+                id: self.call.id.clone(),
                 tool: question.tool.clone(),
                 title: question.prompt.title.clone(),
             };
             if let Err(error) = self.agent.record(&asked).await {
                 return self.refuse(error);
+            }
+            if self.defer {
+                let deferred = Record::ApprovalDeferred {
+                    id: self.call.id.clone(),
+                };
+                if let Err(error) = self.agent.record(&deferred).await {
+                    return self.refuse(error);
+                }
+                let pending = PendingApproval {
+                    call_id: self.call.id.clone(),
+                    tool: question.tool.clone(),
+                    title: question.prompt.title.clone(),
+                    input: self.call.input.json_or_empty().into_owned(),
+                };
+                *self.deferred.lock().unwrap_or_else(|p| p.into_inner()) = Some(pending);
+                return PermissionAnswer::Deny("the approval was deferred".into());
             }
             let answer = self.asker.ask(question).await;
             let (allowed, always, message) = match &answer {
@@ -268,7 +331,7 @@ impl PermissionHandler for RecordingAsker<'_> {
                 PermissionAnswer::Deny(message) => (false, false, Some(message.clone())),
             };
             let answered = Record::PermissionAnswered {
-                id: self.call_id.to_owned(),
+                id: self.call.id.clone(),
                 allowed,
                 always,
                 message,

@@ -29,9 +29,11 @@
 //! # });
 //! ```
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -44,12 +46,13 @@ use crate::model::{
     Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Role, StopReason,
     ToolSpec, Usage,
 };
+use crate::permission::PermissionAnswer;
 use crate::permission::{ModeState, PermissionGate, PermissionMode, Rule, Sandbox};
 use crate::pipeline::CallPolicy;
 use crate::registry::near_matches;
 use crate::session::{
-    ForkPoint, NewSession, Record, SessionError, SessionStore, push_user_message, records_for,
-    restore,
+    CallCheckpointer, FileCheckpoints, ForkPoint, NewSession, PendingApproval, Record,
+    RewindReport, SessionError, SessionStore, push_user_message, records_for, restore,
 };
 use crate::validate::ValidationOptions;
 use crate::{
@@ -101,6 +104,17 @@ pub enum AgentError {
     /// The session store failed: the run stopped rather than lose what it could not store.
     #[error(transparent)]
     Session(#[from] crate::session::SessionError),
+    /// The run stopped to wait for permission answers
+    /// ([`AgentConfig::with_deferred_approvals`]): answer each with
+    /// [`Agent::answer_approval`], then go on with [`Agent::continue_run`]. The session is
+    /// stored; this can happen in another process after [`Agent::resume`].
+    #[error(
+        "the run is waiting for {} permission answer(s): {}; answer them with \
+         `Agent::answer_approval`, then call `Agent::continue_run`",
+        .0.len(),
+        .0.iter().map(|p| format!("{} ({})", p.call_id, p.title)).collect::<Vec<_>>().join(", ")
+    )]
+    ApprovalsPending(Vec<PendingApproval>),
     /// An MCP server could not be started, reached or listed.
     #[cfg(feature = "mcp")]
     #[error(transparent)]
@@ -169,6 +183,13 @@ pub(crate) struct AgentInner {
     /// The session's lease, when the config asks for one.
     pub(crate) hold: Option<hold::SessionHold>,
     pub(crate) agent_id: AgentId,
+    /// The content of files before the tools changed them, for [`Agent::rewind_files`];
+    /// shared with sub-agents.
+    pub(crate) checkpoints: Arc<FileCheckpoints>,
+    /// The index of the message whose calls are running: what a file checkpoint is made at.
+    /// A sub-agent shares its parent's (its changes belong to the parent's Task call) and
+    /// leaves it alone.
+    pub(crate) call_message: Arc<AtomicUsize>,
     pub(crate) working_dir: PathBuf,
     pub(crate) messages: tokio::sync::Mutex<Vec<Message>>,
     /// The agent's MCP servers (none for sub-agents, which use a snapshot of the tools).
@@ -182,6 +203,13 @@ impl Agent {
     /// state every tool needs is there, compiles the validators.
     pub async fn create(config: AgentConfig) -> Result<Agent, AgentError> {
         let store = config.resolve_session_store()?;
+        if config.defer_approvals && store.is_none() {
+            return Err(AgentError::Config(
+                "deferred approvals need a session store, where the questions wait for their \
+                 answers: set one with `AgentConfig::with_session_store(...)`"
+                    .into(),
+            ));
+        }
         let mut inner = AgentInner::build(config).await?;
         if let Some(store) = store {
             let session = store.create(NewSession::new(&inner.working_dir)).await?;
@@ -189,6 +217,11 @@ impl Agent {
                 inner.hold = Some(hold::SessionHold::take(&store, &session.id, ttl).await?);
             }
             inner.session_id = Arc::from(session.id);
+            inner.checkpoints = Arc::new(FileCheckpoints::stored(
+                store.clone(),
+                inner.session_id.clone(),
+                &[],
+            ));
             inner.store = Some(store);
         }
         Ok(Agent {
@@ -207,7 +240,9 @@ impl Agent {
     /// as an error saying it may have partly happened
     /// ([`STOPPED_MESSAGE`](crate::session::STOPPED_MESSAGE)), one that had not, as an error
     /// saying it did not run. No call is ever run again by a resume. A model turn the crash
-    /// cut off was never stored: [`continue_run`] asks for it again.
+    /// cut off was never stored: [`continue_run`] asks for it again. Calls waiting for
+    /// [deferred approvals](AgentConfig::with_deferred_approvals) are not sealed: they are
+    /// [`pending_approvals`](Agent::pending_approvals), and run or are refused once answered.
     ///
     /// [`continue_run`]: Agent::continue_run
     pub async fn resume(config: AgentConfig, id: &str) -> Result<Agent, AgentError> {
@@ -261,7 +296,8 @@ impl Agent {
             Some(ttl) => Some(hold::SessionHold::take(&store, id, ttl).await?),
             None => None,
         };
-        let restored = restore(&store.load(id).await?);
+        let records = store.load(id).await?;
+        let restored = restore(&records);
         // Stored before anything else runs, so the next resume finds the same results.
         for seal in &restored.seals {
             store.append(id, seal).await?;
@@ -271,6 +307,11 @@ impl Agent {
         }
         let mut inner = AgentInner::build(config).await?;
         inner.session_id = Arc::from(session.id);
+        inner.checkpoints = Arc::new(FileCheckpoints::stored(
+            store.clone(),
+            inner.session_id.clone(),
+            &records,
+        ));
         inner.store = Some(store);
         inner.hold = hold;
         inner.messages = tokio::sync::Mutex::new(restored.messages);
@@ -283,6 +324,66 @@ impl Agent {
     /// [`Agent::resume`]), else one made up for this agent.
     pub fn session_id(&self) -> &str {
         &self.inner.session_id
+    }
+
+    /// The calls waiting for a permission answer after a run stopped for them
+    /// ([`AgentConfig::with_deferred_approvals`]), read from the store (so answers given by
+    /// another process count). Empty without a session store.
+    pub async fn pending_approvals(&self) -> Result<Vec<PendingApproval>, AgentError> {
+        match &self.inner.store {
+            Some(store) => {
+                Ok(crate::session::pending_approvals(&**store, &self.inner.session_id).await?)
+            }
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Answers the permission question the call `call_id` waits for (see
+    /// [`crate::session::answer_approval`]); once none is left,
+    /// [`continue_run`](Agent::continue_run) goes on. An id that waits for nothing is a
+    /// [`SessionError::NoPendingApproval`] naming those that do.
+    pub async fn answer_approval(
+        &self,
+        call_id: &str,
+        answer: PermissionAnswer,
+    ) -> Result<(), AgentError> {
+        let Some(store) = &self.inner.store else {
+            return Err(SessionError::NoPendingApproval {
+                session: self.inner.session_id.to_string(),
+                call: call_id.to_owned(),
+                pending: Vec::new(),
+            }
+            .into());
+        };
+        crate::session::answer_approval(&**store, &self.inner.session_id, call_id, answer).await?;
+        Ok(())
+    }
+
+    /// Puts every file that Write, Edit or NotebookEdit changed at or after message `to` (an
+    /// index into [`messages`](Agent::messages)) back as it was before that message: its
+    /// earlier content, or removed if the agent created it. A file changed by someone else
+    /// since the agent last wrote it is left alone and reported in
+    /// [`RewindReport::changed_outside`] ([`rewind_files_forced`](Agent::rewind_files_forced)
+    /// overwrites it). The conversation is not changed.
+    ///
+    /// With a session store the checkpoints are stored, so this works after
+    /// [`resume`](Agent::resume) for changes an earlier process made; without one they are
+    /// kept in memory for the life of this agent. A [fork](Agent::fork) starts with none.
+    /// Waits for a run in progress to end. Files are written back in place, not atomically.
+    pub async fn rewind_files(&self, to: usize) -> Result<RewindReport, AgentError> {
+        self.rewind(to, false).await
+    }
+
+    /// [`rewind_files`](Agent::rewind_files), also overwriting files changed outside the
+    /// agent.
+    pub async fn rewind_files_forced(&self, to: usize) -> Result<RewindReport, AgentError> {
+        self.rewind(to, true).await
+    }
+
+    async fn rewind(&self, to: usize, force: bool) -> Result<RewindReport, AgentError> {
+        // Held so that no run changes files meanwhile.
+        let _messages = self.inner.messages.lock().await;
+        Ok(self.inner.checkpoints.rewind(to, force).await?)
     }
 
     /// The names of the tools the model can see, in the order offered.
@@ -357,7 +458,9 @@ impl Agent {
     }
 
     /// Runs to the end and returns the result. Calls that need the user's permission are
-    /// refused (use [`run`](Self::run) to answer them). Fails if the run failed.
+    /// refused (use [`run`](Self::run) to answer them), or with
+    /// [`AgentConfig::with_deferred_approvals`] stop the run until they are answered. Fails
+    /// if the run failed.
     pub async fn prompt(&self, prompt: impl Into<String>) -> Result<RunResult, AgentError> {
         self.prompt_with(Some(prompt.into())).await
     }
@@ -365,7 +468,15 @@ impl Agent {
     /// Asks the model to answer the conversation as it stands, with no new prompt: after a
     /// [`resume`](Agent::resume) whose history ends with the user's message or tool results
     /// (a model turn the crash cut off, sealed calls), this gets the answer that never came.
-    /// Fails if the last message is the model's: there is nothing to answer.
+    ///
+    /// After a run stopped for [deferred approvals](AgentConfig::with_deferred_approvals),
+    /// all answered, this finishes the stopped turn first, from the store: allowed calls run,
+    /// refused ones are answered with the refusal as an error, calls that waited behind them
+    /// run in order (and may stop the run again if they need approval); then the model is
+    /// asked. With approvals still unanswered it fails with
+    /// [`AgentError::ApprovalsPending`] and runs nothing.
+    ///
+    /// Fails if the last message is the model's text: there is nothing to answer.
     pub async fn continue_run(&self) -> Result<RunResult, AgentError> {
         self.prompt_with(None).await
     }
@@ -640,6 +751,8 @@ impl AgentInner {
             store: None,
             hold: None,
             agent_id,
+            checkpoints: Arc::new(FileCheckpoints::in_memory()),
+            call_message: Arc::new(AtomicUsize::new(0)),
             working_dir,
             messages: tokio::sync::Mutex::new(Vec::new()),
             config,
@@ -688,7 +801,27 @@ impl AgentInner {
         emit: &Emit,
         cancel: &CancellationToken,
     ) -> Result<(), AgentError> {
+        let open_turn = messages
+            .last()
+            .is_some_and(|m| m.role == Role::Assistant && m.tool_uses().next().is_some());
         match prompt {
+            // The last turn's calls wait for deferred approvals: a prompt now would leave them
+            // unanswered, which providers refuse.
+            Some(_) if open_turn => {
+                let pending = self.stored_turn().await?.pending;
+                return Err(match pending.is_empty() {
+                    false => AgentError::ApprovalsPending(pending),
+                    true => AgentError::Config(
+                        "the last turn's tool calls wait to run after deferred approvals: call \
+                         `continue_run` first"
+                            .into(),
+                    ),
+                });
+            }
+            None if open_turn => {
+                self.finish_deferred_turn(messages, result, emit, cancel)
+                    .await?
+            }
             Some(prompt) => {
                 let prompt = Message::user(prompt);
                 self.record(&Record::user(prompt.clone())).await?;
@@ -763,29 +896,126 @@ impl AgentInner {
             result.tool_calls += calls.len();
             // Each call's start and result are stored by the executor as they happen, so all
             // results are stored before the next request.
-            let outcomes = executor::execute(self, &calls, emit, cancel).await;
-            let mut results = Vec::with_capacity(outcomes.len());
-            let mut store_error = None;
-            for outcome in outcomes {
-                if let Some(error) = outcome.error {
-                    result.errors.push(error);
-                }
-                if store_error.is_none() {
-                    store_error = outcome.store_error;
-                }
-                results.push(outcome.block);
-            }
-            messages.push(Message {
-                role: Role::User,
-                content: results,
-            });
-            if let Some(error) = store_error {
-                return Err(error.into());
-            }
+            self.note_call_message(messages);
+            let outcomes = executor::execute(self, &calls, &HashMap::new(), emit, cancel).await;
+            self.take_outcomes(&calls, HashMap::new(), outcomes, messages, result)?;
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
         }
+    }
+
+    /// Puts one turn's results (`known` ones stored earlier, then the `outcomes` just run) in
+    /// a user message, in call order. Fails when a record could not be stored, or when calls
+    /// stopped for deferred approvals: then no message is added, the turn stays open.
+    fn take_outcomes(
+        &self,
+        calls: &[crate::model::ToolUse],
+        mut known: HashMap<String, crate::model::MessageContent>,
+        outcomes: Vec<executor::Outcome>,
+        messages: &mut Vec<Message>,
+        result: &mut RunResult,
+    ) -> Result<(), AgentError> {
+        let mut store_error = None;
+        let mut pending = Vec::new();
+        for outcome in outcomes {
+            if let Some(error) = outcome.error {
+                result.errors.push(error);
+            }
+            if store_error.is_none() {
+                store_error = outcome.store_error;
+            }
+            match outcome.deferred {
+                Some(approval) => pending.push(approval),
+                None => {
+                    known.insert(outcome.call_id, outcome.block);
+                }
+            }
+        }
+        if let Some(error) = store_error {
+            // The executor answered every call (in memory) even then: keep the history valid.
+            if pending.is_empty() {
+                messages.push(Message {
+                    role: Role::User,
+                    content: calls.iter().filter_map(|c| known.remove(&c.id)).collect(),
+                });
+            }
+            return Err(error.into());
+        }
+        if !pending.is_empty() {
+            return Err(AgentError::ApprovalsPending(pending));
+        }
+        messages.push(Message {
+            role: Role::User,
+            content: calls.iter().filter_map(|c| known.remove(&c.id)).collect(),
+        });
+        Ok(())
+    }
+
+    /// The calls about to run are the last message's: file checkpoints are made at it.
+    fn note_call_message(&self, messages: &[Message]) {
+        if self.agent_id == AgentId::Main {
+            self.call_message
+                .store(messages.len().saturating_sub(1), Ordering::Relaxed);
+        }
+    }
+
+    /// The session as stored, with the seals a crash needs stored first.
+    async fn stored_turn(&self) -> Result<crate::session::Restored, AgentError> {
+        let Some(store) = &self.store else {
+            return Ok(crate::session::Restored::default());
+        };
+        let restored = restore(&store.load(&self.session_id).await?);
+        for seal in &restored.seals {
+            store.append(&self.session_id, seal).await?;
+        }
+        Ok(restored)
+    }
+
+    /// Finishes the last turn, stopped for deferred approvals, from what the store says (which
+    /// another process may have added to): see [`Agent::continue_run`].
+    async fn finish_deferred_turn(
+        self: &Arc<Self>,
+        messages: &mut Vec<Message>,
+        result: &mut RunResult,
+        emit: &Emit,
+        cancel: &CancellationToken,
+    ) -> Result<(), AgentError> {
+        if self.store.is_none() {
+            // Deferring needs a store (checked when the agent is built); never drop the
+            // conversation in memory for the empty one a missing store would give.
+            return Err(AgentError::Config(
+                "the last turn's tool calls are unanswered and there is no session store to \
+                 finish them from"
+                    .into(),
+            ));
+        }
+        let restored = self.stored_turn().await?;
+        if !restored.pending.is_empty() {
+            return Err(AgentError::ApprovalsPending(restored.pending));
+        }
+        *messages = restored.messages;
+        let Some(turn) = restored.deferred else {
+            // Another process finished the turn already; the stored history is the truth.
+            return match messages.last() {
+                Some(last) if last.role == Role::User => Ok(()),
+                _ => Err(AgentError::Config(
+                    "there is nothing to continue: the conversation ends with the model's \
+                     answer"
+                        .into(),
+                )),
+            };
+        };
+        let to_run: Vec<_> = turn
+            .calls
+            .iter()
+            .filter(|call| !turn.results.contains_key(&call.id))
+            .cloned()
+            .collect();
+        result.tool_calls += to_run.len();
+        self.note_call_message(messages);
+        let outcomes = executor::execute(self, &to_run, &turn.answers, emit, cancel).await;
+        self.take_outcomes(&turn.calls, turn.results, outcomes, messages, result)
     }
 
     async fn model_turn(
@@ -835,6 +1065,10 @@ impl AgentInner {
             .with_file_tracker(self.files.clone())
             .with_session_values(self.session.clone())
             .with_sandbox(self.sandbox.clone())
+            .with_file_checkpointer(Arc::new(CallCheckpointer {
+                checkpoints: self.checkpoints.clone(),
+                message: self.call_message.load(Ordering::Relaxed),
+            }))
             .with_subagents(Arc::new(subagent::Subagents::new(
                 self.clone(),
                 emit.clone(),

@@ -47,6 +47,9 @@ impl Subagents {
             .into_iter()
             .filter(|tool| tool.name() != TASK_TOOL)
             .collect();
+        // A sub-agent's run lives inside the Task call and has no session of its own to wait
+        // in: its questions are asked (or refused) as usual.
+        config.defer_approvals = false;
         if let Some(kind) = kind {
             config.system_prompt = kind.system_prompt.or(config.system_prompt);
         }
@@ -59,6 +62,8 @@ impl Subagents {
             .map_err(|error| ToolError::failed(error.to_string()))?;
         // The child shares the session's file tracker and state, not its conversation.
         child.files = parent.files.clone();
+        child.checkpoints = parent.checkpoints.clone();
+        child.call_message = parent.call_message.clone();
         child.state = parent.state.clone();
         child.session_id = parent.session_id.clone();
         Ok(child)

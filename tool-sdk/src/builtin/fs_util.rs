@@ -201,7 +201,8 @@ pub(crate) fn record_written(ctx: &ToolContext, path: &Path) {
     ctx.files().record_read(key, modified);
 }
 
-/// Replaces `path` with `content` atomically: a temporary file in the same directory is
+/// Replaces `path` with `content` atomically (after noting its content in the context's
+/// [`FileCheckpointer`](crate::session::FileCheckpointer), if any): a temporary file in the same directory is
 /// written, flushed and renamed over it, so readers see the old or the new contents, never a
 /// mix. An existing file keeps its permissions; a symlink is written through, to its target.
 /// A new file gets the usual permissions (0666 less the umask).
@@ -214,6 +215,23 @@ pub(crate) fn write_atomic(
     path: &Path,
     content: &[u8],
 ) -> Result<(), ToolError> {
+    if let Some(checkpointer) = ctx.file_checkpointer() {
+        // What the file holds now, noted before it changes, so the change can be undone.
+        let previous = match fs::read(path) {
+            Ok(bytes) => Some(bytes),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => None,
+            Err(error) => return Err(io_error(path, "read", &error)),
+        };
+        checkpointer
+            .before_change(path, previous.as_deref(), content)
+            .map_err(|error| {
+                ToolError::failed(format!(
+                    "{} was not changed: its earlier content could not be saved for a \
+                     rewind ({error})",
+                    path.display()
+                ))
+            })?;
+    }
     if let Some(sandbox) = ctx.sandbox() {
         return sandbox
             .write_atomic(path, content)

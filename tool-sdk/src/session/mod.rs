@@ -6,6 +6,8 @@
 //! result, permission questions and answers, token usage. The agent appends them as they
 //! happen ([`crate::agent::AgentConfig::with_session_store`]); [`crate::agent::Agent::resume`]
 //! turns them back into a conversation ([`restore`]) and answers the calls a crash left open.
+//! Approvals can wait in the store for an answer from another process ([`pending_approvals`],
+//! [`answer_approval`]), and file contents are kept for a rewind ([`FileCheckpoints`]).
 //!
 //! [`SqliteStore`] is the store in the default build: one file, SQLite compiled in.
 //! `PostgresStore` (feature `postgres`) keeps sessions in a PostgreSQL database that many
@@ -34,7 +36,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::BoxFuture;
 use crate::model::{Message, MessageContent, Usage};
+use crate::permission::PermissionAnswer;
 
+mod checkpoint;
 mod lease;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -42,6 +46,8 @@ mod recover;
 mod redact;
 mod sqlite;
 
+pub(crate) use checkpoint::CallCheckpointer;
+pub use checkpoint::{FileCheckpointer, FileCheckpoints, RewindReport};
 pub(crate) use recover::push_user_message;
 pub use recover::{NEVER_STARTED_MESSAGE, Restored, STOPPED_MESSAGE, records_for, restore};
 pub use sqlite::SqliteStore;
@@ -285,6 +291,43 @@ pub enum Record {
         /// The turn's usage.
         usage: Usage,
     },
+    /// The permission question just asked about a call (its [`Record::PermissionAsked`]) was
+    /// not answered by anyone in the process: the agent runs with
+    /// [`with_deferred_approvals`](crate::agent::AgentConfig::with_deferred_approvals), so the
+    /// run stopped and the question waits for [`answer_approval`]. Recovery leaves such a call
+    /// open instead of sealing it.
+    ApprovalDeferred {
+        /// The tool_use id.
+        id: String,
+    },
+    /// A file's content, kept once per hash for [`Record::FileCheckpoint`]s to point at.
+    FileBlob {
+        /// Its SHA-256, in hex.
+        hash: String,
+        /// The content, in base64 (a file need not be UTF-8).
+        data: String,
+    },
+    /// A tool call is about to change a file (appended before the change): what it held
+    /// before, so [`Agent::rewind_files`](crate::agent::Agent::rewind_files) can put it back.
+    FileCheckpoint {
+        /// The index of the message whose tool call changes it.
+        message: usize,
+        /// The file.
+        path: PathBuf,
+        /// The hash of its content before (a [`Record::FileBlob`]); `None`: it did not exist.
+        before: Option<String>,
+        /// The hash of the content the tool writes, to tell a later change made outside the
+        /// agent.
+        after: String,
+    },
+    /// Files were rewound to how they were before message `to`: their checkpoints at or
+    /// after it no longer count.
+    FilesRewound {
+        /// The message rewound to.
+        to: usize,
+        /// Each file rewound, and the hash of what it now holds (`None`: removed).
+        files: std::collections::BTreeMap<PathBuf, Option<String>>,
+    },
 }
 
 impl Record {
@@ -308,6 +351,10 @@ impl Record {
             Record::PermissionAsked { .. } => "permission_asked",
             Record::PermissionAnswered { .. } => "permission_answered",
             Record::Usage { .. } => "usage",
+            Record::ApprovalDeferred { .. } => "approval_deferred",
+            Record::FileBlob { .. } => "file_blob",
+            Record::FileCheckpoint { .. } => "file_checkpoint",
+            Record::FilesRewound { .. } => "files_rewound",
         }
     }
 }
@@ -421,6 +468,87 @@ pub enum SessionError {
     /// Reading or writing failed.
     #[error("the session store failed: {0}")]
     Storage(String),
+    /// An answer to an approval nobody is waiting for: a call id the session does not have,
+    /// or one already answered or run.
+    #[error(
+        "session `{session}` has no approval waiting for call `{call}`; the calls waiting are: \
+         {}",
+        if pending.is_empty() { "none".to_owned() } else { pending.join(", ") }
+    )]
+    NoPendingApproval {
+        /// The session.
+        session: String,
+        /// The call id given.
+        call: String,
+        /// The ids of the calls that are waiting.
+        pending: Vec<String>,
+    },
+}
+
+/// A tool call waiting for a permission answer that the run did not wait for (see
+/// [`with_deferred_approvals`](crate::agent::AgentConfig::with_deferred_approvals)).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PendingApproval {
+    /// The tool_use id: give it to [`answer_approval`].
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The question's title, as it would have been shown to the user.
+    pub title: String,
+    /// The input the model sent.
+    pub input: serde_json::Value,
+}
+
+/// The calls of the session `id` waiting for a permission answer, in call order: those the
+/// run stopped for and nobody answered yet. Computed from the stored records, so any process
+/// with the store can ask.
+pub async fn pending_approvals(
+    store: &dyn SessionStore,
+    id: &str,
+) -> Result<Vec<PendingApproval>, SessionError> {
+    Ok(restore(&store.load(id).await?).pending)
+}
+
+/// Answers the approval the call `call_id` of the session `id` waits for, storing it as a
+/// [`Record::PermissionAnswered`]: [`PermissionAnswer::Allow`] (or `AllowAlways`) lets the
+/// call run when the run continues, [`PermissionAnswer::Deny`] answers it with the message as
+/// an error result. The run goes on with
+/// [`Agent::continue_run`](crate::agent::Agent::continue_run) once nothing is pending.
+///
+/// A call id that is not waiting is a [`SessionError::NoPendingApproval`], and nothing is
+/// stored. Two processes answering the same call at once may both store an answer; the first
+/// stored counts.
+pub async fn answer_approval(
+    store: &dyn SessionStore,
+    id: &str,
+    call_id: &str,
+    answer: PermissionAnswer,
+) -> Result<(), SessionError> {
+    let pending = pending_approvals(store, id).await?;
+    if !pending.iter().any(|p| p.call_id == call_id) {
+        return Err(SessionError::NoPendingApproval {
+            session: id.to_owned(),
+            call: call_id.to_owned(),
+            pending: pending.into_iter().map(|p| p.call_id).collect(),
+        });
+    }
+    let (allowed, always, message) = match answer {
+        PermissionAnswer::Allow => (true, false, None),
+        PermissionAnswer::AllowAlways => (true, true, None),
+        PermissionAnswer::Deny(message) => (false, false, Some(message)),
+    };
+    store
+        .append(
+            id,
+            &Record::PermissionAnswered {
+                id: call_id.to_owned(),
+                allowed,
+                always,
+                message,
+            },
+        )
+        .await
 }
 
 /// The title a first prompt gives a session: its first line, cut to [`TITLE_CHARS`].

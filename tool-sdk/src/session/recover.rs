@@ -7,14 +7,19 @@
 //! - a call with a [`Record::ToolStarted`] and no result may have partly happened:
 //!   [`STOPPED_MESSAGE`]; a call never started, or stopped while waiting for a permission
 //!   answer, did not run at all: [`NEVER_STARTED_MESSAGE`];
+//! - except in a last turn the run stopped for deferred approvals
+//!   ([`Record::ApprovalDeferred`]): there only calls that started and did not finish are
+//!   sealed; the others stay open, listed in [`Restored::pending`] while unanswered, and run
+//!   (or are refused) when the run continues;
 //! - nothing is ever run again: recovery only writes results;
 //! - a user message after a user message joins it (providers refuse two in a row).
 
 use std::collections::{HashMap, HashSet};
 
-use super::Record;
+use super::{PendingApproval, Record};
 use crate::ContentBlock;
 use crate::model::{Message, MessageContent, Role, ToolUse};
+use crate::permission::PermissionAnswer;
 
 /// The result of a call that had started when the process stopped.
 pub const STOPPED_MESSAGE: &str =
@@ -28,11 +33,29 @@ pub const NEVER_STARTED_MESSAGE: &str = "this call did not run: the process stop
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Restored {
-    /// The messages, ready to send to a model.
+    /// The messages, ready to send to a model — except when [`pending`](Self::pending) is
+    /// not empty or the last turn's calls still wait to run after deferred approvals: then
+    /// the last message is that turn's, its calls not yet answered, and
+    /// [`Agent::continue_run`](crate::agent::Agent::continue_run) finishes it.
     pub messages: Vec<Message>,
     /// The `tool_result` records made for calls left open at the end of the records. Append
     /// them to the session so that the next restore finds them stored.
     pub seals: Vec<Record>,
+    /// The calls of the last turn waiting for a deferred approval, in call order.
+    pub pending: Vec<PendingApproval>,
+    /// The last turn, when it waits for deferred approvals (answered or not).
+    pub(crate) deferred: Option<DeferredTurn>,
+}
+
+/// A last turn left open by deferred approvals: what is known of each of its calls.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct DeferredTurn {
+    /// Every call of the turn, in order.
+    pub(crate) calls: Vec<ToolUse>,
+    /// The stored results (seals included), by call id.
+    pub(crate) results: HashMap<String, MessageContent>,
+    /// The stored answers to deferred questions, by call id.
+    pub(crate) answers: HashMap<String, PermissionAnswer>,
 }
 
 /// Rebuilds the conversation from a session's records; see the module docs for the rules.
@@ -52,8 +75,7 @@ pub fn restore(records: &[Record]) -> Restored {
                 if !calls.is_empty() {
                     open = Some(OpenTurn {
                         calls,
-                        started: HashSet::new(),
-                        results: HashMap::new(),
+                        ..OpenTurn::default()
                     });
                 }
             }
@@ -75,26 +97,113 @@ pub fn restore(records: &[Record]) -> Restored {
                 }
             }
             // A call waiting for an answer has not run yet; it runs once allowed.
-            Record::PermissionAsked { id, .. } => {
+            Record::PermissionAsked { id, title, .. } => {
                 if let Some(turn) = &mut open {
                     turn.started.remove(id);
+                    turn.titles.insert(id.clone(), title.clone());
                 }
             }
-            Record::PermissionAnswered { id, allowed, .. } => {
-                if let Some(turn) = &mut open
-                    && *allowed
-                {
+            Record::PermissionAnswered {
+                id,
+                allowed,
+                always,
+                message,
+            } => {
+                let Some(turn) = &mut open else { continue };
+                if turn.deferred.contains(id) {
+                    // Answered later, maybe elsewhere: the call has not run; it starts (with a
+                    // `ToolStarted`) when the run continues. The first answer stored counts.
+                    let answer = match (allowed, always, message) {
+                        (true, false, _) => PermissionAnswer::Allow,
+                        (true, true, _) => PermissionAnswer::AllowAlways,
+                        (false, _, message) => PermissionAnswer::Deny(
+                            message
+                                .clone()
+                                .unwrap_or_else(|| "the user refused this call".into()),
+                        ),
+                    };
+                    turn.answers.entry(id.clone()).or_insert(answer);
+                } else if *allowed {
                     turn.started.insert(id.clone());
                 }
             }
-            Record::Usage { .. } => {}
+            Record::ApprovalDeferred { id } => {
+                if let Some(turn) = &mut open {
+                    turn.started.remove(id);
+                    turn.deferred.insert(id.clone());
+                }
+            }
+            Record::Usage { .. }
+            | Record::FileBlob { .. }
+            | Record::FileCheckpoint { .. }
+            | Record::FilesRewound { .. } => {}
         }
     }
-    let seals = close(&mut messages, open.take())
-        .into_iter()
-        .map(|block| Record::ToolResult { block })
+    let Some(mut turn) = open else {
+        return Restored {
+            messages,
+            ..Restored::default()
+        };
+    };
+    if turn.deferred.is_empty() {
+        let seals = close(&mut messages, Some(turn))
+            .into_iter()
+            .map(|block| Record::ToolResult { block })
+            .collect();
+        return Restored {
+            messages,
+            seals,
+            ..Restored::default()
+        };
+    }
+    // The run stopped for approvals: calls that had started (after their answer) and have no
+    // result may have partly happened and are sealed; the others stay open, to run (or be
+    // refused) when the run continues.
+    let mut seals = Vec::new();
+    for call in &turn.calls {
+        if turn.started.contains(&call.id) && !turn.results.contains_key(&call.id) {
+            let seal = seal(&call.id, STOPPED_MESSAGE);
+            turn.results.insert(call.id.clone(), seal.clone());
+            seals.push(Record::ToolResult { block: seal });
+        }
+    }
+    if turn.calls.iter().all(|c| turn.results.contains_key(&c.id)) {
+        close(&mut messages, Some(turn));
+        return Restored {
+            messages,
+            seals,
+            ..Restored::default()
+        };
+    }
+    let pending = turn
+        .calls
+        .iter()
+        .filter(|call| {
+            turn.deferred.contains(&call.id)
+                && !turn.answers.contains_key(&call.id)
+                && !turn.results.contains_key(&call.id)
+        })
+        .map(|call| PendingApproval {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            title: turn
+                .titles
+                .get(&call.id)
+                .cloned()
+                .unwrap_or_else(|| call.name.clone()),
+            input: call.input.json_or_empty().into_owned(),
+        })
         .collect();
-    Restored { messages, seals }
+    Restored {
+        messages,
+        seals,
+        pending,
+        deferred: Some(DeferredTurn {
+            calls: turn.calls,
+            results: turn.results,
+            answers: turn.answers,
+        }),
+    }
 }
 
 /// The records that rebuild `messages` (well formed: each assistant turn's calls answered by
@@ -136,10 +245,26 @@ pub(crate) fn push_user_message(messages: &mut Vec<Message>, message: Message) {
 }
 
 /// The calls of the last model turn, and what is known of them so far.
+#[derive(Default)]
 struct OpenTurn {
     calls: Vec<ToolUse>,
     started: HashSet<String>,
     results: HashMap<String, MessageContent>,
+    /// Calls whose permission question was deferred.
+    deferred: HashSet<String>,
+    /// Answers to deferred questions.
+    answers: HashMap<String, PermissionAnswer>,
+    /// The titles of the questions asked.
+    titles: HashMap<String, String>,
+}
+
+/// An error result saying `message`.
+fn seal(id: &str, message: &str) -> MessageContent {
+    MessageContent::ToolResult {
+        tool_use_id: id.to_owned(),
+        content: vec![ContentBlock::text(message)],
+        is_error: true,
+    }
 }
 
 /// Answers every call of `turn`, in call order, with its stored result or a seal; returns the
@@ -158,11 +283,7 @@ fn close(messages: &mut Vec<Message>, turn: Option<OpenTurn>) -> Vec<MessageCont
                     true => STOPPED_MESSAGE,
                     false => NEVER_STARTED_MESSAGE,
                 };
-                let seal = MessageContent::ToolResult {
-                    tool_use_id: call.id.clone(),
-                    content: vec![ContentBlock::text(message)],
-                    is_error: true,
-                };
+                let seal = seal(&call.id, message);
                 seals.push(seal.clone());
                 content.push(seal);
             }
@@ -303,5 +424,89 @@ mod tests {
         let restored = restore(&records_for(&messages));
         assert_eq!(restored.messages, messages);
         assert!(restored.seals.is_empty());
+    }
+
+    fn deferred(id: &str) -> [Record; 3] {
+        [
+            Record::ToolStarted {
+                id: id.into(),
+                name: "write".into(),
+            },
+            Record::PermissionAsked {
+                id: id.into(),
+                tool: "write".into(),
+                title: format!("Write {id}"),
+            },
+            Record::ApprovalDeferred { id: id.into() },
+        ]
+    }
+
+    #[test]
+    fn a_turn_stopped_for_approvals_stays_open_and_lists_them() {
+        let mut records = vec![
+            Record::user(Message::user("go")),
+            Record::model_turn(turn(&["a", "b", "c"])),
+            Record::ToolStarted {
+                id: "a".into(),
+                name: "write".into(),
+            },
+            Record::ToolResult {
+                block: result("a", "done", false),
+            },
+        ];
+        records.extend(deferred("b"));
+        let restored = restore(&records);
+        assert_eq!(restored.messages.len(), 2, "no results message yet");
+        assert!(restored.seals.is_empty());
+        let ids: Vec<_> = restored.pending.iter().map(|p| &p.call_id).collect();
+        assert_eq!(ids, ["b"]);
+        assert_eq!(restored.pending[0].title, "Write b");
+        let turn = restored.deferred.expect("the turn is open");
+        assert_eq!(turn.results.len(), 1);
+
+        // Answered: nothing pending, the answer is kept for the continuation.
+        records.push(Record::PermissionAnswered {
+            id: "b".into(),
+            allowed: false,
+            always: false,
+            message: Some("no".into()),
+        });
+        let answered = restore(&records);
+        assert!(answered.pending.is_empty());
+        assert_eq!(
+            answered.deferred.unwrap().answers["b"],
+            PermissionAnswer::Deny("no".into())
+        );
+
+        // Killed while the continuation ran `c`: it is sealed as maybe done, `b` (refused but
+        // not yet answered with a result) stays open.
+        records.push(Record::ToolStarted {
+            id: "c".into(),
+            name: "write".into(),
+        });
+        let killed = restore(&records);
+        assert_eq!(
+            killed.seals,
+            vec![Record::ToolResult {
+                block: result("c", STOPPED_MESSAGE, true)
+            }]
+        );
+        assert_eq!(killed.messages.len(), 2);
+
+        // Once every call has a result, the turn closes as usual.
+        records.extend(killed.seals);
+        records.push(Record::ToolResult {
+            block: result("b", "no", true),
+        });
+        let closed = restore(&records);
+        assert!(closed.deferred.is_none() && closed.seals.is_empty());
+        assert_eq!(
+            closed.messages[2].content,
+            vec![
+                result("a", "done", false),
+                result("b", "no", true),
+                result("c", STOPPED_MESSAGE, true),
+            ]
+        );
     }
 }

@@ -200,6 +200,7 @@ pub struct ToolContext {
     subagents: Option<Arc<dyn SubagentRunner>>,
     session: Arc<SessionValues>,
     sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+    checkpointer: Option<Arc<dyn crate::session::FileCheckpointer>>,
 }
 
 /// Per-session values tools keep between calls (the Bash tool's working directory, the todo
@@ -300,7 +301,24 @@ impl ToolContext {
             subagents: None,
             session: Arc::new(SessionValues::default()),
             sandbox: None,
+            checkpointer: None,
         }
+    }
+
+    /// Lets the file tools (Write, Edit, NotebookEdit) note each file's content before they
+    /// change it, so the change can be undone (agents set one; see
+    /// [`crate::session::FileCheckpoints`]).
+    pub fn with_file_checkpointer(
+        mut self,
+        checkpointer: Arc<dyn crate::session::FileCheckpointer>,
+    ) -> Self {
+        self.checkpointer = Some(checkpointer);
+        self
+    }
+
+    /// Where file tools note a file's content before changing it, if anywhere.
+    pub fn file_checkpointer(&self) -> Option<&dyn crate::session::FileCheckpointer> {
+        self.checkpointer.as_deref()
     }
 
     /// Confines file tools to these directories (agents always set one).
