@@ -217,6 +217,29 @@ fn ctrl_c_cancels_a_long_bash_call_and_returns_to_the_prompt() {
 }
 
 #[test]
+fn rewind_puts_the_demos_edit_back() {
+    let dir = project();
+    let before = main_rs(dir.path());
+    let mut coder = start(dir.path());
+    coder.expect("Allow? [y]es / [n]o / [a]lways").unwrap();
+    coder.send_line("y").unwrap();
+    coder.expect("the TODO is marked as reviewed").unwrap();
+    coder.expect("tool calls").unwrap();
+    assert_ne!(main_rs(dir.path()), before);
+    coder.expect("> ").unwrap();
+    coder.send_line("/rewind").unwrap();
+    coder.expect(" 1. Find a TODO comment").unwrap();
+    coder.expect("> ").unwrap();
+    coder.send_line("/rewind 1").unwrap();
+    coder.expect("restored ").unwrap();
+    coder.expect("main.rs").unwrap();
+    assert_eq!(main_rs(dir.path()), before, "the file is as it was");
+    coder.send_line("/rewind 7").unwrap();
+    coder.expect("there is no prompt 7").unwrap();
+    quit_with_ctrl_d(coder);
+}
+
+#[test]
 fn continue_picks_up_the_last_conversation_in_this_directory() {
     let dir = project();
     let mut coder = start(dir.path());

@@ -1647,3 +1647,29 @@ async fn a_change_whose_checkpoint_cannot_be_stored_is_not_made() {
     assert!(said.contains("was not changed"), "{said}");
     assert!(said.contains("the disk is full"), "{said}");
 }
+
+#[test]
+fn many_openers_of_a_new_file_migrate_it_once() {
+    // Processes starting at once (two terminals, a web app's workers) open a file none has
+    // made yet: each must find it ready, none fail on a step another already ran.
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        let barrier = Arc::new(std::sync::Barrier::new(8));
+        let openers: Vec<_> = (0..8)
+            .map(|_| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    SqliteStore::open(&path).map(|_| ())
+                })
+            })
+            .collect();
+        for opener in openers {
+            opener
+                .join()
+                .unwrap()
+                .expect("every opener finds the file ready");
+        }
+    }
+}

@@ -320,7 +320,7 @@ async fn recap(agent: &Agent) {
     }
 }
 
-/// `/tools`, `/mcp`, `/mode`, `/sessions`, `/help`; false for `/exit`.
+/// `/tools`, `/mcp`, `/mode`, `/sessions`, `/rewind`, `/help`; false for `/exit`.
 async fn slash_command(agent: &Agent, store: Option<&SqliteStore>, command: &str) -> bool {
     let mut words = command.split_whitespace();
     match words.next().unwrap_or_default() {
@@ -347,6 +347,7 @@ async fn slash_command(agent: &Agent, store: Option<&SqliteStore>, command: &str
                 println!("  {server:<12} {}", style(format!("{count} tools")).dim());
             }
         }
+        "rewind" => sessions::rewind(agent, &words.collect::<Vec<_>>()).await,
         "sessions" => match store {
             Some(store) => sessions::show(store, agent.session_id()).await,
             None => println!("  conversations are not being saved (see the warning at start)"),
@@ -373,6 +374,7 @@ async fn slash_command(agent: &Agent, store: Option<&SqliteStore>, command: &str
              /mcp              the MCP servers and how many tools each gives\n  \
              /mode plan|default|acceptEdits|bypass\n  \
              /sessions         saved conversations (resume with --resume ID)\n  \
+             /rewind [N]       put the files back as they were before prompt N\n  \
              /exit             quit (or Ctrl-D)"
         ),
     }

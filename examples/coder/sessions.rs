@@ -1,12 +1,14 @@
 //! Where the coder keeps its conversations: one SQLite file in the user's data directory
 //! (`$XDG_DATA_HOME/tool-sdk-coder/sessions.db` on Linux, `~/Library/Application
 //! Support/tool-sdk-coder/` on macOS), never in the project checkout. `--continue` and
-//! `--resume` read it, `/sessions` lists it.
+//! `--resume` read it, `/sessions` lists it, `/rewind` puts files back from its checkpoints.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use console::style;
+use tool_sdk::agent::Agent;
+use tool_sdk::model::Role;
 use tool_sdk::session::{SessionInfo, SessionStore, SqliteStore};
 
 use crate::input::{Line, LineReader};
@@ -129,5 +131,79 @@ fn short_dir(dir: &Path) -> String {
     match dirs::home_dir().and_then(|home| dir.strip_prefix(home).ok().map(PathBuf::from)) {
         Some(rest) => format!("~/{}", rest.display()),
         None => dir.display().to_string(),
+    }
+}
+
+/// `/rewind [N [force]]`: without N, the prompts of this conversation; with N, the files the
+/// agent changed since prompt N put back as they were before it.
+pub async fn rewind(agent: &Agent, args: &[&str]) {
+    let messages = agent.messages().await;
+    // A prompt is a user message with text (tool results alone are not).
+    let prompts: Vec<(usize, String)> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::User && !m.text().trim().is_empty())
+        .map(|(index, m)| {
+            (
+                index,
+                m.text().lines().next().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let Some(n) = args.first() else {
+        if prompts.is_empty() {
+            println!("  no prompts yet");
+        }
+        for (n, (_, text)) in prompts.iter().enumerate() {
+            println!("  {:>2}. {text}", n + 1);
+        }
+        println!(
+            "  {}",
+            style("/rewind N puts the files back as they were before prompt N (the conversation stays)").dim()
+        );
+        return;
+    };
+    let Some((index, _)) = n
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|n| prompts.get(n))
+    else {
+        println!("  there is no prompt {n}: /rewind lists them");
+        return;
+    };
+    let force = args.get(1) == Some(&"force");
+    let report = if force {
+        agent.rewind_files_forced(*index).await
+    } else {
+        agent.rewind_files(*index).await
+    };
+    match report {
+        Ok(report) => {
+            let show = |label: &str, paths: &[PathBuf]| {
+                for path in paths {
+                    println!("  {label} {}", path.display());
+                }
+            };
+            show("restored", &report.restored);
+            show("removed ", &report.removed);
+            show("changed since, kept:", &report.changed_outside);
+            for (path, why) in &report.failed {
+                println!("  {} {}: {why}", style("failed").red(), path.display());
+            }
+            if report.restored.is_empty() && report.removed.is_empty() {
+                println!("  no file to put back");
+            }
+            if !report.changed_outside.is_empty() {
+                println!(
+                    "  {}",
+                    style(format!(
+                        "/rewind {n} force overwrites the files changed since"
+                    ))
+                    .dim()
+                );
+            }
+        }
+        Err(error) => println!("  {} {error}", style("cannot rewind:").red()),
     }
 }

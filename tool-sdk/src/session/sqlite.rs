@@ -107,7 +107,7 @@ impl SqliteStore {
 
     fn prepare(&self) -> Result<(), SessionError> {
         let path = self.path.clone();
-        let mut connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
         let fail = |error| open_error(&path, error);
         connection
             .busy_timeout(Duration::from_secs(5))
@@ -124,26 +124,33 @@ impl SqliteStore {
                 supported,
             });
         }
-        let mode: String = connection
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-            .map_err(fail)?;
+        // Switching a new file to WAL needs it to itself; where another opener holds it, SQLite
+        // answers "busy" at once rather than waiting (to avoid a deadlock), so wait here.
+        let mode: String = when_not_busy(|| {
+            connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        })
+        .map_err(fail)?;
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!(path = %path.display(), mode, "SQLite did not switch to WAL mode");
         }
         connection
             .execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
             .map_err(fail)?;
-        for (from, migration) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
-            // Each step and its version bump commit together: a crash mid-migration leaves
-            // the file at the previous version, and the next open runs the step again.
-            let transaction = connection.transaction().map_err(fail)?;
-            transaction.execute_batch(migration).map_err(fail)?;
-            transaction
-                .pragma_update(None, "user_version", (from + 1) as i64)
-                .map_err(fail)?;
-            transaction.commit().map_err(fail)?;
+        if version == supported {
+            return Ok(());
         }
-        Ok(())
+        // Under the write lock, the version read again: another process opening the same new
+        // file may have migrated it meanwhile, and each step must run once. The steps and the
+        // version bumps commit together, so a crash mid-migration leaves the file as it was.
+        when_not_busy(|| connection.execute_batch("BEGIN IMMEDIATE")).map_err(fail)?;
+        let migrated = migrate(&connection);
+        let end = if migrated.is_ok() {
+            "COMMIT"
+        } else {
+            "ROLLBACK"
+        };
+        let ended = connection.execute_batch(end);
+        migrated.and(ended).map_err(fail)
     }
 
     /// Runs `job` on the connection in Tokio's blocking pool: a commit may wait for the disk
@@ -469,6 +476,33 @@ fn from_millis(millis: i64) -> SystemTime {
 }
 
 /// A damaged file says so and names itself; anything else is a failed open.
+/// Brings the schema from the version the file has to the newest, inside the caller's
+/// transaction.
+fn migrate(connection: &Connection) -> rusqlite::Result<()> {
+    let version: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    for (from, migration) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+        connection.execute_batch(migration)?;
+        connection.pragma_update(None, "user_version", (from + 1) as i64)?;
+    }
+    Ok(())
+}
+
+/// Runs `step` again while SQLite answers "busy" without having waited, for up to 5 s.
+fn when_not_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match step() {
+            Err(error)
+                if error.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 fn open_error(path: &Path, error: rusqlite::Error) -> SessionError {
     match corruption(&error) {
         true => SessionError::Corrupt {
