@@ -1,0 +1,287 @@
+//! The loop of one run: the prompt, then model turns and tool calls until the model stops, a
+//! limit is hit or the run is cancelled; and the finishing of a turn that waited for approvals.
+
+use super::*;
+
+impl AgentInner {
+    /// One run: the loop of model turns and tool calls. `None` asks the model to answer the
+    /// conversation as it stands.
+    pub(crate) async fn run(
+        self: &Arc<Self>,
+        prompt: Option<String>,
+        emit: Emit,
+        cancel: CancellationToken,
+    ) -> RunResult {
+        let started = Instant::now();
+        let mut messages = self.messages.lock().await;
+        let written_before = self.files.written().len();
+        let mut result = RunResult::default();
+        if let Err(error) = self
+            .turns(prompt, &mut messages, &mut result, &emit, &cancel)
+            .await
+        {
+            result.error = Some(error);
+        }
+        result.messages = messages.clone();
+        result.files_modified = self.files.written().split_off(written_before);
+        result.duration = started.elapsed();
+        result
+    }
+
+    /// The prompt, then model turns and tool calls until the model stops, a limit is hit or
+    /// the run is cancelled. Each step is stored before the conversation in memory takes it,
+    /// so the two never disagree; a step that cannot be stored ends the run.
+    async fn turns(
+        self: &Arc<Self>,
+        prompt: Option<String>,
+        messages: &mut Vec<Message>,
+        result: &mut RunResult,
+        emit: &Emit,
+        cancel: &CancellationToken,
+    ) -> Result<(), AgentError> {
+        let open_turn = messages
+            .last()
+            .is_some_and(|m| m.role == Role::Assistant && m.tool_uses().next().is_some());
+        match prompt {
+            // The last turn's calls wait for deferred approvals: a prompt now would leave them
+            // unanswered, which providers refuse.
+            Some(_) if open_turn => {
+                let pending = self.stored_turn().await?.pending;
+                return Err(match pending.is_empty() {
+                    false => AgentError::ApprovalsPending(pending),
+                    true => AgentError::Config(
+                        "the last turn's tool calls wait to run after deferred approvals: call \
+                         `continue_run` first"
+                            .into(),
+                    ),
+                });
+            }
+            None if open_turn => {
+                self.finish_deferred_turn(messages, result, emit, cancel)
+                    .await?
+            }
+            Some(prompt) => {
+                let prompt = Message::user(prompt);
+                self.record(&Record::user(prompt.clone())).await?;
+                // Joins tool results (or an unanswered prompt) the conversation may end with:
+                // providers refuse two user messages in a row.
+                push_user_message(messages, prompt);
+            }
+            None if messages.last().is_some_and(|m| m.role == Role::User) => {}
+            None => {
+                return Err(AgentError::Config(
+                    "there is nothing to continue: the conversation does not end with a user \
+                     message or tool results"
+                        .into(),
+                ));
+            }
+        }
+
+        loop {
+            // A run cancelled before (or between) turns sends no further request: the stream
+            // of a model that answers at once would otherwise win the race in `model_turn`.
+            if cancel.is_cancelled() {
+                return Err(AgentError::Cancelled);
+            }
+            if result.turns == self.config.max_turns {
+                return Err(AgentError::MaxTurns(self.config.max_turns));
+            }
+            result.turns += 1;
+            let turn = result.turns;
+            emit(AgentEvent::TurnStarted { turn });
+            let request = ModelRequest {
+                system: self.config.system_prompt.clone(),
+                messages: messages.clone(),
+                tools: self.specs(),
+                max_tokens: self.config.max_tokens,
+                temperature: self.config.temperature,
+            };
+            let span = tracing::info_span!("agent.turn", turn);
+            let response = self
+                .model_turn(&request, emit, cancel)
+                .instrument(span)
+                .await?;
+            result.usage += response.usage;
+            result.stop_reason = Some(response.stop_reason.clone());
+            emit(AgentEvent::TurnCompleted {
+                turn,
+                stop_reason: response.stop_reason.clone(),
+                usage: response.usage,
+            });
+            emit(AgentEvent::Usage(result.usage));
+
+            let assistant = Message {
+                role: Role::Assistant,
+                content: response.content,
+            };
+            let calls: Vec<_> = assistant.tool_uses().cloned().collect();
+            if calls.is_empty() {
+                result.text = assistant.text();
+            }
+            // Only a whole turn is stored: one cut mid-stream never got here.
+            if !assistant.content.is_empty() {
+                self.record(&Record::model_turn(assistant.clone())).await?;
+                messages.push(assistant);
+            }
+            self.record(&Record::Usage {
+                usage: response.usage,
+            })
+            .await?;
+            if calls.is_empty() {
+                return Ok(());
+            }
+
+            result.tool_calls += calls.len();
+            // Each call's start and result are stored by the executor as they happen, so all
+            // results are stored before the next request.
+            self.note_call_message(messages);
+            let outcomes = executor::execute(self, &calls, &HashMap::new(), emit, cancel).await;
+            self.take_outcomes(&calls, HashMap::new(), outcomes, messages, result)?;
+            if cancel.is_cancelled() {
+                return Err(AgentError::Cancelled);
+            }
+        }
+    }
+
+    /// Puts one turn's results (`known` ones stored earlier, then the `outcomes` just run) in
+    /// a user message, in call order. Fails when a record could not be stored, or when calls
+    /// stopped for deferred approvals: then no message is added, the turn stays open.
+    fn take_outcomes(
+        &self,
+        calls: &[crate::model::ToolUse],
+        mut known: HashMap<String, crate::model::MessageContent>,
+        outcomes: Vec<executor::Outcome>,
+        messages: &mut Vec<Message>,
+        result: &mut RunResult,
+    ) -> Result<(), AgentError> {
+        let mut store_error = None;
+        let mut pending = Vec::new();
+        for outcome in outcomes {
+            if let Some(error) = outcome.error {
+                result.errors.push(error);
+            }
+            if store_error.is_none() {
+                store_error = outcome.store_error;
+            }
+            match outcome.deferred {
+                Some(approval) => pending.push(approval),
+                None => {
+                    known.insert(outcome.call_id, outcome.block);
+                }
+            }
+        }
+        if let Some(error) = store_error {
+            // The executor answered every call (in memory) even then: keep the history valid.
+            if pending.is_empty() {
+                messages.push(Message {
+                    role: Role::User,
+                    content: calls.iter().filter_map(|c| known.remove(&c.id)).collect(),
+                });
+            }
+            return Err(error.into());
+        }
+        if !pending.is_empty() {
+            return Err(AgentError::ApprovalsPending(pending));
+        }
+        messages.push(Message {
+            role: Role::User,
+            content: calls.iter().filter_map(|c| known.remove(&c.id)).collect(),
+        });
+        Ok(())
+    }
+
+    /// The calls about to run are the last message's: file checkpoints are made at it.
+    fn note_call_message(&self, messages: &[Message]) {
+        if self.agent_id == AgentId::Main {
+            self.call_message
+                .store(messages.len().saturating_sub(1), Ordering::Relaxed);
+        }
+    }
+
+    /// The session as stored, with the seals a crash needs stored first.
+    async fn stored_turn(&self) -> Result<crate::session::Restored, AgentError> {
+        let Some(store) = &self.store else {
+            return Ok(crate::session::Restored::default());
+        };
+        let restored = restore(&store.load(&self.session_id).await?);
+        for seal in &restored.seals {
+            store.append(&self.session_id, seal).await?;
+        }
+        Ok(restored)
+    }
+
+    /// Finishes the last turn, stopped for deferred approvals, from what the store says (which
+    /// another process may have added to): see [`Agent::continue_run`].
+    async fn finish_deferred_turn(
+        self: &Arc<Self>,
+        messages: &mut Vec<Message>,
+        result: &mut RunResult,
+        emit: &Emit,
+        cancel: &CancellationToken,
+    ) -> Result<(), AgentError> {
+        if self.store.is_none() {
+            // Deferring needs a store (checked when the agent is built); never drop the
+            // conversation in memory for the empty one a missing store would give.
+            return Err(AgentError::Config(
+                "the last turn's tool calls are unanswered and there is no session store to \
+                 finish them from"
+                    .into(),
+            ));
+        }
+        let restored = self.stored_turn().await?;
+        if !restored.pending.is_empty() {
+            return Err(AgentError::ApprovalsPending(restored.pending));
+        }
+        *messages = restored.messages;
+        let Some(turn) = restored.deferred else {
+            // Another process finished the turn already; the stored history is the truth.
+            return match messages.last() {
+                Some(last) if last.role == Role::User => Ok(()),
+                _ => Err(AgentError::Config(
+                    "there is nothing to continue: the conversation ends with the model's \
+                     answer"
+                        .into(),
+                )),
+            };
+        };
+        let to_run: Vec<_> = turn
+            .calls
+            .iter()
+            .filter(|call| !turn.results.contains_key(&call.id))
+            .cloned()
+            .collect();
+        result.tool_calls += to_run.len();
+        self.note_call_message(messages);
+        let outcomes = executor::execute(self, &to_run, &turn.answers, emit, cancel).await;
+        self.take_outcomes(&turn.calls, turn.results, outcomes, messages, result)
+    }
+
+    async fn model_turn(
+        &self,
+        request: &ModelRequest,
+        emit: &Emit,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, AgentError> {
+        let mut stream = self.model.stream(request);
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(AgentError::Cancelled),
+                next = stream.next() => next,
+            };
+            match next {
+                Some(Ok(ModelEvent::TextDelta(text))) => emit(AgentEvent::TextDelta(text)),
+                Some(Ok(ModelEvent::ThinkingDelta(text))) => emit(AgentEvent::ThinkingDelta(text)),
+                Some(Ok(ModelEvent::ToolUseStarted { .. })) => {}
+                Some(Ok(ModelEvent::Completed(response))) => return Ok(response),
+                Some(Err(error)) => return Err(error.into()),
+                None => {
+                    return Err(ModelError::Stream(
+                        "the model's stream ended without a complete turn".into(),
+                    )
+                    .into());
+                }
+            }
+        }
+    }
+}
