@@ -78,6 +78,11 @@ def sessions_section():
       "(a flush at each commit); the `synchronous = NORMAL` rows set our durability on its "
       "connections, the like-for-like comparison.")
     o("")
+    if ONLY:
+        o("**What was run:** only `bench/sessions` (then `bench/report.py --only sessions`, spliced "
+          "into this file), not the whole `bench/run`; the other sections are from the earlier "
+          "full run and were left as they were.")
+        o("")
     mem = C.get("session_step/memory/T10_N1")
     rows = [("tool-sdk, no store", mem, None),
             ("tool-sdk, `SqliteStore`", C.get("session_step/sqlite/T10_N1"), mem),
@@ -145,10 +150,15 @@ def sessions_section():
         o("")
     sq = added.get("tool-sdk, `SqliteStore`")
     o("Against the issue's targets: " + ", ".join([
-        f"added per step with `SqliteStore` {us2(sq)} against <= 100 µs ({'n/a' if sq is None else verdict(sq <= 100e3)})",
+        f"added per step with `SqliteStore` {us(sq)} against <= 100 µs ({'n/a' if sq is None else verdict(sq <= 100e3)})",
         f"resume of 1,000 messages {us(resume['sqlite'])} against <= 20 ms ({'n/a' if resume['sqlite'] is None else verdict(resume['sqlite'] <= 20e6)})",
     ]) + ".")
     o("")
+    # Notes on this section's figures, kept by hand next to this script.
+    notes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "NOTES-sessions.md")
+    if os.path.exists(notes):
+        out.extend(open(notes).read().rstrip().split("\n"))
+        o("")
     return out
 
 
