@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+# Imported from beside this file, leaving no __pycache__ in the checkout.
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from openai_agents import ScriptedModel, add  # noqa: E402
 
