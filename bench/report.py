@@ -8,7 +8,13 @@ import os
 import statistics
 import sys
 
-R = sys.argv[1]
+ONLY = None
+if sys.argv[1] == "--only":
+    # `--only sessions RESULTS_DIR`: just that section (bench/sessions splices it into
+    # BENCHMARKS.md when the rest of the file comes from an earlier full run).
+    ONLY, R = sys.argv[2], sys.argv[3]
+else:
+    R = sys.argv[1]
 
 
 def load(path, default=None):
@@ -30,6 +36,132 @@ def criterion():
 
 
 C = criterion()
+
+
+def jsonl(path):
+    path = os.path.join(R, path)
+    return [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+
+
+def read(path, default=None):
+    try:
+        return open(os.path.join(R, path)).read().strip()
+    except OSError:
+        return default
+
+
+def sessions_section():
+    """The "Sessions" section (issue #13), from the criterion groups session_* and
+    sessions_peer.jsonl, both written by bench/sessions."""
+    peer = {r["what"]: r for r in jsonl("sessions_peer.jsonl")}
+    pv = {r["peer"]: r["version"] for r in jsonl("sessions_versions.jsonl")}
+    p = lambda what: peer.get(what, {}).get("ns")  # noqa: E731
+    out = []
+    o = out.append
+    o("## Sessions")
+    o("")
+    started, finished = read("sessions_started.txt"), read("sessions_finished.txt")
+    pg = read("postgres_version.txt")
+    if C.get("session_step/memory/T10_N1") is None:
+        o("Not measured in this run.")
+        o("")
+        return out
+    o(f"Durable sessions (issue #13), measured by `bench/sessions` from {started} to {finished}, "
+      "all rows side by side in that one run: the criterion bench `benches/benches/sessions.rs` "
+      "(no store, `SqliteStore`, `PostgresStore`), then the OpenAI Agents SDK's `SQLiteSession` "
+      f"(`openai-agents` {pv.get('openai-agents', 'n/a')}, `bench/peers/openai_sessions.py`). "
+      "`SqliteStore`: a file in a temp dir on the same ext4 disk, WAL and `synchronous = NORMAL` "
+      "(its documented durability: survives SIGKILL, may lose the last appends on a power cut). "
+      f"`PostgresStore`: {pg or 'PostgreSQL'}, a throwaway server on a Unix socket with its "
+      "default durability (`fsync` and `synchronous_commit` on: each commit waits for a WAL "
+      "flush). `SQLiteSession` as shipped is WAL with SQLite's default `synchronous = FULL` "
+      "(a flush at each commit); the `synchronous = NORMAL` rows set our durability on its "
+      "connections, the like-for-like comparison.")
+    o("")
+    if ONLY:
+        o("**What was run:** only `bench/sessions` (then `bench/report.py --only sessions`, spliced "
+          "into this file), not the whole `bench/run`; the other sections are from the earlier "
+          "full run and were left as they were.")
+        o("")
+    mem = C.get("session_step/memory/T10_N1")
+    rows = [("tool-sdk, no store", mem, None),
+            ("tool-sdk, `SqliteStore`", C.get("session_step/sqlite/T10_N1"), mem),
+            ("tool-sdk, `PostgresStore`", C.get("session_step/postgres/T10_N1"), mem)]
+    pmem = p("run/memory/T10_N1")
+    prow = [("Agents SDK, no session", pmem, None),
+            ("Agents SDK, `SQLiteSession` (as shipped)", p("run/sqlite/T10_N1"), pmem),
+            ("Agents SDK, `SQLiteSession`, `synchronous = NORMAL`", p("run/sqlite_normal/T10_N1"), pmem)]
+    o("**Added cost per agent step.** One run = 10 model turns of one `add` call and a text turn "
+      "(11 steps; the agent-loop bench's T=10, N=1), scripted model, agent creation excluded. "
+      "tool-sdk stores four records a step (the model turn, its usage, the call's start, its "
+      "result), each `append` committed before the loop goes on. The Agents SDK's `Runner.run` "
+      "with a session saves the run's new items to it (a session cleared between runs, untimed). "
+      "Added per step = (run with the store − run without) / 11.")
+    o("")
+    o("| | run (T=10, N=1) | per step | added per step |")
+    o("|---|---|---|---|")
+    added = {}
+    for name, v, base in rows + prow:
+        if v is None:
+            o(f"| {name} | not measured | | |")
+            continue
+        a = None if base is None else (v - base) / 11
+        added[name] = a
+        o(f"| {name} | {us(v)} | {us(v / 11)} | {'—' if a is None else us(a)} |")
+    o("")
+    resume = {k: C.get(f"session_resume/{k}/1000_messages") for k in ("sqlite", "postgres")}
+    create = C.get("session_resume/memory/create")
+    o("**Resume of a 1,000-message session.** `Agent::resume` of a session the agent wrote itself "
+      "(499 turns of one call and a text turn: 1,000 messages, 1,998 records): reads the session, "
+      "loads and decodes every record, rebuilds the conversation, checks for calls left open, "
+      "builds the agent. `Agent::create` with no store is the agent-building part alone. The "
+      "Agents SDK has no resume of its own beyond reading the items back (`get_items`, below).")
+    o("")
+    o("| | time | target |")
+    o("|---|---|---|")
+    o(f"| `Agent::resume`, `SqliteStore` | {us(resume['sqlite'])} | <= 20 ms: {'n/a' if resume['sqlite'] is None else verdict(resume['sqlite'] <= 20e6)} |")
+    o(f"| `Agent::resume`, `PostgresStore` | {us(resume['postgres']) if resume['postgres'] else 'not measured'} | {'' if resume['postgres'] is None else '<= 20 ms: ' + verdict(resume['postgres'] <= 20e6)} |")
+    o(f"| `Agent::create`, no store (part of both) | {us(create)} | |")
+    o("")
+    ap = {k: C.get(f"session_store/{k}/append") for k in ("sqlite", "postgres")}
+    ld = {k: C.get(f"session_store/{k}/load_1000") for k in ("sqlite", "postgres")}
+    o("**The stores alone.** `append`: one record (a tool result) per call, as the agent appends; "
+      "the Agents SDK: `add_items([item])`, one item per call, cycling through the items of its "
+      "own 1,000-item session. `load`: every record of a 1,000-record session (the first 1,000 "
+      "records of the resumed session above); the Agents SDK: `get_items()` of the 1,000 items "
+      "its `Runner.run` stored for the same 499-turn conversation (the prompt, 499 function "
+      "calls and their outputs, the answer).")
+    o("")
+    o("| | `append`, one record | ratio peer/ours | `load`, 1,000 records | ratio peer/ours |")
+    o("|---|---|---|---|---|")
+    o(f"| tool-sdk `SqliteStore` | {us(ap['sqlite'])} | | {us(ld['sqlite'])} | |")
+    if ap["postgres"] is not None:
+        o(f"| tool-sdk `PostgresStore` | {us(ap['postgres'])} | | {us(ld['postgres'])} | |")
+    for label, key in [("`SQLiteSession` (as shipped)", "sqlite"), ("`SQLiteSession`, `synchronous = NORMAL`", "sqlite_normal")]:
+        a, l = p(f"{key}/append"), p(f"{key}/load_1000")
+        o(f"| Agents SDK {label} | {us(a)} | {ratio(a, ap['sqlite'])} vs `SqliteStore` | {us(l)} | {ratio(l, ld['sqlite'])} vs `SqliteStore` |")
+    o("")
+    log = read("sessions.log", "") or ""
+    ours_bytes = next((line for line in log.splitlines() if line.startswith("session_store: ")), None)
+    pb = peer.get("item_bytes")
+    if ours_bytes or pb:
+        o("What is stored: " + (ours_bytes.split(": ", 1)[1] + " for tool-sdk" if ours_bytes else "n/a")
+          + ("; " + f"{pb['items']} items, {pb['bytes']} bytes of JSON ({pb['bytes'] // pb['items']} an item on average) for the Agents SDK" if pb else "") + ".")
+        o("")
+    sq = added.get("tool-sdk, `SqliteStore`")
+    o("Against the issue's targets: " + ", ".join([
+        f"added per step with `SqliteStore` {us(sq)} against <= 100 µs ({'n/a' if sq is None else verdict(sq <= 100e3)})",
+        f"resume of 1,000 messages {us(resume['sqlite'])} against <= 20 ms ({'n/a' if resume['sqlite'] is None else verdict(resume['sqlite'] <= 20e6)})",
+    ]) + ".")
+    o("")
+    # Notes on this section's figures, kept by hand next to this script.
+    notes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "NOTES-sessions.md")
+    if os.path.exists(notes):
+        out.extend(open(notes).read().rstrip().split("\n"))
+        o("")
+    return out
+
+
 machine = load("machine.json", {})
 peers = {}
 for line in open(os.path.join(R, "peers.jsonl")) if os.path.exists(os.path.join(R, "peers.jsonl")) else []:
@@ -61,6 +193,11 @@ def ratio(peer, ours):
 
 def verdict(ok):
     return "**met**" if ok else "**missed**"
+
+
+if ONLY == "sessions":
+    print("\n".join(sessions_section()))
+    sys.exit(0)
 
 
 lines = []
@@ -352,6 +489,8 @@ for what, target, measured, ok, peers_note in summary:
 head.append("")
 insert_at = lines.index("## Tool dispatch through the agent loop")
 lines[insert_at:insert_at] = head
+
+lines.extend(sessions_section())
 
 notes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "NOTES.md")
 if os.path.exists(notes):

@@ -98,4 +98,5 @@ async def main():
                           "ns_per_run": batches[len(batches) // 2], "runs": runs}), flush=True)
 
 
-asyncio.run(main())
+if __name__ == "__main__":
+    asyncio.run(main())
