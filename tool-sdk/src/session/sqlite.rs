@@ -54,8 +54,9 @@ const MIGRATIONS: &[&str] = &[
 /// in the write-ahead log, which SQLite replays on the next open. What NORMAL gives up against
 /// FULL is the last few appends on a power cut or an OS crash (the log is flushed to the disk
 /// at checkpoints, not at each commit); the file is not corrupted either way. In exchange an
-/// append does not wait for a disk flush. (The benchmark against the per-step target
-/// is not written yet.)
+/// append does not wait for a disk flush. BENCHMARKS.md ("Sessions") has what an append and
+/// an agent step cost: the per-step cost is dominated by handing each append to the blocking
+/// pool, not by the disk.
 ///
 /// The SQL runs in Tokio's blocking pool (a commit may wait for the disk or for another
 /// process's lock), so the store's methods need a Tokio runtime; [`open`](Self::open) works
