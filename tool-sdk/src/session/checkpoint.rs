@@ -21,17 +21,7 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
 use super::{Record, SessionError, SessionStore};
-
-/// Told by a tool before it changes a file, so the change can be undone. Put in a
-/// [`ToolContext`](crate::ToolContext) with
-/// [`with_file_checkpointer`](crate::ToolContext::with_file_checkpointer); agents do.
-pub trait FileCheckpointer: Send + Sync {
-    /// `path` is about to hold `new` instead of `previous` (`None`: it does not exist yet).
-    /// Called on a blocking thread (the file tools run there), inside a Tokio runtime. An
-    /// error stops the change: a change that could not be undone is not made.
-    fn before_change(&self, path: &Path, previous: Option<&[u8]>, new: &[u8])
-    -> Result<(), String>;
-}
+pub use crate::tool::FileCheckpointer;
 
 /// What [`Agent::rewind_files`](crate::agent::Agent::rewind_files) did, file by file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

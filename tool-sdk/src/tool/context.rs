@@ -200,7 +200,7 @@ pub struct ToolContext {
     subagents: Option<Arc<dyn SubagentRunner>>,
     session: Arc<SessionValues>,
     sandbox: Option<Arc<crate::sandbox::Sandbox>>,
-    checkpointer: Option<Arc<dyn crate::session::FileCheckpointer>>,
+    checkpointer: Option<Arc<dyn FileCheckpointer>>,
 }
 
 /// Per-session values tools keep between calls (the Bash tool's working directory, the todo
@@ -308,16 +308,13 @@ impl ToolContext {
     /// Lets the file tools (Write, Edit, NotebookEdit) note each file's content before they
     /// change it, so the change can be undone (agents set one; see
     /// [`crate::session::FileCheckpoints`]).
-    pub fn with_file_checkpointer(
-        mut self,
-        checkpointer: Arc<dyn crate::session::FileCheckpointer>,
-    ) -> Self {
+    pub fn with_file_checkpointer(mut self, checkpointer: Arc<dyn FileCheckpointer>) -> Self {
         self.checkpointer = Some(checkpointer);
         self
     }
 
     /// Where file tools note a file's content before changing it, if anywhere.
-    pub fn file_checkpointer(&self) -> Option<&dyn crate::session::FileCheckpointer> {
+    pub fn file_checkpointer(&self) -> Option<&dyn FileCheckpointer> {
         self.checkpointer.as_deref()
     }
 
@@ -358,8 +355,8 @@ impl ToolContext {
     /// killed whole when the [`ToolChild`](crate::ToolChild) is dropped before the command was
     /// waited for: a tool that is timed out or cancelled leaves no process behind, neither the
     /// command nor what it started. See [`ToolCommand`](crate::ToolCommand).
-    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> crate::ToolCommand {
-        crate::ToolCommand::new(program, &self.working_dir)
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> crate::process::ToolCommand {
+        crate::process::ToolCommand::new(program, &self.working_dir)
     }
 
     /// Sets the session id.
@@ -472,4 +469,15 @@ impl ToolContext {
     pub fn files(&self) -> &FileStateTracker {
         &self.files
     }
+}
+
+/// Told by a tool before it changes a file, so the change can be undone. Put in a
+/// [`ToolContext`] with [`with_file_checkpointer`](ToolContext::with_file_checkpointer);
+/// agents do, with [`FileCheckpoints`](crate::session::FileCheckpoints).
+pub trait FileCheckpointer: Send + Sync {
+    /// `path` is about to hold `new` instead of `previous` (`None`: it does not exist yet).
+    /// Called on a blocking thread (the file tools run there), inside a Tokio runtime. An
+    /// error stops the change: a change that could not be undone is not made.
+    fn before_change(&self, path: &Path, previous: Option<&[u8]>, new: &[u8])
+    -> Result<(), String>;
 }

@@ -234,7 +234,8 @@ mod context;
 mod output;
 
 pub use context::{
-    AgentId, FileRead, FileStateTracker, SessionValues, State, StateMap, StateRequirement,
-    SubagentReport, SubagentRequest, SubagentRunner, ToolContext, ToolUpdate, ToolUpdateKind,
+    AgentId, FileCheckpointer, FileRead, FileStateTracker, SessionValues, State, StateMap,
+    StateRequirement, SubagentReport, SubagentRequest, SubagentRunner, ToolContext, ToolUpdate,
+    ToolUpdateKind,
 };
 pub use output::{ContentBlock, ToolError, ToolErrorKind, ToolOutput};
