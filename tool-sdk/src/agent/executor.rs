@@ -120,7 +120,7 @@ async fn run_one(
         id: call.id.clone(),
         name: call.name.clone(),
     };
-    if let Err(error) = agent.record(&started).await {
+    if let Err(error) = agent.record(|| started).await {
         let output = ToolOutput::error(format!(
             "this call did not run: the session could not be stored ({error})"
         ));
@@ -191,7 +191,7 @@ async fn run_one(
     let store_error = match ask.failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
         Some(error) => Some(error),
         None => agent
-            .record(&Record::ToolResult {
+            .record(|| Record::ToolResult {
                 block: block.clone(),
             })
             .await
@@ -305,14 +305,14 @@ impl PermissionHandler for RecordingAsker<'_> {
                 tool: question.tool.clone(),
                 title: question.prompt.title.clone(),
             };
-            if let Err(error) = self.agent.record(&asked).await {
+            if let Err(error) = self.agent.record(|| asked).await {
                 return self.refuse(error);
             }
             if self.defer {
                 let deferred = Record::ApprovalDeferred {
                     id: self.call.id.clone(),
                 };
-                if let Err(error) = self.agent.record(&deferred).await {
+                if let Err(error) = self.agent.record(|| deferred).await {
                     return self.refuse(error);
                 }
                 let pending = PendingApproval {
@@ -336,7 +336,7 @@ impl PermissionHandler for RecordingAsker<'_> {
                 always,
                 message,
             };
-            match self.agent.record(&answered).await {
+            match self.agent.record(|| answered).await {
                 Ok(()) => answer,
                 Err(error) => self.refuse(error),
             }

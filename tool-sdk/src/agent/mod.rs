@@ -490,15 +490,16 @@ impl AgentInner {
         Ok(inner)
     }
 
-    /// Appends `record` to the session, when there is a store.
-    pub(crate) async fn record(&self, record: &Record) -> Result<(), SessionError> {
+    /// Appends the record `make` builds to the session, when there is a store; without one
+    /// nothing is built (a record copies the message or result it holds).
+    pub(crate) async fn record(&self, make: impl FnOnce() -> Record) -> Result<(), SessionError> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
         if let Some(hold) = &self.hold {
             hold.check()?;
         }
-        match &self.store {
-            Some(store) => store.append(&self.session_id, record).await,
-            None => Ok(()),
-        }
+        store.append(&self.session_id, &make()).await
     }
 
     pub(crate) fn new(

@@ -62,7 +62,7 @@ impl AgentInner {
             }
             Some(prompt) => {
                 let prompt = Message::user(prompt);
-                self.record(&Record::user(prompt.clone())).await?;
+                self.record(|| Record::user(prompt.clone())).await?;
                 // Joins tool results (or an unanswered prompt) the conversation may end with:
                 // providers refuse two user messages in a row.
                 push_user_message(messages, prompt);
@@ -120,10 +120,11 @@ impl AgentInner {
             }
             // Only a whole turn is stored: one cut mid-stream never got here.
             if !assistant.content.is_empty() {
-                self.record(&Record::model_turn(assistant.clone())).await?;
+                self.record(|| Record::model_turn(assistant.clone()))
+                    .await?;
                 messages.push(assistant);
             }
-            self.record(&Record::Usage {
+            self.record(|| Record::Usage {
                 usage: response.usage,
             })
             .await?;
