@@ -1431,6 +1431,43 @@ async fn deferred_approvals_need_a_store() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_file_defers_approvals() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let file = dir.join("agent.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[session]\nstore = \"sqlite:{}\"\ndefer_approvals = true\n",
+            dir.join("sessions.db").display()
+        ),
+    )
+    .unwrap();
+    let config = AgentConfig::from_file(&file).unwrap();
+    assert!(config.session.defer_approvals);
+    let agent = Agent::create(
+        config
+            .with_model(ScriptedModel::new([ScriptedTurn::tool_call_with_id(
+                "call_1",
+                "mutate",
+                json!({"dir": dir, "block": false}),
+            )]))
+            .with_registry(registry())
+            .with_working_dir(dir)
+            .ask("mutate"),
+    )
+    .await
+    .unwrap();
+    let error = agent.prompt("Change the file").await.unwrap_err();
+    let AgentError::ApprovalsPending(pending) = error else {
+        panic!("the question waits in the store: {error:?}");
+    };
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].call_id, "call_1");
+    assert_eq!(side_effects(dir), 0, "the call waits for its answer");
+}
+
 // ---- file checkpoints and rewind ----
 
 fn file_config(dir: &Path, model: ScriptedModel) -> AgentConfig {

@@ -107,9 +107,6 @@ pub struct AgentConfig {
     pub(crate) session_store: Option<Arc<dyn SessionStore>>,
     #[serde(skip)]
     pub(crate) permission_handler: Option<Arc<dyn PermissionHandler>>,
-    /// Set by [`with_deferred_approvals`](Self::with_deferred_approvals).
-    #[serde(skip)]
-    pub(crate) defer_approvals: bool,
     /// Mistakes found by builder methods, reported by `Agent::create`.
     #[serde(skip)]
     pub(crate) problems: Vec<String>,
@@ -132,11 +129,15 @@ pub struct SessionSettings {
         skip_serializing_if = "Option::is_none"
     )]
     pub lease: Option<Duration>,
+    /// Permission questions wait in the store for an answer instead of being asked
+    /// (`defer_approvals` in a file): see [`AgentConfig::with_deferred_approvals`].
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub defer_approvals: bool,
 }
 
 impl SessionSettings {
     fn is_empty(&self) -> bool {
-        self.store.is_none() && self.lease.is_none()
+        self.store.is_none() && self.lease.is_none() && !self.defer_approvals
     }
 }
 
@@ -224,7 +225,6 @@ impl Default for AgentConfig {
             post_hooks: Vec::new(),
             session_store: None,
             permission_handler: None,
-            defer_approvals: false,
             problems: Vec::new(),
         }
     }
@@ -487,7 +487,7 @@ impl AgentConfig {
     /// set, is asked instead and nothing is deferred. Sub-agents (the Task tool) do not defer:
     /// their questions go to the handler or the event stream as without this option.
     pub fn with_deferred_approvals(mut self) -> Self {
-        self.defer_approvals = true;
+        self.session.defer_approvals = true;
         self
     }
 

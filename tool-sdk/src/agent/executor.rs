@@ -61,6 +61,25 @@ pub(crate) async fn execute(
             index + 1
         };
         let batch = &calls[index..end];
+        // Stored before any call of the batch can do anything (with the staged turn, in one
+        // commit), so that after a crash a call that may have partly happened is told from
+        // one that never ran. Calls whose start cannot be stored do not run, nor do the rest.
+        for call in batch {
+            agent.stage(|| Record::ToolStarted {
+                id: call.id.clone(),
+                name: call.name.clone(),
+            });
+        }
+        if let Err(error) = agent.flush().await {
+            let first = outcomes.len();
+            outcomes.extend(
+                calls[index..]
+                    .iter()
+                    .map(|call| not_started(agent, call, &error, emit)),
+            );
+            outcomes[first].store_error = Some(error);
+            break;
+        }
         let limit = agent.config.max_concurrent_tools.max(1);
         // Futures built up front: a closure inside the stream combinator would trip the
         // compiler's higher-ranked lifetime check for `Send`.
@@ -93,14 +112,9 @@ fn runs_concurrently(agent: &AgentInner, call: &ToolUse) -> bool {
     }
 }
 
-async fn run_one(
-    agent: &Arc<AgentInner>,
-    call: &ToolUse,
-    answer: Option<&PermissionAnswer>,
-    emit: &Emit,
-    cancel: &CancellationToken,
-) -> Outcome {
-    let span = tracing::info_span!("agent.tool", tool = %call.name, id = %call.id);
+/// Tells the app a call is about to run (`ToolRequested`, with the tool's title for it);
+/// returns the tool, when the name is known.
+fn announce(agent: &AgentInner, call: &ToolUse, emit: &Emit) -> Option<Arc<dyn crate::Tool>> {
     let tool = agent.registry.get(&call.name);
     let title = tool
         .as_ref()
@@ -112,33 +126,40 @@ async fn run_one(
         input: call.input.json_or_empty().into_owned(),
         title,
     });
+    tool
+}
 
-    // Stored before the call can do anything, so that after a crash a call that may have
-    // partly happened is told from one that never ran. A call whose start cannot be stored
-    // does not run.
-    let started = Record::ToolStarted {
+/// The outcome of a call that did not run because its start could not be stored.
+fn not_started(agent: &AgentInner, call: &ToolUse, error: &SessionError, emit: &Emit) -> Outcome {
+    announce(agent, call, emit);
+    let output = ToolOutput::error(format!(
+        "this call did not run: the session could not be stored ({error})"
+    ));
+    emit(AgentEvent::ToolFailed {
         id: call.id.clone(),
         name: call.name.clone(),
-    };
-    if let Err(error) = agent.record(|| started).await {
-        let output = ToolOutput::error(format!(
-            "this call did not run: the session could not be stored ({error})"
-        ));
-        emit(AgentEvent::ToolFailed {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            duration: std::time::Duration::ZERO,
-            kind: crate::ToolErrorKind::ExecutionFailed,
-            output: output.clone(),
-        });
-        return Outcome {
-            call_id: call.id.clone(),
-            block: result_block(&call.id, &output),
-            error: Some(format!("{}: {error}", call.name)),
-            store_error: Some(error),
-            deferred: None,
-        };
+        duration: std::time::Duration::ZERO,
+        kind: crate::ToolErrorKind::ExecutionFailed,
+        output: output.clone(),
+    });
+    Outcome {
+        call_id: call.id.clone(),
+        block: result_block(&call.id, &output),
+        error: Some(format!("{}: {error}", call.name)),
+        store_error: None,
+        deferred: None,
     }
+}
+
+async fn run_one(
+    agent: &Arc<AgentInner>,
+    call: &ToolUse,
+    answer: Option<&PermissionAnswer>,
+    emit: &Emit,
+    cancel: &CancellationToken,
+) -> Outcome {
+    let span = tracing::info_span!("agent.tool", tool = %call.name, id = %call.id);
+    let tool = announce(agent, call, emit);
 
     let ctx = agent.tool_context(&call.id, emit, cancel);
     let asker = EventAsker {
@@ -153,7 +174,7 @@ async fn run_one(
             None => &asker,
         },
         answer,
-        defer: agent.config.defer_approvals && agent.config.permission_handler.is_none(),
+        defer: agent.config.session.defer_approvals && agent.config.permission_handler.is_none(),
         deferred: Mutex::new(None),
         failure: Mutex::new(None),
     };

@@ -182,6 +182,10 @@ pub(crate) struct AgentInner {
     /// Where the run's records go; `None` keeps the conversation in memory only (and for
     /// sub-agents, whose work reaches the parent's session as the Task call's result).
     pub(crate) store: Option<Arc<dyn SessionStore>>,
+    /// Records that go to the store with the next [`flush`](Self::flush): a model turn and
+    /// its usage wait for the start of the turn's first calls, so that a step pays one commit
+    /// for its turn rather than one a record.
+    pub(crate) staged: std::sync::Mutex<Vec<Record>>,
     /// The session's lease, when the config asks for one.
     pub(crate) hold: Option<hold::SessionHold>,
     pub(crate) agent_id: AgentId,
@@ -205,7 +209,7 @@ impl Agent {
     /// state every tool needs is there, compiles the validators.
     pub async fn create(config: AgentConfig) -> Result<Agent, AgentError> {
         let store = config.resolve_session_store()?;
-        if config.defer_approvals && store.is_none() {
+        if config.session.defer_approvals && store.is_none() {
             return Err(AgentError::Config(
                 "deferred approvals need a session store, where the questions wait for their \
                  answers: set one with `AgentConfig::with_session_store(...)`"
@@ -490,16 +494,39 @@ impl AgentInner {
         Ok(inner)
     }
 
-    /// Appends the record `make` builds to the session, when there is a store; without one
-    /// nothing is built (a record copies the message or result it holds).
+    /// Appends the record `make` builds to the session, with those staged before it, when
+    /// there is a store; without one nothing is built (a record copies the message or result
+    /// it holds).
     pub(crate) async fn record(&self, make: impl FnOnce() -> Record) -> Result<(), SessionError> {
+        self.stage(make);
+        self.flush().await
+    }
+
+    /// Keeps the record `make` builds for the next [`flush`](Self::flush), when there is a
+    /// store. Only for records that may be lost with the process until then: a model turn
+    /// before its calls start (a crash re-requests it).
+    pub(crate) fn stage(&self, make: impl FnOnce() -> Record) {
+        if self.store.is_some() {
+            self.staged
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(make());
+        }
+    }
+
+    /// Appends the staged records to the session, in one `append_all`.
+    pub(crate) async fn flush(&self) -> Result<(), SessionError> {
         let Some(store) = &self.store else {
             return Ok(());
         };
+        let records = std::mem::take(&mut *self.staged.lock().unwrap_or_else(|p| p.into_inner()));
+        if records.is_empty() {
+            return Ok(());
+        }
         if let Some(hold) = &self.hold {
             hold.check()?;
         }
-        store.append(&self.session_id, &make()).await
+        store.append_all(&self.session_id, &records).await
     }
 
     pub(crate) fn new(
@@ -585,6 +612,7 @@ impl AgentInner {
             files: Arc::new(FileStateTracker::default()),
             session_id: Arc::from(format!("session-{:016x}", fastrand::u64(..))),
             store: None,
+            staged: std::sync::Mutex::default(),
             hold: None,
             agent_id,
             checkpoints: Arc::new(FileCheckpoints::in_memory()),

@@ -118,23 +118,25 @@ impl AgentInner {
             if calls.is_empty() {
                 result.text = assistant.text();
             }
-            // Only a whole turn is stored: one cut mid-stream never got here.
+            // Only a whole turn is stored: one cut mid-stream never got here. It is staged,
+            // and goes to the store with the start of its first calls (one commit): no call
+            // runs before its turn is stored.
             if !assistant.content.is_empty() {
-                self.record(|| Record::model_turn(assistant.clone()))
-                    .await?;
+                self.stage(|| Record::model_turn(assistant.clone()));
                 messages.push(assistant);
             }
-            self.record(|| Record::Usage {
+            self.stage(|| Record::Usage {
                 usage: response.usage,
-            })
-            .await?;
+            });
             if calls.is_empty() {
+                self.flush().await?;
                 return Ok(());
             }
 
             result.tool_calls += calls.len();
-            // Each call's start and result are stored by the executor as they happen, so all
-            // results are stored before the next request.
+            // The executor stores each batch's starts (with the staged turn) before the batch
+            // runs and each result as its call ends, so all results are stored before the next
+            // request.
             self.note_call_message(messages);
             let outcomes = executor::execute(self, &calls, &HashMap::new(), emit, cancel).await;
             self.take_outcomes(&calls, HashMap::new(), outcomes, messages, result)?;

@@ -49,7 +49,7 @@ impl Subagents {
             .collect();
         // A sub-agent's run lives inside the Task call and has no session of its own to wait
         // in: its questions are asked (or refused) as usual.
-        config.defer_approvals = false;
+        config.session.defer_approvals = false;
         if let Some(kind) = kind {
             config.system_prompt = kind.system_prompt.or(config.system_prompt);
         }

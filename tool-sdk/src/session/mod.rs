@@ -74,6 +74,26 @@ pub trait SessionStore: Send + Sync {
         record: &'a Record,
     ) -> BoxFuture<'a, Result<(), SessionError>>;
 
+    /// Appends `records` to the session `id`, in order, after all earlier ones: all of them
+    /// or, on an error, none (where the store can promise that). The agent hands a step's
+    /// records over together (a model turn, its usage and the start of the calls it makes),
+    /// so that a store pays one commit for them rather than one each.
+    ///
+    /// The default appends them one by one: a store that overrides it should commit them in
+    /// one transaction.
+    fn append_all<'a>(
+        &'a self,
+        id: &'a str,
+        records: &'a [Record],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        Box::pin(async move {
+            for record in records {
+                self.append(id, record).await?;
+            }
+            Ok(())
+        })
+    }
+
     /// Every record of the session `id`, in the order appended.
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Record>, SessionError>>;
 
@@ -132,6 +152,14 @@ impl<T: SessionStore + ?Sized> SessionStore for Arc<T> {
         record: &'a Record,
     ) -> BoxFuture<'a, Result<(), SessionError>> {
         (**self).append(id, record)
+    }
+
+    fn append_all<'a>(
+        &'a self,
+        id: &'a str,
+        records: &'a [Record],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        (**self).append_all(id, records)
     }
 
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Record>, SessionError>> {

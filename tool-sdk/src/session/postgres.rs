@@ -319,15 +319,35 @@ impl SessionStore for PostgresStore {
         id: &'a str,
         record: &'a Record,
     ) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.append_all(id, std::slice::from_ref(record))
+    }
+
+    fn append_all<'a>(
+        &'a self,
+        id: &'a str,
+        records: &'a [Record],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
         Box::pin(async move {
-            let body = serde_json::to_string(record).map_err(|error| {
-                SessionError::Storage(format!("the record cannot be written as JSON: {error}"))
-            })?;
-            let title = match record {
+            let rows = records
+                .iter()
+                .map(|record| {
+                    serde_json::to_string(record)
+                        .map(|body| (record.kind(), body))
+                        .map_err(|error| {
+                            SessionError::Storage(format!(
+                                "the record cannot be written as JSON: {error}"
+                            ))
+                        })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            if rows.is_empty() {
+                return Ok(());
+            }
+            let title = records.iter().find_map(|record| match record {
                 Record::UserMessage { message } => Some(title_of(message)),
                 _ => None,
-            };
-            retrying!(self, client => self.try_append(&mut client, id, record.kind(), &body, &title))
+            });
+            retrying!(self, client => self.try_append(&mut client, id, &rows, &title))
         })
     }
 
@@ -456,8 +476,7 @@ impl PostgresStore {
         &self,
         client: &mut Client,
         id: &str,
-        kind: &str,
-        body: &str,
+        rows: &[(&str, String)],
         title: &Option<String>,
     ) -> Result<(), Attempt> {
         let retry = |error| self.retry_or_fail(error);
@@ -484,15 +503,17 @@ impl PostgresStore {
                 id: id.to_owned(),
             }));
         }
-        transaction
-            .execute(
-                "INSERT INTO records (session_id, seq, kind, body, created_at)
-                 SELECT $1, coalesce(max(seq), -1) + 1, $2, $3, now()
-                 FROM records WHERE session_id = $1",
-                &[&id, &kind, &body],
-            )
-            .await
-            .map_err(retry)?;
+        for (kind, body) in rows {
+            transaction
+                .execute(
+                    "INSERT INTO records (session_id, seq, kind, body, created_at)
+                     SELECT $1, coalesce(max(seq), -1) + 1, $2, $3, now()
+                     FROM records WHERE session_id = $1",
+                    &[&id, kind, body],
+                )
+                .await
+                .map_err(retry)?;
+        }
         transaction
             .commit()
             .await

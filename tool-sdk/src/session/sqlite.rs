@@ -1,6 +1,7 @@
 //! [`SqliteStore`]: sessions in one SQLite file, SQLite compiled in (no system library).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -55,12 +56,16 @@ const MIGRATIONS: &[&str] = &[
 /// FULL is the last few appends on a power cut or an OS crash (the log is flushed to the disk
 /// at checkpoints, not at each commit); the file is not corrupted either way. In exchange an
 /// append does not wait for a disk flush. BENCHMARKS.md ("Sessions") has what an append and
-/// an agent step cost: the per-step cost is dominated by handing each append to the blocking
-/// pool, not by the disk.
+/// an agent step cost.
 ///
-/// The SQL runs in Tokio's blocking pool (a commit may wait for the disk or for another
-/// process's lock), so the store's methods need a Tokio runtime; [`open`](Self::open) works
-/// on the calling thread.
+/// **Threads**: an append runs on the calling task when nothing stands in its way (the
+/// connection is free and no other process holds the file's write lock): it then writes one
+/// or two pages to the log, tens of microseconds without waiting for the disk, which costs
+/// less than handing it to another thread. Otherwise, and for everything else (reads, leases,
+/// and the checkpoints that copy the log into the file and flush it, started every thousand
+/// pages or so), the SQL runs in Tokio's blocking pool, where waiting for the disk or for
+/// another process's lock stalls no task. So the store's methods need a Tokio runtime;
+/// [`open`](Self::open) works on the calling thread.
 ///
 /// ```
 /// use tool_sdk::session::{SessionStore, SqliteStore};
@@ -73,10 +78,20 @@ const MIGRATIONS: &[&str] = &[
 /// ```
 #[derive(Clone)]
 pub struct SqliteStore {
-    // A std mutex: it is only ever held inside `spawn_blocking`, never across an await.
+    // A std mutex, never held across an await: inside `spawn_blocking`, or by an append on
+    // the calling task that got it without waiting.
     connection: Arc<Mutex<Connection>>,
     path: Arc<Path>,
+    /// About how many pages went to the log since the last checkpoint (SQLite's own are off
+    /// on this connection: they would flush the disk inside an append).
+    unchecked_pages: Arc<AtomicUsize>,
 }
+
+/// How long a writer waits for another process's write lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Pages in the log after which a checkpoint starts (SQLite's default for its own).
+const CHECKPOINT_PAGES: usize = 1000;
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -96,6 +111,7 @@ impl SqliteStore {
         let store = SqliteStore {
             connection: Arc::new(Mutex::new(connection)),
             path: Arc::from(path),
+            unchecked_pages: Arc::default(),
         };
         store.prepare()?;
         Ok(store)
@@ -110,9 +126,7 @@ impl SqliteStore {
         let path = self.path.clone();
         let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
         let fail = |error| open_error(&path, error);
-        connection
-            .busy_timeout(Duration::from_secs(5))
-            .map_err(fail)?;
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
         // The first statement that reads the file: where a file of garbage is found out.
         let version: i64 = connection
             .query_row("PRAGMA user_version", [], |row| row.get(0))
@@ -135,7 +149,10 @@ impl SqliteStore {
             tracing::warn!(path = %path.display(), mode, "SQLite did not switch to WAL mode");
         }
         connection
-            .execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+            .execute_batch(
+                "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
+                 PRAGMA wal_autocheckpoint = 0;",
+            )
             .map_err(fail)?;
         if version == supported {
             return Ok(());
@@ -171,6 +188,45 @@ impl SqliteStore {
             .map_err(|error| SessionError::Storage(format!("the store's task failed: {error}")))?
         })
     }
+
+    /// Counts `pages` written to the log, and starts a checkpoint in the blocking pool when
+    /// they pass [`CHECKPOINT_PAGES`]. A failed checkpoint loses nothing (the log keeps the
+    /// pages) and is tried again after as many pages more.
+    fn wrote(&self, pages: usize) {
+        let before = self.unchecked_pages.fetch_add(pages, Ordering::Relaxed);
+        if before + pages < CHECKPOINT_PAGES
+            || self
+                .unchecked_pages
+                .compare_exchange(before + pages, 0, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        let connection = self.connection.clone();
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || {
+            let connection = connection.lock().unwrap_or_else(|p| p.into_inner());
+            let checkpoint = connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            if let Err(error) = checkpoint {
+                tracing::warn!(path = %path.display(), %error, "SQLite checkpoint failed");
+            }
+        });
+    }
+}
+
+/// Appends `rows` to session `id` on the calling thread if that needs no waiting: `Ok(false)`
+/// when another process holds the write lock (nothing was written).
+fn append_now(connection: &mut Connection, id: &str, rows: &[Row]) -> Result<bool, Inserted> {
+    connection.busy_timeout(Duration::ZERO)?;
+    let appended = match connection.transaction_with_behavior(TransactionBehavior::Immediate) {
+        Err(error) if error.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) => Ok(false),
+        Err(error) => Err(Inserted::Failed(error)),
+        Ok(transaction) => insert_rows(&transaction, id, rows)
+            .and_then(|()| transaction.commit().map_err(Inserted::Failed))
+            .map(|()| true),
+    };
+    connection.busy_timeout(BUSY_TIMEOUT)?;
+    appended
 }
 
 impl SessionStore for SqliteStore {
@@ -216,48 +272,51 @@ impl SessionStore for SqliteStore {
         id: &'a str,
         record: &'a Record,
     ) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.append_all(id, std::slice::from_ref(record))
+    }
+
+    fn append_all<'a>(
+        &'a self,
+        id: &'a str,
+        records: &'a [Record],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
         // Serialised here, on the caller's thread, so the blocking job owns plain strings.
-        let body = serde_json::to_string(record);
-        let title = match record {
-            Record::UserMessage { message } => Some(title_of(message)),
-            _ => None,
-        };
-        let kind = record.kind();
+        let rows: Result<Vec<Row>, _> = records.iter().map(Row::of).collect();
         let id = id.to_owned();
         Box::pin(async move {
-            let body = body.map_err(|error| {
-                SessionError::Storage(format!("the record cannot be written as JSON: {error}"))
-            })?;
-            self.with_connection(move |connection, path| {
-                let fail = |error| storage_error(path, error);
-                let transaction = connection.transaction().map_err(fail)?;
-                let now = millis(SystemTime::now());
-                let updated = transaction
-                    .execute(
-                        "UPDATE sessions SET
-                            updated_at = ?2,
-                            touched = (SELECT MAX(touched) + 1 FROM sessions),
-                            title = CASE WHEN title = '' AND ?3 IS NOT NULL THEN ?3
-                                    ELSE title END
-                         WHERE id = ?1",
-                        params![id, now, title],
-                    )
-                    .map_err(fail)?;
-                if updated == 0 {
-                    return Err(SessionError::UnknownSession { id });
+            let rows = rows?;
+            if rows.is_empty() {
+                return Ok(());
+            }
+            let pages = rows.iter().map(|row| row.body.len() / 4000 + 1).sum();
+            let now = self.connection.try_lock().ok().map(|mut connection| {
+                append_now(&mut connection, &id, &rows).map_err(|error| match error {
+                    Inserted::Unknown => SessionError::UnknownSession { id: id.clone() },
+                    Inserted::Failed(error) => storage_error(&self.path, error),
+                })
+            });
+            match now {
+                Some(Ok(true)) => {}
+                Some(Err(error)) => return Err(error),
+                // The connection is busy, or another process holds the write lock: wait in
+                // the blocking pool.
+                None | Some(Ok(false)) => {
+                    self.with_connection(move |connection, path| {
+                        let fail = |error| storage_error(path, error);
+                        let transaction = connection
+                            .transaction_with_behavior(TransactionBehavior::Immediate)
+                            .map_err(fail)?;
+                        insert_rows(&transaction, &id, &rows).map_err(|error| match error {
+                            Inserted::Unknown => SessionError::UnknownSession { id: id.clone() },
+                            Inserted::Failed(error) => fail(error),
+                        })?;
+                        transaction.commit().map_err(fail)
+                    })
+                    .await?
                 }
-                transaction
-                    .execute(
-                        "INSERT INTO records (session_id, seq, kind, body, created_at)
-                         VALUES (?1,
-                            (SELECT COALESCE(MAX(seq), -1) + 1 FROM records WHERE session_id = ?1),
-                            ?2, ?3, ?4)",
-                        params![id, kind, body, now],
-                    )
-                    .map_err(fail)?;
-                transaction.commit().map_err(fail)
-            })
-            .await
+            }
+            self.wrote(pages);
+            Ok(())
         })
     }
 
@@ -431,8 +490,86 @@ fn ttl_millis(ttl: Duration) -> i64 {
     i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)
 }
 
-const SELECT_SESSION: &str = "SELECT id, title, working_dir, created_at, updated_at, parent_id, \
-                              parent_at FROM sessions";
+/// A record as it goes into the `records` table.
+struct Row {
+    kind: &'static str,
+    body: String,
+    /// The title it gives a session that has none (a user message's).
+    title: Option<String>,
+}
+
+impl Row {
+    fn of(record: &Record) -> Result<Row, SessionError> {
+        let body = serde_json::to_string(record).map_err(|error| {
+            SessionError::Storage(format!("the record cannot be written as JSON: {error}"))
+        })?;
+        let title = match record {
+            Record::UserMessage { message } => Some(title_of(message)),
+            _ => None,
+        };
+        Ok(Row {
+            kind: record.kind(),
+            body,
+            title,
+        })
+    }
+}
+
+enum Inserted {
+    Unknown,
+    Failed(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for Inserted {
+    fn from(error: rusqlite::Error) -> Self {
+        Inserted::Failed(error)
+    }
+}
+
+/// Appends `rows` to session `id` inside the caller's transaction.
+///
+/// An append writes as few pages as it can, since each page is a write to the log at commit:
+/// the record's own page, and the session's row only when something about it changes (its
+/// title, or its place in `list` when another session was touched since). A session's
+/// `updated_at` is read from its last record rather than written at each append.
+fn insert_rows(connection: &Connection, id: &str, rows: &[Row]) -> Result<(), Inserted> {
+    let known = connection
+        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
+        .exists(params![id])?;
+    if !known {
+        return Err(Inserted::Unknown);
+    }
+    connection
+        .prepare_cached(
+            "UPDATE sessions SET touched = (SELECT MAX(touched) + 1 FROM sessions)
+             WHERE id = ?1 AND touched < (SELECT MAX(touched) FROM sessions)",
+        )?
+        .execute(params![id])?;
+    let mut next: i64 = connection
+        .prepare_cached("SELECT COALESCE(MAX(seq), -1) + 1 FROM records WHERE session_id = ?1")?
+        .query_row(params![id], |row| row.get(0))?;
+    let now = millis(SystemTime::now());
+    let mut insert = connection.prepare_cached(
+        "INSERT INTO records (session_id, seq, kind, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for row in rows {
+        insert.execute(params![id, next, row.kind, row.body, now])?;
+        next += 1;
+        if let Some(title) = &row.title {
+            connection
+                .prepare_cached("UPDATE sessions SET title = ?2 WHERE id = ?1 AND title = ''")?
+                .execute(params![id, title])?;
+        }
+    }
+    Ok(())
+}
+
+/// A session's columns for [`info_of_row`]. `updated_at` is the time of its last record: an
+/// append does not write the session's row (see [`insert_rows`]).
+const SELECT_SESSION: &str = "SELECT id, title, working_dir, created_at, \
+    MAX(updated_at, COALESCE((SELECT created_at FROM records \
+        WHERE records.session_id = sessions.id ORDER BY seq DESC LIMIT 1), 0)), \
+    parent_id, parent_at FROM sessions";
 
 fn session_row(
     connection: &Connection,
@@ -634,6 +771,116 @@ mod tests {
                 .await
                 .unwrap();
             assert_eq!(version, 2);
+        });
+    }
+
+    #[test]
+    fn append_all_stores_in_order_titles_and_reorders_list() {
+        runtime().block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let store = SqliteStore::open(dir.path().join("s.db")).unwrap();
+            let first = store.create(NewSession::new("/w")).await.unwrap();
+            let second = store.create(NewSession::new("/w")).await.unwrap();
+            let records = [
+                Record::user(Message::user("one")),
+                Record::model_turn(Message::assistant("two")),
+                Record::user(Message::user("three")),
+            ];
+            store.append_all(&first.id, &records).await.unwrap();
+            assert_eq!(store.load(&first.id).await.unwrap(), records);
+            // The first user message titles the session; the session is listed first again
+            // once it is appended to after another.
+            assert_eq!(store.get(&first.id).await.unwrap().title, "one");
+            store.append_all(&second.id, &records[..1]).await.unwrap();
+            store.append_all(&first.id, &records[1..2]).await.unwrap();
+            let listed: Vec<_> = store
+                .list()
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|s| s.id)
+                .collect();
+            assert_eq!(listed, [first.id.clone(), second.id.clone()]);
+
+            // An unknown session is refused; an empty batch is nothing to do.
+            let unknown = store.append_all("nope", &records).await.unwrap_err();
+            assert_eq!(unknown, SessionError::UnknownSession { id: "nope".into() });
+            assert!(store.append_all(&first.id, &[]).await.is_ok());
+            assert_eq!(store.load(&first.id).await.unwrap().len(), 4);
+        });
+    }
+
+    #[test]
+    fn an_append_waits_for_another_writer_without_stalling_the_runtime() {
+        // One thread for every task: an append that waited for the lock on it would stop the
+        // ticker too.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let store = SqliteStore::open(&path).unwrap();
+        let id = runtime
+            .block_on(store.create(NewSession::new("/w")))
+            .unwrap()
+            .id;
+        // Another process's writer, as SQLite sees it: its own connection holding the lock.
+        let other = Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let writer = std::thread::spawn(move || {
+            released.recv().unwrap();
+            other.execute_batch("COMMIT").unwrap();
+        });
+        runtime.block_on(async {
+            let ticks = Arc::new(AtomicUsize::new(0));
+            let ticker = tokio::spawn({
+                let ticks = ticks.clone();
+                async move {
+                    loop {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        if ticks.fetch_add(1, Ordering::SeqCst) == 10 {
+                            release.send(()).unwrap();
+                        }
+                    }
+                }
+            });
+            store
+                .append(&id, &Record::user(Message::user("after the other")))
+                .await
+                .unwrap();
+            ticker.abort();
+            assert!(
+                ticks.load(Ordering::SeqCst) > 10,
+                "the runtime kept running"
+            );
+        });
+        writer.join().unwrap();
+        assert_eq!(runtime.block_on(store.load(&id)).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn the_log_is_checkpointed_into_the_file() {
+        runtime().block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("s.db");
+            let store = SqliteStore::open(&path).unwrap();
+            let id = store.create(NewSession::new("/w")).await.unwrap().id;
+            let size = || std::fs::metadata(&path).unwrap().len();
+            let before = size();
+            // Each record fills about a page: past the threshold, a checkpoint copies the
+            // log's pages into the file.
+            let record = Record::user(Message::user("x".repeat(3000)));
+            for _ in 0..CHECKPOINT_PAGES + 10 {
+                store.append(&id, &record).await.unwrap();
+            }
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while size() < before + 1_000_000 && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            assert!(size() >= before + 1_000_000, "{} bytes", size());
+            assert_eq!(store.load(&id).await.unwrap().len(), CHECKPOINT_PAGES + 10);
         });
     }
 
