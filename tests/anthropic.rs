@@ -520,6 +520,7 @@ fn recorded_request(body: &Value) -> Option<ModelRequest> {
         tools,
         max_tokens: u32::try_from(body["max_tokens"].as_u64()?).ok()?,
         temperature: None,
+        output: None,
     })
 }
 

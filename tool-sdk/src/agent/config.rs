@@ -72,6 +72,10 @@ pub struct AgentConfig {
     pub max_result_chars: usize,
     /// Whether `"5"` is coerced to `5` (etc.) where a schema asks for it.
     pub coerce_inputs: bool,
+    /// How many times a typed answer ([`Agent::prompt_as`](super::Agent::prompt_as)) that
+    /// does not match its type is sent back to the model to try again before the run fails
+    /// with [`AgentError::OutputInvalid`](super::AgentError::OutputInvalid).
+    pub max_output_retries: u32,
     /// How much runs without asking; `plan` lets only read-only tools run.
     pub permission_mode: PermissionMode,
     /// Allow, ask and deny rules (`[permissions]` in a file: `allow = ["Bash(git status:*)"]`).
@@ -210,6 +214,7 @@ impl Default for AgentConfig {
             max_concurrent_tools: 8,
             max_result_chars: 50_000,
             coerce_inputs: true,
+            max_output_retries: 2,
             permission_mode: PermissionMode::Default,
             permissions: PermissionRules::default(),
             subagents: BTreeMap::new(),
@@ -402,6 +407,13 @@ impl AgentConfig {
     /// Sets the result size cap, in characters.
     pub fn with_max_result_chars(mut self, chars: usize) -> Self {
         self.max_result_chars = chars;
+        self
+    }
+
+    /// Sets how many times a typed answer that does not match its type is sent back to the
+    /// model (default 2; 0 fails at the first wrong answer).
+    pub fn with_max_output_retries(mut self, retries: u32) -> Self {
+        self.max_output_retries = retries;
         self
     }
 
