@@ -69,6 +69,7 @@ mod hold;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod output;
+mod project;
 mod run;
 mod stored;
 mod subagent;
@@ -76,6 +77,7 @@ mod subagent;
 pub use config::{AgentConfig, ModelSpec, ProviderKind, SessionSettings, SubagentConfig};
 pub use events::{AgentEvent, PermissionRequest};
 pub use output::TypedRun;
+pub use project::{ClaudeSettings, MEMORY_FILES, MemoryFile, ProjectMemory};
 
 /// Why an agent could not be built, or a run failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -586,6 +588,7 @@ fn resolve_tools(
 impl AgentInner {
     /// Everything [`Agent::create`] does before the session: model, tools, MCP servers.
     async fn build(config: AgentConfig) -> Result<AgentInner, AgentError> {
+        let config = config.load_project_files()?;
         let model = config.resolve_model()?;
         let source = match &config.registry {
             Some(registry) => registry.clone(),
