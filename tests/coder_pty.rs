@@ -434,6 +434,49 @@ fn an_invalid_call_shows_every_problem_the_model_is_told() {
 }
 
 #[test]
+fn the_projects_claude_settings_and_memory_files_are_used_as_they_are() {
+    let dir = project();
+    std::fs::write(dir.path().join("CLAUDE.md"), "Be brief.").unwrap();
+    std::fs::create_dir(dir.path().join(".claude")).unwrap();
+    std::fs::write(
+        dir.path().join(".claude/settings.json"),
+        r#"{"permissions": {"allow": ["Bash(touch made-by-settings)"], "defaultMode": "plan"}}"#,
+    )
+    .unwrap();
+    let run = coder_command(dir.path(), &["-p", "run touch made-by-settings"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    // The settings' rule allowed the call that would otherwise be refused in --print mode.
+    assert!(
+        dir.path().join("made-by-settings").exists(),
+        "{}\n{stderr}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    assert!(stderr.contains("instructions: CLAUDE.md"), "{stderr}");
+    assert!(
+        stderr.contains("rules: .claude/settings.json (1 allow, 0 ask, 0 deny)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("`permissions.defaultMode` is not supported"),
+        "{stderr}"
+    );
+
+    // A deny rule that does not parse stops the coder, naming the file.
+    std::fs::write(
+        dir.path().join(".claude/settings.local.json"),
+        r#"{"permissions": {"deny": ["Bash(rm:*"]}}"#,
+    )
+    .unwrap();
+    let broken = coder_command(dir.path(), &["-p", "hi"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&broken.stderr);
+    assert!(!broken.status.success());
+    assert!(stderr.contains("settings.local.json"), "{stderr}");
+    assert!(stderr.contains("permissions.deny"), "{stderr}");
+}
+
+#[test]
 fn print_mode_names_the_rule_that_would_allow_a_refused_call() {
     let dir = project();
     let refused = coder_command(dir.path(), &["-p", "run touch made-by-print"])

@@ -26,7 +26,7 @@ use futures::StreamExt;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tool_sdk::RegistryError;
-use tool_sdk::agent::{Agent, AgentConfig, RunResult};
+use tool_sdk::agent::{Agent, AgentConfig, ClaudeSettings, ProjectMemory, RunResult};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::openai::OpenAiModel;
 use tool_sdk::model::{Model, ModelError};
@@ -120,7 +120,12 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         .with_model_arc(model.clone())
         .with_tools(TOOLS.iter().copied().chain(["mcp__*"]))
         .with_working_dir(&cwd)
-        .with_system_prompt(system_prompt(&cwd));
+        .with_system_prompt(system_prompt(&cwd))
+        // The team's own files, as Claude Code reads them: AGENTS.md and CLAUDE.md up to the
+        // repository root, and .claude/settings(.local).json permission rules.
+        .with_project_memory()
+        .with_claude_settings();
+    show_project_files(&cwd);
     for rule in &args.allow {
         config = config.allow(rule);
     }
@@ -443,6 +448,41 @@ fn rule_problem(agent: &Agent, rule: &str, cwd: &std::path::Path) -> Option<Stri
             agent.tool_names().join(", ")
         ),
     })
+}
+
+/// Says which project files the agent reads (on stderr, so --print output stays clean);
+/// a file that cannot be read is reported by `Agent::create`.
+fn show_project_files(cwd: &std::path::Path) {
+    let shown = |path: &std::path::Path| {
+        let base = cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned());
+        match path.strip_prefix(&base) {
+            Ok(relative) => relative.display().to_string(),
+            Err(_) => path.display().to_string(),
+        }
+    };
+    if let Ok(memory) = ProjectMemory::load(cwd)
+        && !memory.files.is_empty()
+    {
+        let files: Vec<String> = memory.files.iter().map(|f| shown(&f.path)).collect();
+        eprintln!("{} {}", style("instructions:").dim(), files.join(", "));
+    }
+    if let Ok(settings) = ClaudeSettings::load(cwd) {
+        if !settings.files.is_empty() {
+            let files: Vec<String> = settings.files.iter().map(|f| shown(f)).collect();
+            let rules = &settings.permissions;
+            eprintln!(
+                "{} {} ({} allow, {} ask, {} deny)",
+                style("rules:").dim(),
+                files.join(", "),
+                rules.allow.len(),
+                rules.ask.len(),
+                rules.deny.len()
+            );
+        }
+        for warning in &settings.warnings {
+            warn(warning);
+        }
+    }
 }
 
 fn warn(message: &str) {

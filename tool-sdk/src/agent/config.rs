@@ -72,10 +72,22 @@ pub struct AgentConfig {
     pub max_result_chars: usize,
     /// Whether `"5"` is coerced to `5` (etc.) where a schema asks for it.
     pub coerce_inputs: bool,
+    /// How many times a typed answer ([`Agent::prompt_as`](super::Agent::prompt_as)) that
+    /// does not match its type is sent back to the model to try again before the run fails
+    /// with [`AgentError::OutputInvalid`](super::AgentError::OutputInvalid).
+    pub max_output_retries: u32,
     /// How much runs without asking; `plan` lets only read-only tools run.
     pub permission_mode: PermissionMode,
     /// Allow, ask and deny rules (`[permissions]` in a file: `allow = ["Bash(git status:*)"]`).
     pub permissions: PermissionRules,
+    /// Whether the project's instruction files, `AGENTS.md` and `CLAUDE.md` from the
+    /// repository root down to the working directory, are added to the system prompt (see
+    /// [`ProjectMemory`](super::ProjectMemory)).
+    pub project_memory: bool,
+    /// Whether the permission rules of Claude Code's `.claude/settings.json` and
+    /// `.claude/settings.local.json` in the working directory are added to
+    /// [`permissions`](Self::permissions) (see [`ClaudeSettings`](super::ClaudeSettings)).
+    pub claude_settings: bool,
     /// Kinds of sub-agent the Task tool can start, by name.
     pub subagents: BTreeMap<String, SubagentConfig>,
     /// MCP servers whose tools the agent gets, by name (`mcpServers` in JSON, the shape of
@@ -211,8 +223,11 @@ impl Default for AgentConfig {
             max_concurrent_tools: 8,
             max_result_chars: 50_000,
             coerce_inputs: true,
+            max_output_retries: 2,
             permission_mode: PermissionMode::Default,
             permissions: PermissionRules::default(),
+            project_memory: false,
+            claude_settings: false,
             subagents: BTreeMap::new(),
             #[cfg(feature = "mcp")]
             mcp_servers: BTreeMap::new(),
@@ -340,6 +355,81 @@ impl AgentConfig {
         self
     }
 
+    /// Adds the project's instruction files to the system prompt when the agent is created:
+    /// `AGENTS.md` and `CLAUDE.md` from the repository root (the nearest directory above the
+    /// working directory holding `.git`; without one, the working directory only) down to the
+    /// working directory, outermost first, each delimited and named by its path, after the
+    /// [system prompt](Self::with_system_prompt). A file that cannot be read fails
+    /// `Agent::create`, naming it. (`project_memory = true` in a file.)
+    ///
+    /// ```
+    /// use tool_sdk::agent::AgentConfig;
+    ///
+    /// let config = AgentConfig::new().with_project_memory().with_claude_settings();
+    /// assert!(config.project_memory && config.claude_settings);
+    /// ```
+    pub fn with_project_memory(mut self) -> Self {
+        self.project_memory = true;
+        self
+    }
+
+    /// Adds the permission rules of Claude Code's `.claude/settings.json` and
+    /// `.claude/settings.local.json` in the working directory (`permissions.allow`, `ask`,
+    /// `deny`) when the agent is created, so a team's existing files apply as they are; see
+    /// [`ClaudeSettings`](super::ClaudeSettings) for what is read and what is an error.
+    /// (`claude_settings = true` in a file.)
+    pub fn with_claude_settings(mut self) -> Self {
+        self.claude_settings = true;
+        self
+    }
+
+    /// Reads the project files the config asks for ([`with_project_memory`],
+    /// [`with_claude_settings`]) into the system prompt and the rules.
+    ///
+    /// [`with_project_memory`]: Self::with_project_memory
+    /// [`with_claude_settings`]: Self::with_claude_settings
+    pub(crate) fn load_project_files(mut self) -> Result<Self, AgentError> {
+        if !self.project_memory && !self.claude_settings {
+            return Ok(self);
+        }
+        let dir = match &self.working_dir {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().map_err(|error| {
+                AgentError::Config(format!("cannot read the current directory: {error}"))
+            })?,
+        };
+        if self.project_memory
+            && let Some(memory) = super::ProjectMemory::load(&dir)?.to_prompt()
+        {
+            self.system_prompt = Some(match self.system_prompt.take() {
+                Some(prompt) => format!("{prompt}\n\n{memory}"),
+                None => memory,
+            });
+        }
+        if self.claude_settings {
+            let settings = super::ClaudeSettings::load(&dir)?;
+            for warning in &settings.warnings {
+                tracing::warn!("{warning}");
+            }
+            let rules = settings.permissions;
+            for (mine, theirs) in [
+                (&mut self.permissions.allow, rules.allow),
+                (&mut self.permissions.ask, rules.ask),
+                (&mut self.permissions.deny, rules.deny),
+            ] {
+                for rule in theirs {
+                    if !mine.contains(&rule) {
+                        mine.push(rule);
+                    }
+                }
+            }
+        }
+        // Read once: a config used again (a resume) does not add them twice.
+        self.project_memory = false;
+        self.claude_settings = false;
+        Ok(self)
+    }
+
     /// Adds a `pre_tool_use` hook (they run in the order added).
     pub fn with_pre_tool_use(mut self, hook: impl PreToolUse + 'static) -> Self {
         self.pre_hooks.push(Arc::new(hook));
@@ -402,6 +492,13 @@ impl AgentConfig {
     /// Sets the result size cap, in characters.
     pub fn with_max_result_chars(mut self, chars: usize) -> Self {
         self.max_result_chars = chars;
+        self
+    }
+
+    /// Sets how many times a typed answer that does not match its type is sent back to the
+    /// model (default 2; 0 fails at the first wrong answer).
+    pub fn with_max_output_retries(mut self, retries: u32) -> Self {
+        self.max_output_retries = retries;
         self
     }
 

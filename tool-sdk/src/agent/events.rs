@@ -80,6 +80,14 @@ pub enum AgentEvent {
         /// Tokens of this turn.
         usage: Usage,
     },
+    /// The model's typed answer ([`Agent::prompt_as`](super::Agent::prompt_as)) was refused
+    /// and sent back with what is wrong with it.
+    OutputRejected {
+        /// 1-based: how many answers were refused so far.
+        attempt: u32,
+        /// What is wrong with it, AJV style.
+        errors: crate::validate::InputErrors,
+    },
     /// Token totals so far in this run.
     Usage(Usage),
     /// An event of a sub-agent started by the Task tool.

@@ -38,13 +38,15 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::model::{
-    Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Role, StopReason,
-    ToolSpec, Usage,
+    Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, OutputFormat, Role,
+    StopReason, ToolSpec, Usage,
 };
 use crate::permission::PermissionAnswer;
 use crate::permission::{ModeState, PermissionGate, PermissionMode, Rule, Sandbox};
@@ -66,12 +68,16 @@ mod executor;
 mod hold;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod output;
+mod project;
 mod run;
 mod stored;
 mod subagent;
 
 pub use config::{AgentConfig, ModelSpec, ProviderKind, SessionSettings, SubagentConfig};
 pub use events::{AgentEvent, PermissionRequest};
+pub use output::TypedRun;
+pub use project::{ClaudeSettings, MEMORY_FILES, MemoryFile, ProjectMemory};
 
 /// Why an agent could not be built, or a run failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -117,6 +123,19 @@ pub enum AgentError {
         .0.iter().map(|p| format!("{} ({})", p.call_id, p.title)).collect::<Vec<_>>().join(", ")
     )]
     ApprovalsPending(Vec<PendingApproval>),
+    /// The model's typed answer ([`Agent::prompt_as`]) was refused `attempts` times in a row:
+    /// more than [`AgentConfig::max_output_retries`]. `errors` is what was wrong with the
+    /// last one, AJV style.
+    #[error(
+        "the model's answer did not match the requested type after {attempts} attempt(s); \
+         the last one:\n{errors}"
+    )]
+    OutputInvalid {
+        /// How many answers were refused.
+        attempts: u32,
+        /// The last answer's problems.
+        errors: crate::validate::InputErrors,
+    },
     /// An MCP server could not be started, reached or listed.
     #[cfg(feature = "mcp")]
     #[error(transparent)]
@@ -146,6 +165,9 @@ pub struct RunResult {
     pub stop_reason: Option<StopReason>,
     /// Wall-clock time of the run.
     pub duration: Duration,
+    /// The typed answer, validated, when the run asked for one ([`Agent::prompt_as`]); read
+    /// it with [`RunResult::output_as`].
+    pub output: Option<serde_json::Value>,
 }
 
 /// An agent: create it once, then [`prompt`](Agent::prompt) or [`run`](Agent::run) it as many
@@ -281,9 +303,84 @@ impl Agent {
         prompt: impl Into<String>,
         cancel: CancellationToken,
     ) -> AgentRun {
+        self.start(prompt.into(), None, cancel)
+    }
+
+    /// Asks for an answer of type `T` and waits for it: the model is asked in its provider's
+    /// own way (Anthropic: a `final_answer` tool it must call; OpenAI: a strict
+    /// `response_format` JSON schema), may call tools first, and its answer is checked with
+    /// the validator tool inputs get. An answer that fails goes back to the model with the
+    /// list of its problems, up to [`AgentConfig::max_output_retries`] times; then the run
+    /// fails with [`AgentError::OutputInvalid`]. Permission questions are refused, as with
+    /// [`prompt`](Self::prompt).
+    ///
+    /// `T`'s schema root need not be an object: a list or an enum is asked for wrapped in
+    /// `{"value": ...}` and unwrapped.
+    ///
+    /// ```standalone_crate
+    /// use serde::Deserialize;
+    /// use serde_json::json;
+    /// use tool_sdk::agent::{Agent, AgentConfig};
+    /// use tool_sdk::model::{ScriptedModel, ScriptedTurn};
+    /// use tool_sdk::{JsonSchema, schemars};
+    ///
+    /// /// A city's weather.
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Forecast {
+    ///     city: String,
+    ///     celsius: i32,
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// let model = ScriptedModel::new([
+    ///     // Wrong: the model is told `/celsius: must be integer` and tries again.
+    ///     ScriptedTurn::output(json!({"city": "Lisbon", "celsius": "warm"})),
+    ///     ScriptedTurn::output(json!({"city": "Lisbon", "celsius": 21})),
+    /// ]);
+    /// let agent = Agent::create(AgentConfig::new().with_model(model).with_tools(["Read"]))
+    ///     .await
+    ///     .unwrap();
+    /// let forecast: Forecast = agent.prompt_as("Weather in Lisbon?").await.unwrap();
+    /// assert_eq!((forecast.city.as_str(), forecast.celsius), ("Lisbon", 21));
+    /// # });
+    /// ```
+    pub async fn prompt_as<T: JsonSchema + DeserializeOwned>(
+        &self,
+        prompt: impl Into<String>,
+    ) -> Result<T, AgentError> {
+        let spec = output::OutputSpec::of::<T>(self.validation_options())?;
+        self.prompt_with_output(Some(prompt.into()), Some(Arc::new(spec)))
+            .await?
+            .output_as()
+    }
+
+    /// [`prompt_as`](Self::prompt_as), streamed: the run's events (permission questions
+    /// included, for the app to answer), then [`TypedRun::output`] or, in the
+    /// [`Finished`](AgentEvent::Finished) event, [`RunResult::output_as`].
+    pub fn prompt_as_stream<T: JsonSchema + DeserializeOwned>(
+        &self,
+        prompt: impl Into<String>,
+    ) -> TypedRun<T> {
+        let spec = output::OutputSpec::of::<T>(self.validation_options()).map(Arc::new);
+        TypedRun::new(self.start(prompt.into(), Some(spec), CancellationToken::new()))
+    }
+
+    fn validation_options(&self) -> ValidationOptions {
+        ValidationOptions {
+            coerce: self.inner.config.coerce_inputs,
+        }
+    }
+
+    /// Starts a run in a task of its own; `output` asks for a typed answer.
+    fn start(
+        &self,
+        prompt: String,
+        output: Option<Result<Arc<output::OutputSpec>, AgentError>>,
+        cancel: CancellationToken,
+    ) -> AgentRun {
         let (sender, receiver) = mpsc::unbounded_channel();
         let inner = self.inner.clone();
-        let prompt = Some(prompt.into());
+        let prompt = Some(prompt);
         let run_cancel = cancel.clone();
         let span = tracing::info_span!("agent.run", session = %inner.session_id);
         tokio::spawn(
@@ -291,7 +388,17 @@ impl Agent {
                 let emit: Emit = Arc::new(move |event| {
                     let _ = sender.send(event);
                 });
-                let result = inner.run(prompt, emit.clone(), run_cancel).await;
+                let result = match output.transpose() {
+                    Ok(output) => {
+                        inner
+                            .run_for(prompt, output.as_deref(), emit.clone(), run_cancel)
+                            .await
+                    }
+                    Err(error) => RunResult {
+                        error: Some(error),
+                        ..RunResult::default()
+                    },
+                };
                 if let Some(error) = &result.error {
                     emit(AgentEvent::Error(error.clone()));
                 }
@@ -331,6 +438,14 @@ impl Agent {
     }
 
     async fn prompt_with(&self, prompt: Option<String>) -> Result<RunResult, AgentError> {
+        self.prompt_with_output(prompt, None).await
+    }
+
+    async fn prompt_with_output(
+        &self,
+        prompt: Option<String>,
+        output: Option<Arc<output::OutputSpec>>,
+    ) -> Result<RunResult, AgentError> {
         // As `run(..).result()`, without the event channel: nobody reads the events, so they
         // are dropped where they are made instead of waking this task once each. The run still
         // goes on in a task of its own, cancelled (and so left consistent) if this future is
@@ -345,8 +460,10 @@ impl Agent {
                 request.deny(message)
             }
         });
-        let run =
-            tokio::spawn(async move { inner.run(prompt, emit, cancel).await }.instrument(span));
+        let run = tokio::spawn(
+            async move { inner.run_for(prompt, output.as_deref(), emit, cancel).await }
+                .instrument(span),
+        );
         let result = run.await.unwrap_or_else(|_| RunResult {
             error: Some(AgentError::Cancelled),
             ..RunResult::default()
@@ -475,6 +592,7 @@ fn resolve_tools(
 impl AgentInner {
     /// Everything [`Agent::create`] does before the session: model, tools, MCP servers.
     async fn build(config: AgentConfig) -> Result<AgentInner, AgentError> {
+        let config = config.load_project_files()?;
         let model = config.resolve_model()?;
         let source = match &config.registry {
             Some(registry) => registry.clone(),

@@ -12,12 +12,24 @@ impl AgentInner {
         emit: Emit,
         cancel: CancellationToken,
     ) -> RunResult {
+        self.run_for(prompt, None, emit, cancel).await
+    }
+
+    /// [`run`](Self::run), asking for a typed answer when `output` is given
+    /// (`output.rs`).
+    pub(crate) async fn run_for(
+        self: &Arc<Self>,
+        prompt: Option<String>,
+        output: Option<&output::OutputSpec>,
+        emit: Emit,
+        cancel: CancellationToken,
+    ) -> RunResult {
         let started = Instant::now();
         let mut messages = self.messages.lock().await;
         let written_before = self.files.written().len();
         let mut result = RunResult::default();
         if let Err(error) = self
-            .turns(prompt, &mut messages, &mut result, &emit, &cancel)
+            .turns(prompt, output, &mut messages, &mut result, &emit, &cancel)
             .await
         {
             result.error = Some(error);
@@ -34,11 +46,25 @@ impl AgentInner {
     async fn turns(
         self: &Arc<Self>,
         prompt: Option<String>,
+        output: Option<&output::OutputSpec>,
         messages: &mut Vec<Message>,
         result: &mut RunResult,
         emit: &Emit,
         cancel: &CancellationToken,
     ) -> Result<(), AgentError> {
+        if output.is_some()
+            && self
+                .specs()
+                .iter()
+                .any(|s| s.name == OutputFormat::TOOL_NAME)
+        {
+            return Err(AgentError::Config(format!(
+                "a typed answer is asked for with a tool named `{}`, and the agent has a tool \
+                 of that name already",
+                OutputFormat::TOOL_NAME
+            )));
+        }
+        let mut refused = 0;
         let open_turn = messages
             .last()
             .is_some_and(|m| m.role == Role::Assistant && m.tool_uses().next().is_some());
@@ -95,6 +121,7 @@ impl AgentInner {
                 tools: self.specs(),
                 max_tokens: self.config.max_tokens,
                 temperature: self.config.temperature,
+                output: output.map(|spec| spec.format.clone()),
             };
             let span = tracing::info_span!("agent.turn", turn);
             let response = self
@@ -115,8 +142,9 @@ impl AgentInner {
                 content: response.content,
             };
             let calls: Vec<_> = assistant.tool_uses().cloned().collect();
+            let text = assistant.text();
             if calls.is_empty() {
-                result.text = assistant.text();
+                result.text = text.clone();
             }
             // Only a whole turn is stored: one cut mid-stream never got here. It is staged,
             // and goes to the store with the start of its first calls (one commit): no call
@@ -128,18 +156,36 @@ impl AgentInner {
             self.stage(|| Record::Usage {
                 usage: response.usage,
             });
+            let (calls, answered) = match output {
+                None => (calls, HashMap::new()),
+                Some(spec) => {
+                    match self
+                        .take_output(spec, calls, &text, &mut refused, messages, result, emit)
+                        .await?
+                    {
+                        output::OutputStep::Accepted => return Ok(()),
+                        output::OutputStep::Retry => continue,
+                        output::OutputStep::Run { calls, answered } => (calls, answered),
+                    }
+                }
+            };
             if calls.is_empty() {
                 self.flush().await?;
                 return Ok(());
             }
 
-            result.tool_calls += calls.len();
+            result.tool_calls += calls.len() - answered.len();
             // The executor stores each batch's starts (with the staged turn) before the batch
             // runs and each result as its call ends, so all results are stored before the next
             // request.
             self.note_call_message(messages);
-            let outcomes = executor::execute(self, &calls, &HashMap::new(), emit, cancel).await;
-            self.take_outcomes(&calls, HashMap::new(), outcomes, messages, result)?;
+            let to_run: Vec<_> = calls
+                .iter()
+                .filter(|call| !answered.contains_key(&call.id))
+                .cloned()
+                .collect();
+            let outcomes = executor::execute(self, &to_run, &HashMap::new(), emit, cancel).await;
+            self.take_outcomes(&calls, answered, outcomes, messages, result)?;
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }

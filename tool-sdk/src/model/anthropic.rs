@@ -31,7 +31,8 @@ use serde_json::{Map, Value, json};
 use self::events::Turn;
 use super::http::{Auth, HttpClient, f32_json};
 use super::{
-    Message, MessageContent, Model, ModelError, ModelRequest, ModelStream, RetryPolicy, Role,
+    Message, MessageContent, Model, ModelError, ModelRequest, ModelStream, OutputFormat,
+    RetryPolicy, Role,
 };
 use crate::ContentBlock;
 use crate::schema::{Provider, tool_definition};
@@ -159,21 +160,43 @@ impl AnthropicModel {
             "messages".into(),
             Value::Array(messages_json(&request.messages)),
         );
-        if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(|tool| {
-                    tool_definition(
-                        &tool.name,
-                        &tool.description,
-                        &tool.input_schema,
-                        Provider::Anthropic,
-                        None,
-                        None,
-                    )
-                })
-                .collect();
+        let mut tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                tool_definition(
+                    &tool.name,
+                    &tool.description,
+                    &tool.input_schema,
+                    Provider::Anthropic,
+                    None,
+                    None,
+                )
+            })
+            .collect();
+        match &request.output {
+            // A typed answer is a call of the output tool, which the model must make: alone
+            // when it is the only tool, else any tool call each turn (the output tool last).
+            Some(output) => {
+                let choice = match tools.is_empty() {
+                    true => json!({"type": "tool", "name": OutputFormat::TOOL_NAME}),
+                    false => json!({"type": "any"}),
+                };
+                tools.push(output_tool(output));
+                body.insert("tool_choice".into(), choice);
+            }
+            // The API refuses a conversation with tool calls and no tools: an earlier typed
+            // answer's call keeps its tool defined.
+            None if tools.is_empty() && has_output_call(&request.messages) => {
+                tools.push(json!({
+                    "name": OutputFormat::TOOL_NAME,
+                    "description": "Gave a typed final answer earlier; do not call it now.",
+                    "input_schema": {"type": "object"},
+                }));
+            }
+            None => {}
+        }
+        if !tools.is_empty() {
             body.insert("tools".into(), Value::Array(tools));
         }
         body.insert("stream".into(), Value::Bool(true));
@@ -191,6 +214,26 @@ impl Model for AnthropicModel {
         self.http
             .stream_turn("/v1/messages", request, body, Turn::default())
     }
+}
+
+/// The output tool of a typed answer.
+fn output_tool(output: &OutputFormat) -> Value {
+    tool_definition(
+        OutputFormat::TOOL_NAME,
+        &output.tool_description(),
+        &output.schema,
+        Provider::Anthropic,
+        None,
+        None,
+    )
+}
+
+/// Whether the conversation holds a call of the output tool.
+fn has_output_call(messages: &[Message]) -> bool {
+    messages
+        .iter()
+        .flat_map(Message::tool_uses)
+        .any(|call| call.name == OutputFormat::TOOL_NAME)
 }
 
 /// The API's `messages`: roles alternating (consecutive messages of one role merged), tool

@@ -53,6 +53,82 @@ pub struct ModelRequest {
     pub max_tokens: u32,
     /// Sampling temperature, when set.
     pub temperature: Option<f32>,
+    /// The shape the final answer must have, when the caller wants a typed answer
+    /// ([`Agent::prompt_as`](crate::agent::Agent::prompt_as)). Each client asks for it in its
+    /// provider's own way: Anthropic gets a [`OutputFormat::TOOL_NAME`] tool it must call
+    /// (`tool_choice`), OpenAI a strict `response_format` JSON schema.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputFormat>,
+}
+
+/// The shape of a typed final answer: a JSON Schema whose root is an object.
+///
+/// The answer comes back as a call of the [`TOOL_NAME`](Self::TOOL_NAME) tool (Anthropic, and
+/// any model that answers with that call) or as the turn's text, which is JSON (OpenAI's
+/// `response_format`); the agent validates either against [`schema`](Self::schema).
+///
+/// ```
+/// use serde_json::json;
+/// use tool_sdk::model::OutputFormat;
+///
+/// let format = OutputFormat::new("Forecast", json!({
+///     "type": "object",
+///     "properties": {"city": {"type": "string"}},
+///     "required": ["city"],
+/// }));
+/// assert_eq!(format.name, "Forecast");
+/// assert_eq!(OutputFormat::TOOL_NAME, "final_answer");
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OutputFormat {
+    /// A name for the shape, `^[a-zA-Z0-9_-]{1,64}$` (OpenAI's `json_schema.name`).
+    pub name: String,
+    /// What the answer is, when known (the type's doc comment).
+    pub description: Option<String>,
+    /// The canonical JSON Schema of the answer; its root is an object.
+    pub schema: Value,
+}
+
+impl OutputFormat {
+    /// The name of the tool a model calls to give its final answer, where the answer is asked
+    /// for as a tool call.
+    pub const TOOL_NAME: &'static str = "final_answer";
+
+    /// A format named `name` (characters outside `[a-zA-Z0-9_-]` become `_`, at most 64 are
+    /// kept) with this schema.
+    pub fn new(name: &str, schema: Value) -> Self {
+        let mut name: String = name
+            .chars()
+            .map(|c| match c {
+                'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '-' => c,
+                _ => '_',
+            })
+            .take(64)
+            .collect();
+        if name.is_empty() {
+            name = "output".into();
+        }
+        let description = schema
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        OutputFormat {
+            name,
+            description,
+            schema,
+        }
+    }
+
+    /// What the [`TOOL_NAME`](Self::TOOL_NAME) tool says to the model.
+    pub fn tool_description(&self) -> String {
+        let mut text = "Gives your final answer. Call it once your work is done, alone, with                         the whole answer as its input; it must match the input schema."
+            .to_owned();
+        if let Some(description) = &self.description {
+            text.push_str(" The answer: ");
+            text.push_str(description);
+        }
+        text
+    }
 }
 
 /// A tool as offered to the model.

@@ -23,7 +23,7 @@ use super::{
     Message, MessageContent, Model, ModelError, ModelRequest, ModelStream, RetryPolicy, Role,
 };
 use crate::ContentBlock;
-use crate::schema::{Provider, tool_definition};
+use crate::schema::{Provider, lower, tool_definition};
 
 /// The default base URL: OpenAI's own API.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -199,6 +199,23 @@ impl OpenAiModel {
                 })
                 .collect();
             body.insert("tools".into(), tools.into());
+        }
+        if let Some(output) = &request.output {
+            // Structured Outputs: the answer's text is JSON of this schema, lowered strictly.
+            let mut format = Map::new();
+            format.insert("name".into(), output.name.clone().into());
+            if let Some(description) = &output.description {
+                format.insert("description".into(), description.clone().into());
+            }
+            format.insert(
+                "schema".into(),
+                lower(&output.schema, Provider::OpenAiStrict),
+            );
+            format.insert("strict".into(), true.into());
+            body.insert(
+                "response_format".into(),
+                json!({"type": "json_schema", "json_schema": format}),
+            );
         }
         Value::Object(body)
     }

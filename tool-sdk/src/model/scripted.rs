@@ -15,6 +15,8 @@ use super::{
 pub struct ScriptedTurn {
     content: Vec<MessageContent>,
     error: Option<ModelError>,
+    /// Answers a request for a typed answer ([`ModelRequest::output`]), and fails any other.
+    typed: bool,
 }
 
 impl ScriptedTurn {
@@ -23,6 +25,31 @@ impl ScriptedTurn {
         ScriptedTurn {
             content: vec![MessageContent::Text { text: text.into() }],
             error: None,
+            typed: false,
+        }
+    }
+
+    /// A typed final answer (for [`Agent::prompt_as`](crate::agent::Agent::prompt_as)): the
+    /// value as the turn's JSON text, the way OpenAI's `response_format` answers. The turn
+    /// fails if the request did not ask for a typed answer ([`ModelRequest::output`]). To
+    /// answer the Anthropic way instead, script a call of
+    /// [`OutputFormat::TOOL_NAME`](super::OutputFormat::TOOL_NAME) with
+    /// [`tool_call`](Self::tool_call).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_sdk::model::{ScriptedModel, ScriptedTurn};
+    ///
+    /// let model = ScriptedModel::new([ScriptedTurn::output(json!({"city": "Lisbon"}))]);
+    /// # let _ = model;
+    /// ```
+    pub fn output(value: Value) -> Self {
+        ScriptedTurn {
+            content: vec![MessageContent::Text {
+                text: value.to_string(),
+            }],
+            error: None,
+            typed: true,
         }
     }
 
@@ -31,6 +58,7 @@ impl ScriptedTurn {
         ScriptedTurn {
             content: Vec::new(),
             error: None,
+            typed: false,
         }
         .with_tool_call(name, input)
     }
@@ -40,6 +68,7 @@ impl ScriptedTurn {
         ScriptedTurn {
             content: Vec::new(),
             error: None,
+            typed: false,
         }
         .with_raw_tool_call(name, raw_arguments)
     }
@@ -65,6 +94,7 @@ impl ScriptedTurn {
         ScriptedTurn {
             content: Vec::new(),
             error: None,
+            typed: false,
         }
         .with_tool_call_id(id, name, input)
     }
@@ -74,6 +104,7 @@ impl ScriptedTurn {
         ScriptedTurn {
             content: Vec::new(),
             error: Some(error),
+            typed: false,
         }
     }
 
@@ -200,8 +231,16 @@ impl Model for ScriptedModel {
     }
 
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> ModelStream<'a> {
-        let turn = self.next_turn(request);
+        let mut turn = self.next_turn(request);
         let mut events = Vec::new();
+        if turn.typed && request.output.is_none() {
+            turn.error = Some(ModelError::Api {
+                status: 400,
+                message: "the script answers with a typed answer (ScriptedTurn::output), but \
+                          the request asked for none: use Agent::prompt_as"
+                    .into(),
+            });
+        }
         if let Some(error) = turn.error {
             events.push(Err(error));
         } else {

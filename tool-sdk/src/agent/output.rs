@@ -1,0 +1,327 @@
+//! Typed final answers: [`Agent::prompt_as`] and [`Agent::prompt_as_stream`].
+//!
+//! The run asks the model for an answer of `T`'s JSON Schema ([`ModelRequest::output`]; each
+//! client asks in its provider's own way), takes the answer from a call of the output tool or
+//! from the final text, and checks it with the validator tool inputs get (and by
+//! deserializing `T`). An answer that fails goes back to the model with the AJV-style list of
+//! what is wrong, up to [`AgentConfig::max_output_retries`] times; then the run fails with
+//! [`AgentError::OutputInvalid`].
+
+use std::marker::PhantomData;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::ContentBlock;
+use crate::model::{MessageContent, OutputFormat, ToolUse};
+use crate::schema::{root_object_error, schema_for};
+use crate::validate::{InputErrors, InputIssue, InputValidator};
+
+/// The property a non-object answer is wrapped in: providers want an object at the root.
+const WRAPPED: &str = "value";
+
+/// What a run that wants a typed answer checks it with.
+pub(crate) struct OutputSpec {
+    pub(crate) format: OutputFormat,
+    validator: InputValidator,
+    /// Whether `T`'s schema was wrapped in `{"value": ...}`.
+    wrapped: bool,
+    /// Deserializes the answer as `T`, to catch what the schema cannot say.
+    accepts: fn(&Value) -> Result<(), String>,
+}
+
+impl OutputSpec {
+    /// The spec of `T`, its validator compiled with the agent's validation options.
+    pub(crate) fn of<T: JsonSchema + DeserializeOwned>(
+        options: ValidationOptions,
+    ) -> Result<Self, AgentError> {
+        let mut schema = schema_for::<T>();
+        let wrapped = root_object_error(&schema).is_some();
+        if wrapped {
+            schema = wrap(schema);
+        }
+        let validator = InputValidator::new(&schema, options).map_err(|error| {
+            AgentError::Config(format!(
+                "the output type `{}` has an unusable schema: {error}",
+                std::any::type_name::<T>()
+            ))
+        })?;
+        Ok(OutputSpec {
+            format: OutputFormat::new(&T::schema_name(), schema),
+            validator,
+            wrapped,
+            accepts: |value| {
+                T::deserialize(value)
+                    .map(|_| ())
+                    .map_err(|error| error.to_string())
+            },
+        })
+    }
+
+    /// The answer in `value`, checked (and coerced, where the options allow), unwrapped.
+    fn check(&self, value: Value) -> Result<Value, InputErrors> {
+        let mut value = self.validator.check(value)?;
+        if self.wrapped {
+            value = value
+                .as_object_mut()
+                .and_then(|object| object.remove(WRAPPED))
+                .unwrap_or(Value::Null);
+        }
+        (self.accepts)(&value).map_err(|error| issue(format!("does not deserialize: {error}")))?;
+        Ok(value)
+    }
+
+    /// The answer in a turn's text: JSON, maybe in a Markdown code fence.
+    fn check_text(&self, text: &str) -> Result<Value, InputErrors> {
+        let text = text.trim();
+        let text = text
+            .strip_prefix("```json")
+            .or_else(|| text.strip_prefix("```"))
+            .and_then(|rest| rest.strip_suffix("```"))
+            .unwrap_or(text);
+        let value = serde_json::from_str(text)
+            .map_err(|error| issue(format!("must be JSON text, but it is not: {error}")))?;
+        // The schema sent has the wrapper; an answer given bare is taken too.
+        match (self.wrapped, &value) {
+            (true, Value::Object(object)) if object.contains_key(WRAPPED) => self.check(value),
+            (true, _) => self.check(json!({ WRAPPED: value })),
+            (false, _) => self.check(value),
+        }
+    }
+}
+
+/// `{"value": schema}`, the definitions moved to the new root so that `$ref`s still resolve.
+fn wrap(mut schema: Value) -> Value {
+    let mut root = serde_json::Map::new();
+    if let Value::Object(inner) = &mut schema {
+        for key in ["$schema", "$defs", "definitions"] {
+            if let Some(moved) = inner.remove(key) {
+                root.insert(key.into(), moved);
+            }
+        }
+    }
+    root.insert("type".into(), "object".into());
+    root.insert("properties".into(), json!({ WRAPPED: schema }));
+    root.insert("required".into(), json!([WRAPPED]));
+    root.insert("additionalProperties".into(), false.into());
+    Value::Object(root)
+}
+
+fn issue(message: String) -> InputErrors {
+    InputErrors::new(vec![InputIssue {
+        path: "/".into(),
+        message,
+    }])
+}
+
+/// What the run does after a turn, when it wants a typed answer.
+pub(crate) enum OutputStep {
+    /// The answer was taken: the run is over.
+    Accepted,
+    /// The answer was refused and sent back: ask the model again.
+    Retry,
+    /// No answer in this turn: run these calls; `answered` holds the results already given
+    /// (to an output call made beside them).
+    Run {
+        calls: Vec<ToolUse>,
+        answered: HashMap<String, MessageContent>,
+    },
+}
+
+impl AgentInner {
+    /// Looks for the typed answer in a turn just taken (already in `messages`) and answers
+    /// it: accepted, refused with the list of its problems (counted in `refused`), or not
+    /// given yet.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn take_output(
+        &self,
+        spec: &OutputSpec,
+        calls: Vec<ToolUse>,
+        text: &str,
+        refused: &mut u32,
+        messages: &mut Vec<Message>,
+        result: &mut RunResult,
+        emit: &Emit,
+    ) -> Result<OutputStep, AgentError> {
+        let (answers, others): (Vec<ToolUse>, Vec<ToolUse>) = calls
+            .iter()
+            .cloned()
+            .partition(|call| call.name == OutputFormat::TOOL_NAME);
+        let checked = match answers.first() {
+            // Text only: the answer is the text (OpenAI's structured output).
+            None if others.is_empty() => spec.check_text(text),
+            None => {
+                return Ok(OutputStep::Run {
+                    calls: others,
+                    answered: HashMap::new(),
+                });
+            }
+            Some(_) if !others.is_empty() => {
+                // Answered beside other calls: they run, the answer is asked for again.
+                let mut answered = HashMap::new();
+                for call in &answers {
+                    let block = answer_block(
+                        call,
+                        true,
+                        format!(
+                            "`{}` must be called alone, once the other tools' results are in: \
+                             call it again then.",
+                            OutputFormat::TOOL_NAME
+                        ),
+                    );
+                    self.record(|| Record::ToolResult {
+                        block: block.clone(),
+                    })
+                    .await?;
+                    answered.insert(call.id.clone(), block);
+                }
+                return Ok(OutputStep::Run { calls, answered });
+            }
+            Some(call) => match call.input.parsed() {
+                Some(input) => spec.check(input.clone()),
+                None => Err(issue(format!(
+                    "must be a JSON object, but it is not: {}",
+                    call.input.malformed().unwrap_or_default()
+                ))),
+            },
+        };
+        let accepted = checked.is_ok();
+        let mut reply = Vec::new();
+        let outcome = match checked {
+            Ok(value) => {
+                result.output = Some(value);
+                Ok(OutputStep::Accepted)
+            }
+            Err(errors) => {
+                *refused += 1;
+                emit(AgentEvent::OutputRejected {
+                    attempt: *refused,
+                    errors: errors.clone(),
+                });
+                let message = format!(
+                    "Your final answer does not match the required schema:\n{errors}\n{}",
+                    match answers.is_empty() {
+                        true => "Answer again with only the corrected JSON.".to_owned(),
+                        false => format!(
+                            "Call `{}` again with the corrected answer.",
+                            OutputFormat::TOOL_NAME
+                        ),
+                    }
+                );
+                if *refused > self.config.max_output_retries {
+                    Err(AgentError::OutputInvalid {
+                        attempts: *refused,
+                        errors,
+                    })
+                } else {
+                    reply.push(message);
+                    Ok(OutputStep::Retry)
+                }
+            }
+        };
+        // Every output call gets its result, so the conversation stays valid for the next
+        // prompt, whatever happened.
+        if !answers.is_empty() {
+            let mut content = Vec::new();
+            for (index, call) in answers.iter().enumerate() {
+                let block = match (index, accepted) {
+                    (0, true) => answer_block(call, false, "The answer was received.".into()),
+                    (0, false) => answer_block(
+                        call,
+                        true,
+                        reply.first().cloned().unwrap_or_else(|| {
+                            "The answer was refused; the run stopped.".to_owned()
+                        }),
+                    ),
+                    _ => answer_block(call, true, "Only the first answer counts.".into()),
+                };
+                self.record(|| Record::ToolResult {
+                    block: block.clone(),
+                })
+                .await?;
+                content.push(block);
+            }
+            messages.push(Message {
+                role: Role::User,
+                content,
+            });
+        } else if let Some(message) = reply.pop() {
+            let message = Message::user(message);
+            self.record(|| Record::user(message.clone())).await?;
+            push_user_message(messages, message);
+        }
+        outcome
+    }
+}
+
+fn answer_block(call: &ToolUse, is_error: bool, text: String) -> MessageContent {
+    MessageContent::ToolResult {
+        tool_use_id: call.id.clone(),
+        content: vec![ContentBlock::Text { text }],
+        is_error,
+    }
+}
+
+impl RunResult {
+    /// The typed answer of a run started with [`Agent::prompt_as_stream`] (or
+    /// [`prompt_as`](Agent::prompt_as)), as `T`: the run's error if it failed.
+    pub fn output_as<T: DeserializeOwned>(&self) -> Result<T, AgentError> {
+        if let Some(error) = &self.error {
+            return Err(error.clone());
+        }
+        let Some(value) = &self.output else {
+            return Err(AgentError::Config(
+                "this run asked for no typed answer: start it with `prompt_as`".into(),
+            ));
+        };
+        T::deserialize(value).map_err(|error| {
+            AgentError::Config(format!(
+                "the answer does not deserialize as `{}`: {error}",
+                std::any::type_name::<T>()
+            ))
+        })
+    }
+}
+
+/// A run that ends with a typed answer ([`Agent::prompt_as_stream`]): a stream of
+/// [`AgentEvent`]s, as [`AgentRun`], whose [`Finished`](AgentEvent::Finished) result holds the
+/// answer ([`RunResult::output_as`]); or [`output`](Self::output) to wait for it.
+pub struct TypedRun<T> {
+    run: AgentRun,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for TypedRun<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TypedRun").field("run", &self.run).finish()
+    }
+}
+
+impl<T: DeserializeOwned> TypedRun<T> {
+    pub(crate) fn new(run: AgentRun) -> Self {
+        TypedRun {
+            run,
+            _type: PhantomData,
+        }
+    }
+
+    /// Stops the run (see [`AgentRun::cancel`]).
+    pub fn cancel(&self) {
+        self.run.cancel();
+    }
+
+    /// Drains the events (refusing permission requests, as [`AgentRun::result`]) and returns
+    /// the answer.
+    pub async fn output(self) -> Result<T, AgentError> {
+        self.run.result().await.output_as()
+    }
+}
+
+impl<T> Stream for TypedRun<T> {
+    type Item = AgentEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
+        Pin::new(&mut self.run).poll_next(cx)
+    }
+}
