@@ -545,16 +545,15 @@ fn insert_rows(connection: &Connection, id: &str, rows: &[Row]) -> Result<(), In
              WHERE id = ?1 AND touched < (SELECT MAX(touched) FROM sessions)",
         )?
         .execute(params![id])?;
-    let mut next: i64 = connection
+    let first: i64 = connection
         .prepare_cached("SELECT COALESCE(MAX(seq), -1) + 1 FROM records WHERE session_id = ?1")?
         .query_row(params![id], |row| row.get(0))?;
     let now = millis(SystemTime::now());
     let mut insert = connection.prepare_cached(
         "INSERT INTO records (session_id, seq, kind, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
-    for row in rows {
-        insert.execute(params![id, next, row.kind, row.body, now])?;
-        next += 1;
+    for (seq, row) in (first..).zip(rows) {
+        insert.execute(params![id, seq, row.kind, row.body, now])?;
         if let Some(title) = &row.title {
             connection
                 .prepare_cached("UPDATE sessions SET title = ?2 WHERE id = ?1 AND title = ''")?
