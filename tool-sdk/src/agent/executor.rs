@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::events::{AgentEvent, PermissionRequest};
-use super::{AgentInner, Emit};
+use super::{AgentInner, Emit, spans};
 use crate::model::{MessageContent, ToolUse};
 use crate::permission::{
     PermissionAnswer, PermissionHandler, PermissionQuestion, not_allowed_message,
@@ -63,10 +63,14 @@ pub(crate) async fn execute(
         let batch = &calls[index..end];
         let limit = agent.config.max_concurrent_tools.max(1);
         // Futures built up front: a closure inside the stream combinator would trip the
-        // compiler's higher-ranked lifetime check for `Send`.
+        // compiler's higher-ranked lifetime check for `Send`. Each call's span is made here,
+        // a child of the run's, though the calls then run together.
         let calls: Vec<_> = batch
             .iter()
-            .map(|call| run_one(agent, call, answers.get(&call.id), emit, cancel))
+            .map(|call| {
+                run_one(agent, call, answers.get(&call.id), emit, cancel)
+                    .instrument(spans::execute_tool(call))
+            })
             .collect();
         let mut results: Vec<Outcome> =
             futures::stream::iter(calls).buffered(limit).collect().await;
@@ -93,6 +97,7 @@ fn runs_concurrently(agent: &AgentInner, call: &ToolUse) -> bool {
     }
 }
 
+/// Runs one call, inside its `execute_tool` span (the current one).
 async fn run_one(
     agent: &Arc<AgentInner>,
     call: &ToolUse,
@@ -100,7 +105,7 @@ async fn run_one(
     emit: &Emit,
     cancel: &CancellationToken,
 ) -> Outcome {
-    let span = tracing::info_span!("agent.tool", tool = %call.name, id = %call.id);
+    let span = tracing::Span::current();
     let tool = agent.registry.get(&call.name);
     let title = tool
         .as_ref()
@@ -124,6 +129,7 @@ async fn run_one(
         let output = ToolOutput::error(format!(
             "this call did not run: the session could not be stored ({error})"
         ));
+        spans::end_tool_unstored(&span, &output.to_text());
         emit(AgentEvent::ToolFailed {
             id: call.id.clone(),
             name: call.name.clone(),
@@ -171,7 +177,6 @@ async fn run_one(
         &agent.policy,
         Some(&ask),
     )
-    .instrument(span)
     .await;
 
     let block = result_block(&call.id, &output);
@@ -197,6 +202,7 @@ async fn run_one(
             .await
             .err(),
     };
+    spans::end_tool(&span, error.as_ref(), &output);
     match error {
         None => {
             let display = tool
