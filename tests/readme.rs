@@ -195,3 +195,16 @@ fn the_demo_instructions_say_answers_end_with_enter() {
         .expect("the paragraph on the demo's question");
     assert!(paragraph.contains("Enter"), "{paragraph}");
 }
+
+#[test]
+fn the_otlp_line_is_the_doctest_of_init_otlp() {
+    // The README's block cannot be a doctest (it needs the `otel` feature); the doc of
+    // `init_otlp`, compiled with the feature, runs the same line.
+    let block = blocks("rust")
+        .into_iter()
+        .find(|block| block.contains("init_otlp("))
+        .expect("the README shows init_otlp");
+    let line = block.lines().find(|l| l.contains("init_otlp(")).unwrap();
+    let telemetry = include_str!("../tool-sdk/src/telemetry.rs");
+    assert!(telemetry.contains(&format!("/// {line}\n")), "{line}");
+}

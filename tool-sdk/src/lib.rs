@@ -33,6 +33,8 @@
 //!   the agent, the registry's call API and the MCP server alike; `ARCHITECTURE.md` maps it.
 //! - [`agent`] runs the model's tool_use -> tool_result loop.
 //! - [`session`] keeps conversations durably, to resume them after a crash or fork them.
+//! - [`telemetry`] lists the agent's spans (OpenTelemetry's GenAI conventions) and, with the
+//!   `otel` feature, sends them to an OpenTelemetry collector.
 //! - [`validate`] checks every input against the tool's schema and reports all problems at
 //!   once, the way the model can fix them.
 
@@ -51,6 +53,7 @@ mod registry;
 mod sandbox;
 pub mod schema;
 pub mod session;
+pub mod telemetry;
 mod tool;
 pub mod validate;
 

@@ -42,6 +42,9 @@ use crate::{StateMap, ToolRegistry};
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AgentConfig {
+    /// The agent's name, for traces (`gen_ai.agent.name`); a sub-agent is named after its
+    /// kind (`general-purpose` or the name given to [`with_subagent`](Self::with_subagent)).
+    pub name: Option<String>,
     /// Which model to use, when not given as an instance with [`with_model`](Self::with_model).
     pub model: Option<ModelSpec>,
     /// The system prompt.
@@ -210,6 +213,7 @@ pub enum ProviderKind {
 impl Default for AgentConfig {
     fn default() -> Self {
         AgentConfig {
+            name: None,
             model: None,
             system_prompt: None,
             tools: None,
@@ -280,6 +284,12 @@ impl AgentConfig {
             _ => Err("the file must end in .toml or .json".to_owned()),
         };
         parsed.map_err(|error| AgentError::Config(format!("{}: {error}", path.display())))
+    }
+
+    /// Names the agent in its traces (see [`telemetry`](crate::telemetry)'s spans).
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
     }
 
     /// Uses this model instance (takes precedence over [`model`](Self::model)).

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::events::{AgentEvent, PermissionRequest};
-use super::{AgentInner, Emit};
+use super::{AgentInner, Emit, spans};
 use crate::model::{MessageContent, ToolUse};
 use crate::permission::{
     PermissionAnswer, PermissionHandler, PermissionQuestion, not_allowed_message,
@@ -82,10 +82,14 @@ pub(crate) async fn execute(
         }
         let limit = agent.config.max_concurrent_tools.max(1);
         // Futures built up front: a closure inside the stream combinator would trip the
-        // compiler's higher-ranked lifetime check for `Send`.
+        // compiler's higher-ranked lifetime check for `Send`. Each call's span is made here,
+        // a child of the run's, though the calls then run together.
         let calls: Vec<_> = batch
             .iter()
-            .map(|call| run_one(agent, call, answers.get(&call.id), emit, cancel))
+            .map(|call| {
+                run_one(agent, call, answers.get(&call.id), emit, cancel)
+                    .instrument(spans::execute_tool(call))
+            })
             .collect();
         let mut results: Vec<Outcome> =
             futures::stream::iter(calls).buffered(limit).collect().await;
@@ -135,6 +139,7 @@ fn not_started(agent: &AgentInner, call: &ToolUse, error: &SessionError, emit: &
     let output = ToolOutput::error(format!(
         "this call did not run: the session could not be stored ({error})"
     ));
+    spans::end_tool_unstored(&spans::execute_tool(call), &output.to_text());
     emit(AgentEvent::ToolFailed {
         id: call.id.clone(),
         name: call.name.clone(),
@@ -151,6 +156,7 @@ fn not_started(agent: &AgentInner, call: &ToolUse, error: &SessionError, emit: &
     }
 }
 
+/// Runs one call, inside its `execute_tool` span (the current one).
 async fn run_one(
     agent: &Arc<AgentInner>,
     call: &ToolUse,
@@ -158,7 +164,7 @@ async fn run_one(
     emit: &Emit,
     cancel: &CancellationToken,
 ) -> Outcome {
-    let span = tracing::info_span!("agent.tool", tool = %call.name, id = %call.id);
+    let span = tracing::Span::current();
     let tool = announce(agent, call, emit);
 
     let ctx = agent.tool_context(&call.id, emit, cancel);
@@ -192,7 +198,6 @@ async fn run_one(
         &agent.policy,
         Some(&ask),
     )
-    .instrument(span)
     .await;
 
     let block = result_block(&call.id, &output);
@@ -218,6 +223,7 @@ async fn run_one(
             .await
             .err(),
     };
+    spans::end_tool(&span, error.as_ref(), &output);
     match error {
         None => {
             let display = tool

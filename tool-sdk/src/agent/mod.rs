@@ -71,6 +71,7 @@ mod mcp;
 mod output;
 mod project;
 mod run;
+mod spans;
 mod stored;
 mod subagent;
 
@@ -382,7 +383,7 @@ impl Agent {
         let inner = self.inner.clone();
         let prompt = Some(prompt);
         let run_cancel = cancel.clone();
-        let span = tracing::info_span!("agent.run", session = %inner.session_id);
+        // The run's span (`invoke_agent`) is a child of the caller's.
         tokio::spawn(
             async move {
                 let emit: Emit = Arc::new(move |event| {
@@ -404,7 +405,7 @@ impl Agent {
                 }
                 emit(AgentEvent::Finished(Box::new(result)));
             }
-            .instrument(span),
+            .in_current_span(),
         );
         AgentRun {
             events: receiver,
@@ -453,16 +454,16 @@ impl Agent {
         let cancel = CancellationToken::new();
         let _stop_when_dropped = cancel.clone().drop_guard();
         let inner = self.inner.clone();
-        let span = tracing::info_span!("agent.run", session = %inner.session_id);
         let emit: Emit = Arc::new(|event| {
             if let AgentEvent::PermissionRequested(request) = event {
                 let message = crate::permission::not_allowed_message(&request.question);
                 request.deny(message)
             }
         });
+        // The run's span (`invoke_agent`) is a child of the caller's.
         let run = tokio::spawn(
             async move { inner.run_for(prompt, output.as_deref(), emit, cancel).await }
-                .instrument(span),
+                .in_current_span(),
         );
         let result = run.await.unwrap_or_else(|_| RunResult {
             error: Some(AgentError::Cancelled),

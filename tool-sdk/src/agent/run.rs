@@ -5,7 +5,8 @@ use super::*;
 
 impl AgentInner {
     /// One run: the loop of model turns and tool calls. `None` asks the model to answer the
-    /// conversation as it stands.
+    /// conversation as it stands. Its span (`invoke_agent`) is a child of the current one: a
+    /// sub-agent's, of the Task call that runs it.
     pub(crate) async fn run(
         self: &Arc<Self>,
         prompt: Option<String>,
@@ -18,6 +19,22 @@ impl AgentInner {
     /// [`run`](Self::run), asking for a typed answer when `output` is given
     /// (`output.rs`).
     pub(crate) async fn run_for(
+        self: &Arc<Self>,
+        prompt: Option<String>,
+        output: Option<&output::OutputSpec>,
+        emit: Emit,
+        cancel: CancellationToken,
+    ) -> RunResult {
+        let span = spans::invoke_agent(self);
+        let result = self
+            .run_in_span(prompt, output, emit, cancel)
+            .instrument(span.clone())
+            .await;
+        spans::end_run(&span, &result);
+        result
+    }
+
+    async fn run_in_span(
         self: &Arc<Self>,
         prompt: Option<String>,
         output: Option<&output::OutputSpec>,
@@ -123,11 +140,13 @@ impl AgentInner {
                 temperature: self.config.temperature,
                 output: output.map(|spec| spec.format.clone()),
             };
-            let span = tracing::info_span!("agent.turn", turn);
+            let span = spans::chat(self, &request);
             let response = self
                 .model_turn(&request, emit, cancel)
-                .instrument(span)
-                .await?;
+                .instrument(span.clone())
+                .await;
+            spans::end_chat(&span, &response);
+            let response = response?;
             result.usage += response.usage;
             result.stop_reason = Some(response.stop_reason.clone());
             emit(AgentEvent::TurnCompleted {

@@ -50,6 +50,13 @@ impl Subagents {
         // A sub-agent's run lives inside the Task call and has no session of its own to wait
         // in: its questions are asked (or refused) as usual.
         config.session.defer_approvals = false;
+        // Its traces name it after its kind.
+        config.name = Some(
+            request
+                .subagent_type
+                .clone()
+                .unwrap_or_else(|| "general-purpose".to_owned()),
+        );
         if let Some(kind) = kind {
             config.system_prompt = kind.system_prompt.or(config.system_prompt);
         }

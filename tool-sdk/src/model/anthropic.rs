@@ -209,6 +209,10 @@ impl Model for AnthropicModel {
         &self.model_id
     }
 
+    fn provider_name(&self) -> &str {
+        "anthropic"
+    }
+
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> ModelStream<'a> {
         let body = self.request_body(request);
         self.http

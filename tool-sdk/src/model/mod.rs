@@ -36,6 +36,13 @@ pub trait Model: Send + Sync + 'static {
     /// The model's id, such as `claude-sonnet-4-5` or `gpt-4.1`.
     fn model_id(&self) -> &str;
 
+    /// Who serves the model, as OpenTelemetry's GenAI conventions name it in
+    /// `gen_ai.provider.name` (`anthropic`, `openai`): the agent's spans carry it. The
+    /// default, `_OTHER`, is the conventions' word for a provider they do not list.
+    fn provider_name(&self) -> &str {
+        "_OTHER"
+    }
+
     /// Runs one turn.
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> ModelStream<'a>;
 }

@@ -226,6 +226,12 @@ impl Model for OpenAiModel {
         &self.model_id
     }
 
+    /// `openai` for any OpenAI-compatible server too, as the conventions ask (the request
+    /// goes through OpenAI's API).
+    fn provider_name(&self) -> &str {
+        "openai"
+    }
+
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> ModelStream<'a> {
         let body = self.request_body(request);
         self.http

@@ -230,6 +230,10 @@ impl Model for ScriptedModel {
         "scripted"
     }
 
+    fn provider_name(&self) -> &str {
+        "scripted"
+    }
+
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> ModelStream<'a> {
         let mut turn = self.next_turn(request);
         let mut events = Vec::new();

@@ -1,0 +1,207 @@
+//! The agent's spans, named and filled after OpenTelemetry's semantic conventions for
+//! generative AI ([`crate::telemetry`] lists them). The `otel.*` fields name the
+//! OpenTelemetry span and set its kind and status (tracing-opentelemetry's convention); any
+//! other subscriber shows them as fields.
+
+use tracing::Span;
+use tracing::field::Empty;
+
+use super::{AgentError, AgentInner, RunResult};
+use crate::model::{ModelError, ModelRequest, ModelResponse, StopReason, ToolUse, Usage};
+use crate::{AgentId, ToolError, ToolErrorKind, ToolOutput};
+
+/// A run: `invoke_agent {name}`, a child of the span current where the run starts (the Task
+/// call's span, for a sub-agent).
+pub(crate) fn invoke_agent(agent: &AgentInner) -> Span {
+    let name = agent.config.name.as_deref();
+    let span_name = match name {
+        Some(name) => format!("invoke_agent {name}"),
+        None => "invoke_agent".to_owned(),
+    };
+    let id = match &agent.agent_id {
+        AgentId::Main => "main",
+        AgentId::Sub(id) => id,
+    };
+    tracing::info_span!(
+        "invoke_agent",
+        otel.name = span_name.as_str(),
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.provider.name = agent.model.provider_name(),
+        gen_ai.agent.name = name,
+        gen_ai.agent.id = id,
+        gen_ai.conversation.id = &*agent.session_id,
+        gen_ai.request.model = agent.model.model_id(),
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        error.type = Empty,
+    )
+}
+
+/// The run's totals and, if it failed, why.
+pub(crate) fn end_run(span: &Span, result: &RunResult) {
+    span.record("gen_ai.usage.input_tokens", all_input(&result.usage));
+    span.record(
+        "gen_ai.usage.output_tokens",
+        int(result.usage.output_tokens),
+    );
+    match &result.error {
+        // Waiting for answers is not a failure: the run goes on with `continue_run`.
+        None | Some(AgentError::ApprovalsPending(_)) => {}
+        Some(error) => failed(span, &agent_error_type(error), &error.to_string()),
+    }
+}
+
+/// One model turn: `chat {model}`.
+pub(crate) fn chat(agent: &AgentInner, request: &ModelRequest) -> Span {
+    let model = agent.model.model_id();
+    tracing::info_span!(
+        "chat",
+        otel.name = format!("chat {model}").as_str(),
+        otel.kind = "client",
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = agent.model.provider_name(),
+        gen_ai.request.model = model,
+        gen_ai.request.max_tokens = i64::from(request.max_tokens),
+        gen_ai.request.temperature = request.temperature.map(f64::from),
+        gen_ai.response.finish_reasons = Empty,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
+        gen_ai.usage.cache_creation.input_tokens = Empty,
+        error.type = Empty,
+    )
+}
+
+/// What the turn used and why it stopped, or why it failed.
+pub(crate) fn end_chat(span: &Span, response: &Result<ModelResponse, AgentError>) {
+    let response = match response {
+        Ok(response) => response,
+        Err(error) => return failed(span, &agent_error_type(error), &error.to_string()),
+    };
+    let usage = &response.usage;
+    span.record("gen_ai.usage.input_tokens", all_input(usage));
+    span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
+    span.record(
+        "gen_ai.usage.cache_read.input_tokens",
+        int(usage.cache_read_input_tokens),
+    );
+    span.record(
+        "gen_ai.usage.cache_creation.input_tokens",
+        int(usage.cache_creation_input_tokens),
+    );
+    let reason = finish_reason(&response.stop_reason);
+    // The conventions want an array of strings, which `tracing` fields cannot hold: set on
+    // the OpenTelemetry span directly when there is one, a plain field otherwise.
+    #[cfg(feature = "otel")]
+    {
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+        span.set_attribute(
+            "gen_ai.response.finish_reasons",
+            opentelemetry::Value::Array(vec![opentelemetry::StringValue::from(reason)].into()),
+        );
+    }
+    #[cfg(not(feature = "otel"))]
+    span.record("gen_ai.response.finish_reasons", reason.as_str());
+}
+
+/// One tool call: `execute_tool {name}`.
+pub(crate) fn execute_tool(call: &ToolUse) -> Span {
+    tracing::info_span!(
+        "execute_tool",
+        otel.name = format!("execute_tool {}", call.name).as_str(),
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = call.name.as_str(),
+        gen_ai.tool.call.id = call.id.as_str(),
+        gen_ai.tool.type = "function",
+        error.type = Empty,
+    )
+}
+
+/// Why the call failed, if it did: the pipeline's error, or an error result of the tool.
+pub(crate) fn end_tool(span: &Span, error: Option<&ToolError>, output: &ToolOutput) {
+    match error {
+        Some(error) => failed(span, tool_error_type(error.kind()), &error.to_string()),
+        None if output.is_error => failed(span, "tool_error", &output.to_text()),
+        None => {}
+    }
+}
+
+/// A call that did not run because its start could not be stored.
+pub(crate) fn end_tool_unstored(span: &Span, message: &str) {
+    failed(span, "session_store", message);
+}
+
+fn failed(span: &Span, error_type: &str, message: &str) {
+    span.record("error.type", error_type);
+    span.record("otel.status_code", "error");
+    span.record("otel.status_description", message);
+}
+
+/// Input tokens with the cached ones, as the conventions count them.
+fn all_input(usage: &Usage) -> i64 {
+    int(usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens)
+}
+
+/// A count as an OpenTelemetry int (i64): tracing-opentelemetry records a `u64` as a
+/// string.
+fn int(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+fn finish_reason(reason: &StopReason) -> String {
+    match reason {
+        StopReason::EndTurn => "end_turn".into(),
+        StopReason::ToolUse => "tool_use".into(),
+        StopReason::MaxTokens => "max_tokens".into(),
+        StopReason::StopSequence => "stop_sequence".into(),
+        StopReason::Refusal => "refusal".into(),
+        StopReason::Other(other) => other.clone(),
+    }
+}
+
+fn tool_error_type(kind: ToolErrorKind) -> &'static str {
+    match kind {
+        ToolErrorKind::InvalidInput => "invalid_input",
+        ToolErrorKind::NotFound => "not_found",
+        ToolErrorKind::PermissionDenied => "permission_denied",
+        ToolErrorKind::Timeout => "timeout",
+        ToolErrorKind::Cancelled => "cancelled",
+        ToolErrorKind::ExecutionFailed => "execution_failed",
+        ToolErrorKind::Retry => "retry",
+    }
+}
+
+/// A low-cardinality name for `error.type`: the HTTP status of a provider's error, or the
+/// kind of failure.
+fn agent_error_type(error: &AgentError) -> String {
+    match error {
+        AgentError::Model(error) => match error {
+            ModelError::RateLimited { .. } => "rate_limited".into(),
+            ModelError::Overloaded { .. } => "overloaded".into(),
+            ModelError::Server { status, .. } | ModelError::Api { status, .. } => {
+                status.to_string()
+            }
+            ModelError::Transport(_) => "transport".into(),
+            ModelError::Stream(_) => "stream".into(),
+            ModelError::MissingApiKey(_) => "missing_api_key".into(),
+        },
+        AgentError::Config(_) => "config".into(),
+        AgentError::Registry(_) => "registry".into(),
+        AgentError::MissingState { .. } => "missing_state".into(),
+        AgentError::MaxTurns(_) => "max_turns".into(),
+        AgentError::Cancelled => "cancelled".into(),
+        AgentError::Session(_) => "session_store".into(),
+        AgentError::ApprovalsPending(_) => "approvals_pending".into(),
+        AgentError::OutputInvalid { .. } => "output_invalid".into(),
+        #[cfg(feature = "mcp")]
+        AgentError::Mcp(_) => "mcp".into(),
+    }
+}
