@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tool_sdk::agent::{Agent, AgentConfig, AgentError};
+use tool_sdk::agent::{Agent, AgentConfig, AgentError, READ_ONLY_COMMIT_DELAY};
 use tool_sdk::model::{
     Message, MessageContent, Model, ModelEvent, ModelRequest, ModelStream, Role, ScriptedModel,
     ScriptedTurn,
@@ -44,9 +44,12 @@ async fn mutate(dir: String, block: bool) -> String {
     "mutated".to_owned()
 }
 
-/// Marks that it is reading, then never returns: a read-only call the process dies in.
+/// Marks that it is reading, then never returns: a read-only call the process dies in. It
+/// marks once its start is stored (a read-only call's start is stored with the first record
+/// of its batch, or after `READ_ONLY_COMMIT_DELAY`).
 #[tool(register = false, read_only)]
 async fn peek(dir: String) -> String {
+    tokio::time::sleep(READ_ONLY_COMMIT_DELAY * 20).await;
     std::fs::write(PathBuf::from(dir).join("peeking"), "").expect("the marker is written");
     std::future::pending::<()>().await;
     "seen".to_owned()
@@ -93,6 +96,13 @@ async fn note(dir: String) -> String {
     "noted".to_owned()
 }
 
+/// Reads nothing, slowly: a read-only call that outlasts `READ_ONLY_COMMIT_DELAY` by far.
+#[tool(register = false, read_only)]
+async fn doze() -> String {
+    tokio::time::sleep(READ_ONLY_COMMIT_DELAY * 30).await;
+    "rested".to_owned()
+}
+
 /// Reads nothing, quickly: a read-only call that needs no approval.
 #[tool(register = false, read_only)]
 async fn look() -> String {
@@ -105,6 +115,7 @@ fn registry() -> Arc<ToolRegistry> {
     registry.register(Arc::new(PeekTool)).unwrap();
     registry.register(Arc::new(NoteTool)).unwrap();
     registry.register(Arc::new(LookTool)).unwrap();
+    registry.register(Arc::new(DozeTool)).unwrap();
     Arc::new(registry)
 }
 
@@ -1034,6 +1045,106 @@ async fn a_record_that_cannot_be_stored_ends_the_run_and_the_call_does_not_run()
     let messages = agent.messages().await;
     assert_well_formed(&messages);
     assert_eq!(messages.last().map(|m| m.role), Some(Role::User));
+}
+
+/// A store that notes how many records each commit (`append` or `append_all`) holds.
+struct CountingStore {
+    inner: SqliteStore,
+    commits: std::sync::Mutex<Vec<usize>>,
+}
+
+impl SessionStore for CountingStore {
+    fn create(&self, new: NewSession) -> BoxFuture<'_, Result<SessionInfo, SessionError>> {
+        self.inner.create(new)
+    }
+
+    fn append<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a Record,
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.commits.lock().unwrap().push(1);
+        self.inner.append(id, record)
+    }
+
+    fn append_all<'a>(
+        &'a self,
+        id: &'a str,
+        records: &'a [Record],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.commits.lock().unwrap().push(records.len());
+        self.inner.append_all(id, records)
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Record>, SessionError>> {
+        self.inner.load(id)
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionInfo, SessionError>> {
+        self.inner.get(id)
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<SessionInfo>, SessionError>> {
+        self.inner.list()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_is_stored_in_as_few_commits_as_its_calls_allow() {
+    // (tool, the records of each commit of a run: the prompt, the call's turn, the answer).
+    let cases = [
+        // A quick read-only call: its turn, usage, start and result in one commit.
+        ("look", vec![1, 4, 2]),
+        // A mutating call: its start is stored (with the turn) before it runs.
+        ("note", vec![1, 3, 1, 2]),
+        // A slow read-only call: its start is stored while it runs.
+        ("doze", vec![1, 3, 1, 2]),
+    ];
+    for (tool, commits) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        let store = Arc::new(CountingStore {
+            inner: store(dir),
+            commits: Default::default(),
+        });
+        let model = ScriptedModel::new([
+            ScriptedTurn::tool_call_with_id(
+                "call_1",
+                tool,
+                match tool {
+                    "note" => json!({"dir": dir}),
+                    _ => json!({}),
+                },
+            ),
+            ScriptedTurn::text("done"),
+        ]);
+        let agent = Agent::create(config(dir, store.clone()).with_model(model).allow("note"))
+            .await
+            .unwrap();
+        let outcome = agent.prompt("go").await.unwrap();
+        assert_eq!(outcome.text, "done", "{tool}");
+        assert_eq!(*store.commits.lock().unwrap(), commits, "{tool}");
+        let kinds: Vec<_> = store
+            .load(agent.session_id())
+            .await
+            .unwrap()
+            .iter()
+            .map(Record::kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "user_message",
+                "model_turn",
+                "usage",
+                "tool_started",
+                "tool_result",
+                "model_turn",
+                "usage"
+            ],
+            "{tool}"
+        );
+    }
 }
 
 // ---- one process at a time ----

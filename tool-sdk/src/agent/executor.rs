@@ -61,16 +61,23 @@ pub(crate) async fn execute(
             index + 1
         };
         let batch = &calls[index..end];
-        // Stored before any call of the batch can do anything (with the staged turn, in one
-        // commit), so that after a crash a call that may have partly happened is told from
-        // one that never ran. Calls whose start cannot be stored do not run, nor do the rest.
+        let read_only = concurrent[index];
+        // Each start is stored with the staged turn, so that after a crash a call that may
+        // have partly happened is told from one that never ran. A mutating call's is stored
+        // before it can do anything (a call whose start cannot be stored does not run, nor do
+        // the rest). A read-only batch starts at once: its starts go with its first record
+        // (usually a result), or after `READ_ONLY_COMMIT_DELAY` if none comes by then.
         for call in batch {
             agent.stage(|| Record::ToolStarted {
                 id: call.id.clone(),
                 name: call.name.clone(),
             });
         }
-        if let Err(error) = agent.flush().await {
+        let flushed = match read_only {
+            true => Ok(()),
+            false => agent.flush().await,
+        };
+        if let Err(error) = flushed {
             let first = outcomes.len();
             outcomes.extend(
                 calls[index..]
@@ -91,8 +98,11 @@ pub(crate) async fn execute(
                     .instrument(spans::execute_tool(call))
             })
             .collect();
-        let mut results: Vec<Outcome> =
-            futures::stream::iter(calls).buffered(limit).collect().await;
+        let run = futures::stream::iter(calls).buffered(limit).collect();
+        let mut results: Vec<Outcome> = match read_only {
+            true => with_starts_stored_soon(agent, run).await,
+            false => run.await,
+        };
         let deferred = results.iter().any(|outcome| outcome.deferred.is_some());
         outcomes.append(&mut results);
         if deferred {
@@ -103,6 +113,40 @@ pub(crate) async fn execute(
         index = end;
     }
     outcomes
+}
+
+/// How long a batch of read-only calls runs before the records staged for it (its turn and
+/// their starts) are stored if no record of the calls took them along sooner. Most read-only
+/// calls end within it, and then a step costs one commit. A process killed inside this window
+/// loses the turn as if the kill had come while it streamed: the turn is asked for again, and
+/// its calls, which only read, may run again.
+pub const READ_ONLY_COMMIT_DELAY: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Runs a read-only batch (`run`); stores the staged records once it has run for
+/// [`READ_ONLY_COMMIT_DELAY`] if its calls' records did not take them along yet, and in any
+/// case before it returns. A record that could not be stored ends the run (the first outcome
+/// carries the error).
+async fn with_starts_stored_soon(
+    agent: &AgentInner,
+    run: impl std::future::Future<Output = Vec<Outcome>>,
+) -> Vec<Outcome> {
+    if agent.store.is_none() {
+        return run.await;
+    }
+    let mut run = std::pin::pin!(run);
+    let (mut results, stored) = tokio::select! {
+        biased;
+        results = &mut run => (results, Ok(())),
+        () = tokio::time::sleep(READ_ONLY_COMMIT_DELAY) => {
+            let (stored, results) = tokio::join!(agent.flush(), run);
+            (results, stored)
+        }
+    };
+    let stored = stored.and(agent.flush().await);
+    if let (Err(error), Some(first)) = (stored, results.first_mut()) {
+        first.store_error.get_or_insert(error);
+    }
+    results
 }
 
 /// Read-only tools, and calls that will not run at all (unknown tool, bad JSON).

@@ -77,6 +77,7 @@ mod subagent;
 
 pub use config::{AgentConfig, ModelSpec, ProviderKind, SessionSettings, SubagentConfig};
 pub use events::{AgentEvent, PermissionRequest};
+pub use executor::READ_ONLY_COMMIT_DELAY;
 pub use output::TypedRun;
 pub use project::{ClaudeSettings, MEMORY_FILES, MemoryFile, ProjectMemory};
 
@@ -209,6 +210,9 @@ pub(crate) struct AgentInner {
     /// its usage wait for the start of the turn's first calls, so that a step pays one commit
     /// for its turn rather than one a record.
     pub(crate) staged: std::sync::Mutex<Vec<Record>>,
+    /// Held from taking the staged records until the store has them, so that records reach
+    /// the store in the order they were staged even when calls running together flush.
+    pub(crate) flushing: tokio::sync::Mutex<()>,
     /// The session's lease, when the config asks for one.
     pub(crate) hold: Option<hold::SessionHold>,
     pub(crate) agent_id: AgentId,
@@ -638,6 +642,7 @@ impl AgentInner {
         let Some(store) = &self.store else {
             return Ok(());
         };
+        let _order = self.flushing.lock().await;
         let records = std::mem::take(&mut *self.staged.lock().unwrap_or_else(|p| p.into_inner()));
         if records.is_empty() {
             return Ok(());
@@ -732,6 +737,7 @@ impl AgentInner {
             session_id: Arc::from(format!("session-{:016x}", fastrand::u64(..))),
             store: None,
             staged: std::sync::Mutex::default(),
+            flushing: tokio::sync::Mutex::default(),
             hold: None,
             agent_id,
             checkpoints: Arc::new(FileCheckpoints::in_memory()),
