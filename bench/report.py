@@ -94,7 +94,9 @@ def sessions_section():
     o("**Added cost per agent step.** One run = 10 model turns of one `add` call and a text turn "
       "(11 steps; the agent-loop bench's T=10, N=1), scripted model, agent creation excluded. "
       "tool-sdk stores four records a step (the model turn, its usage, the call's start, its "
-      "result), each `append` committed before the loop goes on. The Agents SDK's `Runner.run` "
+      "result); `add` is read-only, so the four go to the store in one commit once the result is "
+      "in (a mutating call's step takes two: its start is stored before it runs), and every "
+      "result is stored before the next request. The Agents SDK's `Runner.run` "
       "with a session saves the run's new items to it (a session cleared between runs, untimed). "
       "Added per step = (run with the store − run without) / 11.")
     o("")

@@ -5,7 +5,8 @@
 //!
 //! - `session_step/<store>/T10_N1`: one run of 10 model turns of one `add` call each, then a
 //!   text turn (the agent-loop bench's shape, scripted model), the agent storing every record
-//!   as it goes (four a step: the model turn, its usage, the call's start, its result).
+//!   as it goes (four a step: the model turn, its usage, the call's start, its result; one
+//!   commit, since `add` is read-only).
 //!   `bench/report.py` divides by the 11 steps and subtracts the `memory` run.
 //! - `session_resume/<store>/1000_messages`: `Agent::resume` of a session the agent itself
 //!   wrote (499 turns of one call, then a text turn: 1,000 messages, 1,998 records).

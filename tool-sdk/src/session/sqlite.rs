@@ -85,6 +85,19 @@ pub struct SqliteStore {
     /// About how many pages went to the log since the last checkpoint (SQLite's own are off
     /// on this connection: they would flush the disk inside an append).
     unchecked_pages: Arc<AtomicUsize>,
+    /// What this connection's last append left, to skip reading it again when nobody else
+    /// wrote since. Only touched while the connection's lock is held.
+    last_append: Arc<Mutex<Option<LastAppend>>>,
+}
+
+/// The state of the file after an append through this connection.
+#[derive(Clone)]
+struct LastAppend {
+    /// `PRAGMA data_version` then: it changes when another connection commits.
+    data_version: i64,
+    session: String,
+    /// The seq the session's next record takes.
+    next_seq: i64,
 }
 
 /// How long a writer waits for another process's write lock.
@@ -112,6 +125,7 @@ impl SqliteStore {
             connection: Arc::new(Mutex::new(connection)),
             path: Arc::from(path),
             unchecked_pages: Arc::default(),
+            last_append: Arc::default(),
         };
         store.prepare()?;
         Ok(store)
@@ -216,14 +230,17 @@ impl SqliteStore {
 
 /// Appends `rows` to session `id` on the calling thread if that needs no waiting: `Ok(false)`
 /// when another process holds the write lock (nothing was written).
-fn append_now(connection: &mut Connection, id: &str, rows: &[Row]) -> Result<bool, Inserted> {
+fn append_now(
+    connection: &mut Connection,
+    last_append: &Mutex<Option<LastAppend>>,
+    id: &str,
+    rows: &[Row],
+) -> Result<bool, Inserted> {
     connection.busy_timeout(Duration::ZERO)?;
     let appended = match connection.transaction_with_behavior(TransactionBehavior::Immediate) {
         Err(error) if error.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) => Ok(false),
         Err(error) => Err(Inserted::Failed(error)),
-        Ok(transaction) => insert_rows(&transaction, id, rows)
-            .and_then(|()| transaction.commit().map_err(Inserted::Failed))
-            .map(|()| true),
+        Ok(transaction) => commit_rows(transaction, last_append, id, rows).map(|()| true),
     };
     connection.busy_timeout(BUSY_TIMEOUT)?;
     appended
@@ -231,7 +248,10 @@ fn append_now(connection: &mut Connection, id: &str, rows: &[Row]) -> Result<boo
 
 impl SessionStore for SqliteStore {
     fn create(&self, new: NewSession) -> BoxFuture<'_, Result<SessionInfo, SessionError>> {
+        let last_append = self.last_append.clone();
         self.with_connection(move |connection, path| {
+            // The new session goes first in `list`: the last append's session no longer is.
+            *last_append.lock().unwrap_or_else(|p| p.into_inner()) = None;
             let now = SystemTime::now();
             let id = format!("session-{}-{:08x}", millis(now), fastrand::u32(..));
             let working_dir = new.working_dir.to_string_lossy().into_owned();
@@ -288,11 +308,13 @@ impl SessionStore for SqliteStore {
             if rows.is_empty() {
                 return Ok(());
             }
-            let pages = rows.iter().map(|row| row.body.len() / 4000 + 1).sum();
+            let pages = rows.iter().map(|row| row.body.len()).sum::<usize>() / 4096 + 1;
             let now = self.connection.try_lock().ok().map(|mut connection| {
-                append_now(&mut connection, &id, &rows).map_err(|error| match error {
-                    Inserted::Unknown => SessionError::UnknownSession { id: id.clone() },
-                    Inserted::Failed(error) => storage_error(&self.path, error),
+                append_now(&mut connection, &self.last_append, &id, &rows).map_err(|error| {
+                    match error {
+                        Inserted::Unknown => SessionError::UnknownSession { id: id.clone() },
+                        Inserted::Failed(error) => storage_error(&self.path, error),
+                    }
                 })
             });
             match now {
@@ -301,16 +323,20 @@ impl SessionStore for SqliteStore {
                 // The connection is busy, or another process holds the write lock: wait in
                 // the blocking pool.
                 None | Some(Ok(false)) => {
+                    let last_append = self.last_append.clone();
                     self.with_connection(move |connection, path| {
                         let fail = |error| storage_error(path, error);
                         let transaction = connection
                             .transaction_with_behavior(TransactionBehavior::Immediate)
                             .map_err(fail)?;
-                        insert_rows(&transaction, &id, &rows).map_err(|error| match error {
-                            Inserted::Unknown => SessionError::UnknownSession { id: id.clone() },
-                            Inserted::Failed(error) => fail(error),
-                        })?;
-                        transaction.commit().map_err(fail)
+                        commit_rows(transaction, &last_append, &id, &rows).map_err(|error| {
+                            match error {
+                                Inserted::Unknown => {
+                                    SessionError::UnknownSession { id: id.clone() }
+                                }
+                                Inserted::Failed(error) => fail(error),
+                            }
+                        })
                     })
                     .await?
                 }
@@ -526,41 +552,81 @@ impl From<rusqlite::Error> for Inserted {
     }
 }
 
+/// Appends `rows` to session `id` in `transaction` and commits it; remembers what the append
+/// left for the next one (forgets it on any failure).
+fn commit_rows(
+    transaction: rusqlite::Transaction<'_>,
+    last_append: &Mutex<Option<LastAppend>>,
+    id: &str,
+    rows: &[Row],
+) -> Result<(), Inserted> {
+    let mut last_append = last_append.lock().unwrap_or_else(|p| p.into_inner());
+    let known = last_append.take();
+    let appended = insert_rows(&transaction, known, id, rows)?;
+    transaction.commit()?;
+    *last_append = Some(appended);
+    Ok(())
+}
+
 /// Appends `rows` to session `id` inside the caller's transaction.
 ///
 /// An append writes as few pages as it can, since each page is a write to the log at commit:
-/// the record's own page, and the session's row only when something about it changes (its
+/// the records' own page, and the session's row only when something about it changes (its
 /// title, or its place in `list` when another session was touched since). A session's
-/// `updated_at` is read from its last record rather than written at each append.
-fn insert_rows(connection: &Connection, id: &str, rows: &[Row]) -> Result<(), Inserted> {
-    let known = connection
-        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
-        .exists(params![id])?;
-    if !known {
-        return Err(Inserted::Unknown);
-    }
-    connection
-        .prepare_cached(
-            "UPDATE sessions SET touched = (SELECT MAX(touched) + 1 FROM sessions)
-             WHERE id = ?1 AND touched < (SELECT MAX(touched) FROM sessions)",
-        )?
-        .execute(params![id])?;
-    let first: i64 = connection
-        .prepare_cached("SELECT COALESCE(MAX(seq), -1) + 1 FROM records WHERE session_id = ?1")?
-        .query_row(params![id], |row| row.get(0))?;
+/// `updated_at` is read from its last record rather than written at each append. When no
+/// other connection wrote since this one's last append to the same session (`PRAGMA
+/// data_version` is unchanged), what that append left (`known`) is still true and is not
+/// read again.
+fn insert_rows(
+    connection: &Connection,
+    known: Option<LastAppend>,
+    id: &str,
+    rows: &[Row],
+) -> Result<LastAppend, Inserted> {
+    let data_version: i64 = connection
+        .prepare_cached("PRAGMA data_version")?
+        .query_row([], |row| row.get(0))?;
+    let first = match known {
+        Some(known) if known.data_version == data_version && known.session == id => known.next_seq,
+        _ => {
+            let next: Option<i64> = connection
+                .prepare_cached(
+                    "SELECT (SELECT COALESCE(MAX(seq), -1) + 1 FROM records WHERE session_id = ?1)
+                     FROM sessions WHERE id = ?1",
+                )?
+                .query_row(params![id], |row| row.get(0))
+                .optional()?;
+            let Some(next) = next else {
+                return Err(Inserted::Unknown);
+            };
+            connection
+                .prepare_cached(
+                    "UPDATE sessions SET touched = (SELECT MAX(touched) + 1 FROM sessions)
+                     WHERE id = ?1 AND touched < (SELECT MAX(touched) FROM sessions)",
+                )?
+                .execute(params![id])?;
+            next
+        }
+    };
     let now = millis(SystemTime::now());
     let mut insert = connection.prepare_cached(
         "INSERT INTO records (session_id, seq, kind, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
+    let mut next_seq = first;
     for (seq, row) in (first..).zip(rows) {
         insert.execute(params![id, seq, row.kind, row.body, now])?;
+        next_seq = seq + 1;
         if let Some(title) = &row.title {
             connection
                 .prepare_cached("UPDATE sessions SET title = ?2 WHERE id = ?1 AND title = ''")?
                 .execute(params![id, title])?;
         }
     }
-    Ok(())
+    Ok(LastAppend {
+        data_version,
+        session: id.to_owned(),
+        next_seq,
+    })
 }
 
 /// A session's columns for [`info_of_row`]. `updated_at` is the time of its last record: an
@@ -880,6 +946,39 @@ mod tests {
             }
             assert!(size() >= before + 1_000_000, "{} bytes", size());
             assert_eq!(store.load(&id).await.unwrap().len(), CHECKPOINT_PAGES + 10);
+        });
+    }
+
+    #[test]
+    fn what_an_append_remembers_is_dropped_when_another_connection_writes() {
+        runtime().block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("s.db");
+            let (here, there) = (
+                SqliteStore::open(&path).unwrap(),
+                SqliteStore::open(&path).unwrap(),
+            );
+            let first = here.create(NewSession::new("/w")).await.unwrap().id;
+            let second = here.create(NewSession::new("/w")).await.unwrap().id;
+            let record = |text: &str| Record::user(Message::user(text));
+            here.append(&first, &record("1")).await.unwrap();
+            // Another connection appends to the same session, then to another one.
+            there.append(&first, &record("2")).await.unwrap();
+            there.append(&second, &record("x")).await.unwrap();
+            // This connection's next append takes the next seq and puts its session first.
+            here.append(&first, &record("3")).await.unwrap();
+            assert_eq!(
+                here.load(&first).await.unwrap(),
+                [record("1"), record("2"), record("3")]
+            );
+            let listed: Vec<_> = there
+                .list()
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|s| s.id)
+                .collect();
+            assert_eq!(listed, [first, second]);
         });
     }
 
