@@ -237,10 +237,10 @@ fn append_now(
     rows: &[Row],
 ) -> Result<bool, Inserted> {
     connection.busy_timeout(Duration::ZERO)?;
-    let appended = match connection.transaction_with_behavior(TransactionBehavior::Immediate) {
+    let appended = match begin_immediate(connection) {
         Err(error) if error.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) => Ok(false),
         Err(error) => Err(Inserted::Failed(error)),
-        Ok(transaction) => commit_rows(transaction, last_append, id, rows).map(|()| true),
+        Ok(()) => commit_rows(connection, last_append, id, rows).map(|()| true),
     };
     connection.busy_timeout(BUSY_TIMEOUT)?;
     appended
@@ -326,10 +326,8 @@ impl SessionStore for SqliteStore {
                     let last_append = self.last_append.clone();
                     self.with_connection(move |connection, path| {
                         let fail = |error| storage_error(path, error);
-                        let transaction = connection
-                            .transaction_with_behavior(TransactionBehavior::Immediate)
-                            .map_err(fail)?;
-                        commit_rows(transaction, &last_append, &id, &rows).map_err(|error| {
+                        begin_immediate(connection).map_err(fail)?;
+                        commit_rows(connection, &last_append, &id, &rows).map_err(|error| {
                             match error {
                                 Inserted::Unknown => {
                                     SessionError::UnknownSession { id: id.clone() }
@@ -554,17 +552,39 @@ impl From<rusqlite::Error> for Inserted {
 
 /// Appends `rows` to session `id` in `transaction` and commits it; remembers what the append
 /// left for the next one (forgets it on any failure).
+///
+/// The transaction was begun with [`begin_immediate`]; it is committed or rolled back here.
+/// Both run as cached statements, as every statement of an append does: nothing is parsed.
 fn commit_rows(
-    transaction: rusqlite::Transaction<'_>,
+    connection: &Connection,
     last_append: &Mutex<Option<LastAppend>>,
     id: &str,
     rows: &[Row],
 ) -> Result<(), Inserted> {
     let mut last_append = last_append.lock().unwrap_or_else(|p| p.into_inner());
     let known = last_append.take();
-    let appended = insert_rows(&transaction, known, id, rows)?;
-    transaction.commit()?;
-    *last_append = Some(appended);
+    let committed = insert_rows(connection, known, id, rows).and_then(|appended| {
+        connection.prepare_cached("COMMIT")?.execute([])?;
+        Ok(appended)
+    });
+    match committed {
+        Ok(appended) => {
+            *last_append = Some(appended);
+            Ok(())
+        }
+        Err(error) => {
+            // Nothing of the append stays; a failed COMMIT may have ended the transaction
+            // already, so a ROLLBACK that finds none is no news.
+            let _ = connection.execute_batch("ROLLBACK");
+            Err(error)
+        }
+    }
+}
+
+/// Begins a transaction that holds the file's write lock from its start, so that an append
+/// reads the session's last seq under the lock that its insert needs.
+fn begin_immediate(connection: &Connection) -> rusqlite::Result<()> {
+    connection.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
     Ok(())
 }
 
