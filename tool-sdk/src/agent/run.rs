@@ -272,9 +272,7 @@ impl AgentInner {
             return Ok(crate::session::Restored::default());
         };
         let restored = restore(&store.load(&self.session_id).await?);
-        for seal in &restored.seals {
-            store.append(&self.session_id, seal).await?;
-        }
+        store.append_all(&self.session_id, &restored.seals).await?;
         Ok(restored)
     }
 

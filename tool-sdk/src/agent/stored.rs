@@ -53,9 +53,10 @@ impl Agent {
                     }),
             )
             .await?;
-        for record in records_for(&messages[..at]) {
-            store.append(&fork.id, &record).await?;
-        }
+        // The copied history in one commit, not one a message.
+        store
+            .append_all(&fork.id, &records_for(&messages[..at]))
+            .await?;
         Self::open_stored(config, store, &fork.id).await
     }
 
@@ -74,9 +75,7 @@ impl Agent {
         let records = store.load(id).await?;
         let restored = restore(&records);
         // Stored before anything else runs, so the next resume finds the same results.
-        for seal in &restored.seals {
-            store.append(id, seal).await?;
-        }
+        store.append_all(id, &restored.seals).await?;
         if config.working_dir.is_none() {
             config.working_dir = Some(session.working_dir);
         }
