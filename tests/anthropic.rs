@@ -80,7 +80,7 @@ fn model_for(server: &MockServer) -> AnthropicModel {
 
 fn hello() -> ModelRequest {
     ModelRequest {
-        messages: vec![Message::user("Hello")],
+        messages: vec![Message::user("Hello")].into(),
         max_tokens: 256,
         ..ModelRequest::default()
     }
@@ -233,7 +233,7 @@ async fn request_has_headers_lowered_tools_merged_roles_and_tool_results_first()
                     },
                 ],
             },
-        ],
+        ].into(),
     };
     let model = model_for(&server);
     completed(&model, &request).await;
@@ -331,7 +331,7 @@ async fn request_has_headers_lowered_tools_merged_roles_and_tool_results_first()
 async fn request_leaves_out_unset_fields_and_defaults_max_tokens() {
     let server = server_with(sse(own_fixture("thinking.sse"))).await;
     let request = ModelRequest {
-        messages: vec![Message::user("Hi")],
+        messages: vec![Message::user("Hi")].into(),
         ..ModelRequest::default()
     };
     completed(&model_for(&server), &request).await;
@@ -516,7 +516,7 @@ fn recorded_request(body: &Value) -> Option<ModelRequest> {
         .collect();
     Some(ModelRequest {
         system: None,
-        messages,
+        messages: messages.into(),
         tools,
         max_tokens: u32::try_from(body["max_tokens"].as_u64()?).ok()?,
         temperature: None,

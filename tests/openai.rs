@@ -71,7 +71,7 @@ fn fast_retries(max_retries: u32) -> RetryPolicy {
 
 fn ask(text: &str) -> ModelRequest {
     ModelRequest {
-        messages: vec![Message::user(text)],
+        messages: vec![Message::user(text)].into(),
         max_tokens: 256,
         ..ModelRequest::default()
     }
@@ -363,7 +363,7 @@ async fn history_puts_tool_results_right_after_the_calls_in_order() {
                     },
                 ],
             },
-        ],
+        ].into(),
         ..ask("")
     };
     let (_, error) = run(&model_for(&server), &request).await;

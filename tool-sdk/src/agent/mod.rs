@@ -43,8 +43,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::model::{
-    Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Role, StopReason,
-    ToolSpec, Usage,
+    History, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Role,
+    StopReason, ToolSpec, Usage,
 };
 use crate::permission::PermissionAnswer;
 use crate::permission::{ModeState, PermissionGate, PermissionMode, Rule, Sandbox};
@@ -52,7 +52,7 @@ use crate::pipeline::CallPolicy;
 use crate::registry::near_matches;
 use crate::session::{
     CallCheckpointer, FileCheckpoints, ForkPoint, NewSession, PendingApproval, Record,
-    RewindReport, SessionError, SessionStore, push_user_message, records_for, restore,
+    RewindReport, SessionError, SessionStore, push_user_message_to, records_for, restore,
 };
 use crate::validate::ValidationOptions;
 use crate::{
@@ -193,7 +193,8 @@ pub(crate) struct AgentInner {
     /// leaves it alone.
     pub(crate) call_message: Arc<AtomicUsize>,
     pub(crate) working_dir: PathBuf,
-    pub(crate) messages: tokio::sync::Mutex<Vec<Message>>,
+    /// The conversation, shared with each model request (see [`History`]).
+    pub(crate) messages: tokio::sync::Mutex<History>,
     /// The agent's MCP servers (none for sub-agents, which use a snapshot of the tools).
     #[cfg(feature = "mcp")]
     pub(crate) mcp: Option<Arc<mcp::AgentMcp>>,
@@ -262,7 +263,7 @@ impl Agent {
 
     /// The conversation so far.
     pub async fn messages(&self) -> Vec<Message> {
-        self.inner.messages.lock().await.clone()
+        self.inner.messages.lock().await.to_vec()
     }
 
     /// Starts a run and returns its events as a stream. The run goes on in a task of its own;
@@ -590,7 +591,7 @@ impl AgentInner {
             checkpoints: Arc::new(FileCheckpoints::in_memory()),
             call_message: Arc::new(AtomicUsize::new(0)),
             working_dir,
-            messages: tokio::sync::Mutex::new(Vec::new()),
+            messages: tokio::sync::Mutex::new(History::new()),
             config,
             #[cfg(feature = "mcp")]
             mcp: None,

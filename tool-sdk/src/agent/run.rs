@@ -22,7 +22,7 @@ impl AgentInner {
         {
             result.error = Some(error);
         }
-        result.messages = messages.clone();
+        result.messages = messages.to_vec();
         result.files_modified = self.files.written().split_off(written_before);
         result.duration = started.elapsed();
         result
@@ -34,7 +34,7 @@ impl AgentInner {
     async fn turns(
         self: &Arc<Self>,
         prompt: Option<String>,
-        messages: &mut Vec<Message>,
+        messages: &mut History,
         result: &mut RunResult,
         emit: &Emit,
         cancel: &CancellationToken,
@@ -65,7 +65,7 @@ impl AgentInner {
                 self.record(|| Record::user(prompt.clone())).await?;
                 // Joins tool results (or an unanswered prompt) the conversation may end with:
                 // providers refuse two user messages in a row.
-                push_user_message(messages, prompt);
+                push_user_message_to(messages, prompt);
             }
             None if messages.last().is_some_and(|m| m.role == Role::User) => {}
             None => {
@@ -152,7 +152,7 @@ impl AgentInner {
         calls: &[crate::model::ToolUse],
         mut known: HashMap<String, crate::model::MessageContent>,
         outcomes: Vec<executor::Outcome>,
-        messages: &mut Vec<Message>,
+        messages: &mut History,
         result: &mut RunResult,
     ) -> Result<(), AgentError> {
         let mut store_error = None;
@@ -192,7 +192,7 @@ impl AgentInner {
     }
 
     /// The calls about to run are the last message's: file checkpoints are made at it.
-    fn note_call_message(&self, messages: &[Message]) {
+    fn note_call_message(&self, messages: &History) {
         if self.agent_id == AgentId::Main {
             self.call_message
                 .store(messages.len().saturating_sub(1), Ordering::Relaxed);
@@ -215,7 +215,7 @@ impl AgentInner {
     /// another process may have added to): see [`Agent::continue_run`].
     async fn finish_deferred_turn(
         self: &Arc<Self>,
-        messages: &mut Vec<Message>,
+        messages: &mut History,
         result: &mut RunResult,
         emit: &Emit,
         cancel: &CancellationToken,
@@ -233,7 +233,7 @@ impl AgentInner {
         if !restored.pending.is_empty() {
             return Err(AgentError::ApprovalsPending(restored.pending));
         }
-        *messages = restored.messages;
+        *messages = restored.messages.into();
         let Some(turn) = restored.deferred else {
             // Another process finished the turn already; the stored history is the truth.
             return match messages.last() {

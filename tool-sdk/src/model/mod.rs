@@ -16,11 +16,13 @@ use serde_json::{Map, Value};
 use crate::ContentBlock;
 
 pub mod anthropic;
+mod history;
 mod http;
 pub mod openai;
 mod retry;
 mod scripted;
 
+pub use history::{History, Iter as HistoryIter};
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 
@@ -46,7 +48,11 @@ pub struct ModelRequest {
     /// The system prompt.
     pub system: Option<String>,
     /// The conversation so far; the last message is the user's (or tool results).
-    pub messages: Vec<Message>,
+    ///
+    /// A [`History`]: the agent hands each request a snapshot of its conversation that shares
+    /// the messages instead of copying them (build one with `History::from(vec![...])` or
+    /// `.into()`).
+    pub messages: History,
     /// The tools the model may call, with canonical schemas (each client lowers them).
     pub tools: Vec<ToolSpec>,
     /// The most tokens the model may produce in this turn.

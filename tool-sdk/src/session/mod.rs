@@ -48,7 +48,7 @@ mod sqlite;
 
 pub(crate) use checkpoint::CallCheckpointer;
 pub use checkpoint::{FileCheckpointer, FileCheckpoints, RewindReport};
-pub(crate) use recover::push_user_message;
+pub(crate) use recover::push_user_message_to;
 pub use recover::{NEVER_STARTED_MESSAGE, Restored, STOPPED_MESSAGE, records_for, restore};
 pub use sqlite::SqliteStore;
 
