@@ -403,6 +403,11 @@ async fn recorded_tool_use_response() {
                 id: "toolu_01NRLabsLyVHZPKxbKvkfSMn".into(),
                 name: "get_weather".into(),
             },
+            ModelEvent::ToolUseCompleted(ToolUse::new(
+                "toolu_01NRLabsLyVHZPKxbKvkfSMn",
+                "get_weather",
+                json!({"location": "Paris"})
+            )),
         ]
     );
     assert_eq!(
@@ -692,6 +697,14 @@ fn expected_parallel_content() -> Vec<MessageContent> {
     ]
 }
 
+/// The event of a whole tool_use block.
+fn whole(block: &MessageContent) -> ModelEvent {
+    let MessageContent::ToolUse(call) = block else {
+        panic!("not a tool_use: {block:?}");
+    };
+    ModelEvent::ToolUseCompleted(call.clone())
+}
+
 #[tokio::test]
 async fn parallel_tool_calls_are_assembled_by_index() {
     let body = own_fixture("parallel_tool_use.sse");
@@ -712,10 +725,14 @@ async fn parallel_tool_calls_are_assembled_by_index() {
                     id: "toolu_hand_tokyo".into(),
                     name: "get_weather".into()
                 },
+                // Blocks 1 and 2 stream interleaved and stop in reverse order.
+                whole(&expected_parallel_content()[2]),
+                whole(&expected_parallel_content()[1]),
                 ModelEvent::ToolUseStarted {
                     id: "toolu_hand_clock".into(),
                     name: "get_time".into()
                 },
+                whole(&expected_parallel_content()[3]),
             ]
         );
         assert_eq!(response.content, expected_parallel_content());

@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::early::Journal;
 use super::events::{AgentEvent, PermissionRequest};
 use super::{AgentInner, Emit};
 use crate::model::{MessageContent, ToolUse};
@@ -66,7 +67,7 @@ pub(crate) async fn execute(
         // compiler's higher-ranked lifetime check for `Send`.
         let calls: Vec<_> = batch
             .iter()
-            .map(|call| run_one(agent, call, answers.get(&call.id), emit, cancel))
+            .map(|call| run_one(agent, call, answers.get(&call.id), emit, cancel, None))
             .collect();
         let mut results: Vec<Outcome> =
             futures::stream::iter(calls).buffered(limit).collect().await;
@@ -83,7 +84,7 @@ pub(crate) async fn execute(
 }
 
 /// Read-only tools, and calls that will not run at all (unknown tool, bad JSON).
-fn runs_concurrently(agent: &AgentInner, call: &ToolUse) -> bool {
+pub(crate) fn runs_concurrently(agent: &AgentInner, call: &ToolUse) -> bool {
     if call.input.is_malformed() {
         return true;
     }
@@ -93,12 +94,37 @@ fn runs_concurrently(agent: &AgentInner, call: &ToolUse) -> bool {
     }
 }
 
+/// [`run_one`] for a call started before its turn was stored: its records wait in `journal`
+/// (see [`super::early`]).
+pub(crate) async fn run_one_held(
+    agent: &Arc<AgentInner>,
+    call: &ToolUse,
+    emit: &Emit,
+    cancel: &CancellationToken,
+    journal: &Journal,
+) -> Outcome {
+    run_one(agent, call, None, emit, cancel, Some(journal)).await
+}
+
+/// Stores a record now, or in `journal` when the call has one.
+async fn record(
+    agent: &AgentInner,
+    journal: Option<&Journal>,
+    make: impl FnOnce() -> Record,
+) -> Result<(), SessionError> {
+    match journal {
+        Some(journal) => journal.record(agent, make).await,
+        None => agent.record(make).await,
+    }
+}
+
 async fn run_one(
     agent: &Arc<AgentInner>,
     call: &ToolUse,
     answer: Option<&PermissionAnswer>,
     emit: &Emit,
     cancel: &CancellationToken,
+    journal: Option<&Journal>,
 ) -> Outcome {
     let span = tracing::info_span!("agent.tool", tool = %call.name, id = %call.id);
     let tool = agent.registry.get(&call.name);
@@ -120,7 +146,7 @@ async fn run_one(
         id: call.id.clone(),
         name: call.name.clone(),
     };
-    if let Err(error) = agent.record(|| started).await {
+    if let Err(error) = record(agent, journal, || started).await {
         let output = ToolOutput::error(format!(
             "this call did not run: the session could not be stored ({error})"
         ));
@@ -153,6 +179,7 @@ async fn run_one(
             None => &asker,
         },
         answer,
+        journal,
         defer: agent.config.defer_approvals && agent.config.permission_handler.is_none(),
         deferred: Mutex::new(None),
         failure: Mutex::new(None),
@@ -190,12 +217,11 @@ async fn run_one(
     // calls of the turn end.
     let store_error = match ask.failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
         Some(error) => Some(error),
-        None => agent
-            .record(|| Record::ToolResult {
-                block: block.clone(),
-            })
-            .await
-            .err(),
+        None => record(agent, journal, || Record::ToolResult {
+            block: block.clone(),
+        })
+        .await
+        .err(),
     };
     match error {
         None => {
@@ -278,6 +304,8 @@ struct RecordingAsker<'a> {
     call: &'a ToolUse,
     asker: &'a dyn PermissionHandler,
     answer: Option<&'a PermissionAnswer>,
+    /// Where the records go while the call's turn is not stored yet.
+    journal: Option<&'a Journal>,
     defer: bool,
     deferred: Mutex<Option<PendingApproval>>,
     failure: Mutex<Option<SessionError>>,
@@ -305,14 +333,14 @@ impl PermissionHandler for RecordingAsker<'_> {
                 tool: question.tool.clone(),
                 title: question.prompt.title.clone(),
             };
-            if let Err(error) = self.agent.record(|| asked).await {
+            if let Err(error) = record(self.agent, self.journal, || asked).await {
                 return self.refuse(error);
             }
             if self.defer {
                 let deferred = Record::ApprovalDeferred {
                     id: self.call.id.clone(),
                 };
-                if let Err(error) = self.agent.record(|| deferred).await {
+                if let Err(error) = record(self.agent, self.journal, || deferred).await {
                     return self.refuse(error);
                 }
                 let pending = PendingApproval {
@@ -336,7 +364,7 @@ impl PermissionHandler for RecordingAsker<'_> {
                 always,
                 message,
             };
-            match self.agent.record(|| answered).await {
+            match record(self.agent, self.journal, || answered).await {
                 Ok(()) => answer,
                 Err(error) => self.refuse(error),
             }

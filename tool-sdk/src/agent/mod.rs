@@ -61,6 +61,7 @@ use crate::{
 };
 
 mod config;
+mod early;
 mod events;
 mod executor;
 mod hold;

@@ -1,6 +1,7 @@
 //! The loop of one run: the prompt, then model turns and tool calls until the model stops, a
 //! limit is hit or the run is cancelled; and the finishing of a turn that waited for approvals.
 
+use super::early::EarlyCalls;
 use super::*;
 
 impl AgentInner {
@@ -97,10 +98,19 @@ impl AgentInner {
                 temperature: self.config.temperature,
             };
             let span = tracing::info_span!("agent.turn", turn);
-            let response = self
-                .model_turn(&request, emit, cancel)
+            // Read-only calls may start while the turn streams (see `early`).
+            let mut early = EarlyCalls::new(self, emit, cancel, messages.len());
+            let response = match self
+                .model_turn(&request, emit, cancel, &mut early)
                 .instrument(span)
-                .await?;
+                .await
+            {
+                Ok(response) => response,
+                Err(error) => {
+                    early.abandon().await;
+                    return Err(error);
+                }
+            };
             result.usage += response.usage;
             result.stop_reason = Some(response.stop_reason.clone());
             emit(AgentEvent::TurnCompleted {
@@ -120,23 +130,38 @@ impl AgentInner {
             }
             // Only a whole turn is stored: one cut mid-stream never got here.
             if !assistant.content.is_empty() {
-                self.record(|| Record::model_turn(assistant.clone()))
-                    .await?;
+                let stored = self.record(|| Record::model_turn(assistant.clone())).await;
+                if let Err(error) = stored {
+                    early.abandon().await;
+                    return Err(error.into());
+                }
                 messages.push(assistant);
             }
-            self.record(|| Record::Usage {
+            let stored = self.record(|| Record::Usage {
                 usage: response.usage,
-            })
-            .await?;
+            });
+            if let Err(error) = stored.await {
+                early.abandon().await;
+                return Err(error.into());
+            }
             if calls.is_empty() {
+                early.abandon().await;
                 return Ok(());
             }
 
             result.tool_calls += calls.len();
             // Each call's start and result are stored by the executor as they happen, so all
-            // results are stored before the next request.
+            // results are stored before the next request; early calls' records were held
+            // until the turn was stored, and are stored now.
             self.note_call_message(messages);
-            let outcomes = executor::execute(self, &calls, &HashMap::new(), emit, cancel).await;
+            let started: Vec<String> = early.started().to_vec();
+            let mut outcomes = early.finish().await;
+            let rest: Vec<_> = calls
+                .iter()
+                .filter(|call| !started.contains(&call.id))
+                .cloned()
+                .collect();
+            outcomes.extend(executor::execute(self, &rest, &HashMap::new(), emit, cancel).await);
             self.take_outcomes(&calls, HashMap::new(), outcomes, messages, result)?;
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
@@ -257,23 +282,28 @@ impl AgentInner {
         self.take_outcomes(&turn.calls, turn.results, outcomes, messages, result)
     }
 
+    /// One model turn, streamed; calls that may start early are handed to `early` as their
+    /// blocks arrive, and run while the rest streams.
     async fn model_turn(
         &self,
         request: &ModelRequest,
         emit: &Emit,
         cancel: &CancellationToken,
+        early: &mut EarlyCalls<'_>,
     ) -> Result<ModelResponse, AgentError> {
         let mut stream = self.model.stream(request);
         loop {
             let next = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return Err(AgentError::Cancelled),
+                _ = early.next_done(), if early.is_running() => continue,
                 next = stream.next() => next,
             };
             match next {
                 Some(Ok(ModelEvent::TextDelta(text))) => emit(AgentEvent::TextDelta(text)),
                 Some(Ok(ModelEvent::ThinkingDelta(text))) => emit(AgentEvent::ThinkingDelta(text)),
-                Some(Ok(ModelEvent::ToolUseStarted { .. })) => {}
+                Some(Ok(ModelEvent::ToolUseStarted { id, .. })) => early.announce(&id),
+                Some(Ok(ModelEvent::ToolUseCompleted(call))) => early.offer(call),
                 Some(Ok(ModelEvent::Completed(response))) => return Ok(response),
                 Some(Err(error)) => return Err(error.into()),
                 None => {

@@ -356,6 +356,11 @@ pub enum ModelEvent {
         /// The tool's name.
         name: String,
     },
+    /// A tool call has wholly arrived, while the rest of the turn may still be streaming: the
+    /// agent starts read-only calls on it. The same call comes again, identical, in
+    /// [`Completed`](ModelEvent::Completed). Optional: a model that never sends it only makes
+    /// the agent wait for the whole turn.
+    ToolUseCompleted(ToolUse),
     /// The turn, complete. Always the last event of a successful stream.
     Completed(ModelResponse),
 }

@@ -400,7 +400,12 @@ impl TurnReader for Turn {
                         stop.index
                     )));
                 };
-                self.blocks.insert(stop.index, Block::Done(block.finish()));
+                let already_done = matches!(block, Block::Done(_));
+                let content = block.finish();
+                if let (Some(MessageContent::ToolUse(call)), false) = (&content, already_done) {
+                    out.push(ModelEvent::ToolUseCompleted(call.clone()));
+                }
+                self.blocks.insert(stop.index, Block::Done(content));
             }
             "message_delta" => {
                 let delta: MessageDelta = parse(&kind, data)?;
