@@ -321,8 +321,8 @@ mod early {
         fn tool_started(self: &Arc<Self>) -> Piece {
             let probe = self.clone();
             Piece::wait(async move {
-                let _ = tokio::time::timeout(Duration::from_secs(10), probe.started.notified())
-                    .await;
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(10), probe.started.notified()).await;
             })
         }
 
@@ -336,7 +336,11 @@ mod early {
     /// until cancelled.
     #[tool(register = false, read_only)]
     async fn look(key: String, hold: Option<bool>, probe: State<Arc<Probe>>) -> String {
-        probe.log.lock().unwrap().push(format!("look {key} started"));
+        probe
+            .log
+            .lock()
+            .unwrap()
+            .push(format!("look {key} started"));
         probe.started.notify_one();
         if hold == Some(true) {
             tokio::time::sleep(Duration::from_secs(60)).await;
@@ -347,7 +351,11 @@ mod early {
     /// Changes something (not read-only).
     #[tool(register = false)]
     async fn change(key: String, probe: State<Arc<Probe>>) -> String {
-        probe.log.lock().unwrap().push(format!("change {key} started"));
+        probe
+            .log
+            .lock()
+            .unwrap()
+            .push(format!("change {key} started"));
         probe.started.notify_one();
         format!("{key} changed")
     }
@@ -556,7 +564,10 @@ mod early {
         assert_eq!(probe.log(), ["look a started"]);
         assert_eq!(
             call_events(&events, "t1"),
-            ["requested", &format!("failed: {:?}", ToolErrorKind::Cancelled)],
+            [
+                "requested",
+                &format!("failed: {:?}", ToolErrorKind::Cancelled)
+            ],
             "the started call ended once, cancelled"
         );
         // The turn is dropped whole: no tool_use waits for a result.
@@ -601,7 +612,10 @@ mod early {
         assert_eq!(result.error, Some(AgentError::Cancelled));
         assert_eq!(
             call_events(&events, "t1"),
-            ["requested", &format!("failed: {:?}", ToolErrorKind::Cancelled)]
+            [
+                "requested",
+                &format!("failed: {:?}", ToolErrorKind::Cancelled)
+            ]
         );
         assert_eq!(agent.messages().await.len(), 1);
     }
@@ -643,9 +657,12 @@ mod early {
             ],
             "the early call's records were held until its turn was stored"
         );
-        let resumed = Agent::resume(config(&server, &probe).with_session_store(store), agent.session_id())
-            .await
-            .unwrap();
+        let resumed = Agent::resume(
+            config(&server, &probe).with_session_store(store),
+            agent.session_id(),
+        )
+        .await
+        .unwrap();
         assert_eq!(resumed.messages().await, agent.messages().await);
     }
 }

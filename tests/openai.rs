@@ -363,7 +363,8 @@ async fn history_puts_tool_results_right_after_the_calls_in_order() {
                     },
                 ],
             },
-        ].into(),
+        ]
+        .into(),
         ..ask("")
     };
     let (_, error) = run(&model_for(&server), &request).await;

@@ -43,8 +43,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::model::{
-    History, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Role,
-    StopReason, ToolSpec, Usage,
+    History, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, Role, StopReason,
+    ToolSpec, Usage,
 };
 use crate::permission::PermissionAnswer;
 use crate::permission::{ModeState, PermissionGate, PermissionMode, Rule, Sandbox};

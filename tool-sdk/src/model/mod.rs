@@ -33,7 +33,8 @@ pub type ModelStream<'a> = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelErr
 ///
 /// One call of [`stream`](Model::stream) is one assistant turn. The stream yields deltas for
 /// live display and ends with exactly one [`ModelEvent::Completed`] carrying the whole turn;
-/// or it ends with an error.
+/// or it ends with an error. A stream that sends [`ModelEvent::ToolUseCompleted`] as each tool
+/// call arrives lets the agent start read-only calls before the turn ends.
 pub trait Model: Send + Sync + 'static {
     /// The model's id, such as `claude-sonnet-4-5` or `gpt-4.1`.
     fn model_id(&self) -> &str;
@@ -358,8 +359,9 @@ pub enum ModelEvent {
     },
     /// A tool call has wholly arrived, while the rest of the turn may still be streaming: the
     /// agent starts read-only calls on it. The same call comes again, identical, in
-    /// [`Completed`](ModelEvent::Completed). Optional: a model that never sends it only makes
-    /// the agent wait for the whole turn.
+    /// [`Completed`](ModelEvent::Completed). These events name the turn's first calls in
+    /// order, with no gap: a call is sent only once every call before it was. Optional: a
+    /// model that never sends it only makes the agent wait for the whole turn.
     ToolUseCompleted(ToolUse),
     /// The turn, complete. Always the last event of a successful stream.
     Completed(ModelResponse),

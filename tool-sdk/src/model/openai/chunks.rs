@@ -247,16 +247,18 @@ impl TurnState {
             None => {
                 // Calls stream one after another: a new one means those before are whole,
                 // when their arguments are a JSON object.
-                // (Empty arguments may still be to come: not whole.)
-                let whole = |c: &PartialCall| {
-                    c.announced && !c.completed && !c.arguments.trim().is_empty()
-                };
-                for done in self.calls.iter_mut().filter(|c| whole(c)) {
+                // In call order, stopping at the first that is not whole yet (empty
+                // arguments may still be to come).
+                for done in self.calls.iter_mut().filter(|c| !c.completed) {
                     let call = ToolUse::from_raw(&done.id, &done.name, &done.arguments);
-                    if !call.input.is_malformed() {
-                        done.completed = true;
-                        events.push(ModelEvent::ToolUseCompleted(call));
+                    if !done.announced
+                        || done.arguments.trim().is_empty()
+                        || call.input.is_malformed()
+                    {
+                        break;
                     }
+                    done.completed = true;
+                    events.push(ModelEvent::ToolUseCompleted(call));
                 }
                 let (id, id_generated) = match id {
                     Some(id) => (id.to_owned(), false),

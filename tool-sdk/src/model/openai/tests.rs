@@ -148,7 +148,12 @@ fn one_index_with_a_new_id_is_a_new_call() {
         r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"x","arguments":"{}"}}]}}]}"#,
         r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"b","function":{"name":"y","arguments":"{\"k\":1}"}}]},"finish_reason":"tool_calls"}]}"#,
     ]);
-    assert_eq!(events.len(), 2, "{events:?}");
+    // a is whole once b starts.
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert_eq!(
+        events[1],
+        ModelEvent::ToolUseCompleted(ToolUse::new("a", "x", json!({})))
+    );
     let response = response.unwrap();
     let calls: Vec<_> = response
         .content
@@ -214,10 +219,18 @@ fn a_call_is_whole_once_the_next_starts_with_its_arguments_a_json_object() {
     let b = ToolUse::new("c2", "look", serde_json::json!({"key": "b"}));
     // c3 had no arguments yet when c4 started (they came later): not whole then.
     assert_eq!(whole, [&a, &b]);
-    let calls: Vec<ToolUse> = response.unwrap().content.iter().filter_map(|c| match c {
-        MessageContent::ToolUse(call) => Some(call.clone()),
-        _ => None,
-    }).collect();
+    let calls: Vec<ToolUse> = response
+        .unwrap()
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            MessageContent::ToolUse(call) => Some(call.clone()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(calls[..2], [a, b]);
-    assert_eq!(calls[2].input.parsed(), Some(&serde_json::json!({"key": "c"})));
+    assert_eq!(
+        calls[2].input.parsed(),
+        Some(&serde_json::json!({"key": "c"}))
+    );
 }
