@@ -51,8 +51,11 @@ const BUCKETS: usize = 28;
 struct Log {
     /// Slots handed out: the length of the longest history that appended here.
     claimed: AtomicUsize,
-    buckets: [OnceLock<Box<[OnceLock<Arc<Message>>]>>; BUCKETS],
+    buckets: [OnceLock<Bucket>; BUCKETS],
 }
+
+/// One bucket's slots.
+type Bucket = Box<[OnceLock<Arc<Message>>]>;
 
 impl Log {
     fn new() -> Arc<Log> {
@@ -256,8 +259,8 @@ impl From<History> for Vec<Message> {
 
 impl PartialEq for History {
     fn eq(&self, other: &History) -> bool {
-        (Arc::ptr_eq(&self.log, &other.log) && self.len == other.len)
-            || (self.len == other.len && self.iter().eq(other.iter()))
+        self.len == other.len
+            && (Arc::ptr_eq(&self.log, &other.log) || self.iter().eq(other.iter()))
     }
 }
 
