@@ -170,7 +170,7 @@ pub(crate) struct AgentInner {
     pub(crate) registry: Arc<ToolRegistry>,
     /// The tools offered to the model; MCP servers change it at run time, each turn takes a
     /// snapshot.
-    pub(crate) specs: Arc<std::sync::RwLock<Vec<ToolSpec>>>,
+    pub(crate) specs: Arc<std::sync::RwLock<Arc<[ToolSpec]>>>,
     pub(crate) config: AgentConfig,
     /// The permission gate and limits every call of this agent runs with.
     pub(crate) policy: CallPolicy,
@@ -580,7 +580,7 @@ impl AgentInner {
             session,
             model,
             registry: Arc::new(registry),
-            specs: Arc::new(std::sync::RwLock::new(specs)),
+            specs: Arc::new(std::sync::RwLock::new(specs.into())),
             policy,
             gate,
             state: Arc::new(config.state.clone()),
@@ -600,7 +600,7 @@ impl AgentInner {
     }
 
     /// The tools offered to the model now.
-    pub(crate) fn specs(&self) -> Vec<ToolSpec> {
+    pub(crate) fn specs(&self) -> Arc<[ToolSpec]> {
         self.specs.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 

@@ -120,6 +120,7 @@ impl History {
         Iter {
             history: self,
             next: 0,
+            end: self.len,
         }
     }
 
@@ -195,20 +196,35 @@ impl std::ops::Index<usize> for History {
 pub struct Iter<'a> {
     history: &'a History,
     next: usize,
+    end: usize,
 }
 
 impl<'a> Iterator for Iter<'a> {
     type Item = &'a Message;
 
     fn next(&mut self) -> Option<&'a Message> {
+        if self.next == self.end {
+            return None;
+        }
         let message = self.history.get(self.next)?;
         self.next += 1;
         Some(message)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let left = self.history.len - self.next;
+        let left = self.end - self.next;
         (left, Some(left))
+    }
+}
+
+impl<'a> DoubleEndedIterator for Iter<'a> {
+    fn next_back(&mut self) -> Option<&'a Message> {
+        if self.next == self.end {
+            return None;
+        }
+        let message = self.history.get(self.end - 1)?;
+        self.end -= 1;
+        Some(message)
     }
 }
 
@@ -329,6 +345,12 @@ mod tests {
             assert_eq!(texts(snapshot), expected);
         }
         assert_eq!(history[99].text(), "99");
+        let backwards: Vec<String> = history.iter().rev().take(2).map(Message::text).collect();
+        assert_eq!(backwards, ["99", "98"]);
+        let mut both = history.iter();
+        assert_eq!(both.next_back().map(Message::text).as_deref(), Some("99"));
+        assert_eq!(both.next().map(Message::text).as_deref(), Some("0"));
+        assert_eq!(both.len(), 98);
         assert!(history.get(100).is_none());
         // Grown in place: every snapshot shares the one log.
         assert!(snapshots.iter().all(|s| Arc::ptr_eq(&s.log, &history.log)));

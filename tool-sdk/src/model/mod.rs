@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
@@ -55,7 +56,10 @@ pub struct ModelRequest {
     /// `.into()`).
     pub messages: History,
     /// The tools the model may call, with canonical schemas (each client lowers them).
-    pub tools: Vec<ToolSpec>,
+    ///
+    /// Shared like `messages`: the agent hands every request the same list (build one with
+    /// `vec![...].into()` or by collecting).
+    pub tools: Arc<[ToolSpec]>,
     /// The most tokens the model may produce in this turn.
     pub max_tokens: u32,
     /// Sampling temperature, when set.
