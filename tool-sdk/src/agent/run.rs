@@ -156,11 +156,14 @@ impl AgentInner {
             self.note_call_message(messages);
             let started: Vec<String> = early.started().to_vec();
             let mut outcomes = early.finish().await;
-            let rest: Vec<_> = calls
-                .iter()
-                .filter(|call| !started.contains(&call.id))
-                .cloned()
-                .collect();
+            let rest: std::borrow::Cow<[_]> = match started.is_empty() {
+                true => (&calls[..]).into(),
+                false => calls
+                    .iter()
+                    .filter(|call| !started.contains(&call.id))
+                    .cloned()
+                    .collect(),
+            };
             outcomes.extend(executor::execute(self, &rest, &HashMap::new(), emit, cancel).await);
             self.take_outcomes(&calls, HashMap::new(), outcomes, messages, result)?;
             if cancel.is_cancelled() {
