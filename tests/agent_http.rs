@@ -279,3 +279,390 @@ async fn anthropic_agent_runs_a_tool_and_sends_the_result_right_after_its_tool_u
         "Paris: 18 degrees, clear"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Calls started while the turn still streams (issue #15). The server waits on the tools (or
+// on a generous timeout) between blocks, and both write into one log, so each test checks an
+// order of events, never a duration.
+
+mod early {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use futures::StreamExt;
+    use serde_json::json;
+    use tests::stream_server::{Piece, StreamServer, anthropic};
+    use tokio::sync::Notify;
+    use tool_sdk::agent::{Agent, AgentConfig, AgentError, AgentEvent};
+    use tool_sdk::model::anthropic::AnthropicModel;
+    use tool_sdk::model::{MessageContent, RetryPolicy, Role};
+    use tool_sdk::session::{Record, SessionStore, SqliteStore};
+    use tool_sdk::{State, ToolErrorKind, ToolRegistry, tool};
+
+    /// What the tools of a test share with it and with the server.
+    struct Probe {
+        log: Arc<Mutex<Vec<String>>>,
+        started: Notify,
+    }
+
+    impl Probe {
+        fn new() -> Arc<Probe> {
+            Arc::new(Probe {
+                log: Arc::new(Mutex::new(Vec::new())),
+                started: Notify::new(),
+            })
+        }
+
+        fn log(&self) -> Vec<String> {
+            self.log.lock().unwrap().clone()
+        }
+
+        /// Waits until a tool has started, or 10 s (then the test's order check fails).
+        fn tool_started(self: &Arc<Self>) -> Piece {
+            let probe = self.clone();
+            Piece::wait(async move {
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(10), probe.started.notified()).await;
+            })
+        }
+
+        /// Waits half a second for a tool that should not start (it would log first).
+        fn pause() -> Piece {
+            Piece::wait(tokio::time::sleep(Duration::from_millis(500)))
+        }
+    }
+
+    /// Looks something up (read-only): logs its start, then answers, or with `hold` waits
+    /// until cancelled.
+    #[tool(register = false, read_only)]
+    async fn look(key: String, hold: Option<bool>, probe: State<Arc<Probe>>) -> String {
+        probe
+            .log
+            .lock()
+            .unwrap()
+            .push(format!("look {key} started"));
+        probe.started.notify_one();
+        if hold == Some(true) {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        }
+        format!("{key} found")
+    }
+
+    /// Changes something (not read-only).
+    #[tool(register = false)]
+    async fn change(key: String, probe: State<Arc<Probe>>) -> String {
+        probe
+            .log
+            .lock()
+            .unwrap()
+            .push(format!("change {key} started"));
+        probe.started.notify_one();
+        format!("{key} changed")
+    }
+
+    fn config(server: &StreamServer, probe: &Arc<Probe>) -> AgentConfig {
+        let registry = ToolRegistry::new();
+        registry.register(Arc::new(LookTool)).unwrap();
+        registry.register(Arc::new(ChangeTool)).unwrap();
+        let model = AnthropicModel::new("claude-sonnet-4-5", "test-key")
+            .with_base_url(server.uri())
+            .with_retry(RetryPolicy::none());
+        AgentConfig::new()
+            .with_model(model)
+            .with_registry(Arc::new(registry))
+            .with_state(probe.clone())
+            .allow("change")
+    }
+
+    fn send(text: String) -> Piece {
+        Piece::Send(text)
+    }
+
+    /// The tool_use ids and the tool_result ids of a request, in order.
+    fn call_ids(request: &serde_json::Value) -> (Vec<String>, Vec<String>) {
+        let blocks = request["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default());
+        let (mut uses, mut results) = (Vec::new(), Vec::new());
+        for block in blocks {
+            match block["type"].as_str() {
+                Some("tool_use") => uses.push(block["id"].as_str().unwrap().to_owned()),
+                Some("tool_result") => {
+                    results.push(block["tool_use_id"].as_str().unwrap().to_owned())
+                }
+                _ => {}
+            }
+        }
+        (uses, results)
+    }
+
+    #[tokio::test]
+    async fn a_read_only_call_starts_while_the_rest_of_the_turn_streams() {
+        let probe = Probe::new();
+        let turn = vec![
+            send(anthropic::start()),
+            send(anthropic::tool_use(0, "t1", "look", &json!({"key": "a"}))),
+            probe.tool_started(),
+            Piece::Log("rest of the turn sent".into()),
+            send(anthropic::tool_use(1, "t2", "look", &json!({"key": "b"}))),
+            send(anthropic::stop("tool_use")),
+        ];
+        let server = StreamServer::start(
+            vec![turn, vec![send(anthropic::text_turn("Both found."))]],
+            probe.log.clone(),
+        )
+        .await;
+        let agent = Agent::create(config(&server, &probe)).await.unwrap();
+        let result = agent.prompt("Look up a and b.").await.unwrap();
+        assert_eq!(result.text, "Both found.");
+        assert_eq!(result.tool_calls, 2);
+        let log = probe.log();
+        assert_eq!(
+            log[..2],
+            ["look a started", "rest of the turn sent"],
+            "the first call started before the turn ended: {log:?}"
+        );
+        assert!(log.contains(&"look b started".to_owned()), "{log:?}");
+        // Results in tool_use order, right after their tool_use.
+        let requests = server.requests();
+        let (uses, results) = call_ids(&requests[1]);
+        assert_eq!(uses, ["t1", "t2"]);
+        assert_eq!(results, ["t1", "t2"]);
+        let messages = agent.messages().await;
+        assert_eq!(messages.len(), 4);
+        assert_eq!(messages[2].role, Role::User);
+        let texts: Vec<_> = messages[2]
+            .content
+            .iter()
+            .map(|block| match block {
+                MessageContent::ToolResult { content, .. } => match &content[0] {
+                    tool_sdk::ContentBlock::Text { text } => text.clone(),
+                    other => panic!("{other:?}"),
+                },
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(texts, ["a found", "b found"]);
+    }
+
+    #[tokio::test]
+    async fn a_mutating_call_and_the_calls_after_it_wait_for_the_whole_turn() {
+        let probe = Probe::new();
+        let turn = vec![
+            send(anthropic::start()),
+            send(anthropic::tool_use(0, "t1", "change", &json!({"key": "a"}))),
+            send(anthropic::tool_use(1, "t2", "look", &json!({"key": "b"}))),
+            Probe::pause(),
+            Piece::Log("turn ended".into()),
+            send(anthropic::stop("tool_use")),
+        ];
+        let server = StreamServer::start(
+            vec![turn, vec![send(anthropic::text_turn("Done."))]],
+            probe.log.clone(),
+        )
+        .await;
+        let agent = Agent::create(config(&server, &probe)).await.unwrap();
+        let result = agent.prompt("Change a, then look up b.").await.unwrap();
+        assert_eq!(result.text, "Done.");
+        assert_eq!(
+            probe.log(),
+            ["turn ended", "change a started", "look b started"],
+            "nothing ran before the turn ended, and the calls ran in order"
+        );
+        let (uses, results) = call_ids(&server.requests()[1]);
+        assert_eq!(uses, results);
+    }
+
+    #[tokio::test]
+    async fn read_only_calls_after_a_mutating_one_do_not_start_early() {
+        let probe = Probe::new();
+        let turn = vec![
+            send(anthropic::start()),
+            send(anthropic::tool_use(0, "t1", "look", &json!({"key": "a"}))),
+            probe.tool_started(),
+            send(anthropic::tool_use(1, "t2", "change", &json!({"key": "b"}))),
+            send(anthropic::tool_use(2, "t3", "look", &json!({"key": "c"}))),
+            Probe::pause(),
+            Piece::Log("turn ended".into()),
+            send(anthropic::stop("tool_use")),
+        ];
+        let server = StreamServer::start(
+            vec![turn, vec![send(anthropic::text_turn("Done."))]],
+            probe.log.clone(),
+        )
+        .await;
+        let agent = Agent::create(config(&server, &probe)).await.unwrap();
+        agent.prompt("Go.").await.unwrap();
+        assert_eq!(
+            probe.log(),
+            [
+                "look a started",
+                "turn ended",
+                "change b started",
+                "look c started"
+            ]
+        );
+        let (uses, results) = call_ids(&server.requests()[1]);
+        assert_eq!(uses, ["t1", "t2", "t3"]);
+        assert_eq!(results, ["t1", "t2", "t3"]);
+    }
+
+    /// The events of a run about one call: requested, then how it ended.
+    fn call_events(events: &[AgentEvent], id: &str) -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|event| match event {
+                AgentEvent::ToolRequested { id: call, .. } if call == id => {
+                    Some("requested".to_owned())
+                }
+                AgentEvent::ToolCompleted { id: call, .. } if call == id => {
+                    Some("completed".to_owned())
+                }
+                AgentEvent::ToolFailed { id: call, kind, .. } if call == id => {
+                    Some(format!("failed: {kind:?}"))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_breaks_after_a_call_started_cancels_it_and_drops_the_turn() {
+        let probe = Probe::new();
+        let broken = vec![
+            send(anthropic::start()),
+            send(anthropic::tool_use(
+                0,
+                "t1",
+                "look",
+                &json!({"key": "a", "hold": true}),
+            )),
+            probe.tool_started(),
+            Piece::Break,
+        ];
+        let server = StreamServer::start(
+            vec![broken, vec![send(anthropic::text_turn("Again, then."))]],
+            probe.log.clone(),
+        )
+        .await;
+        let agent = Agent::create(config(&server, &probe)).await.unwrap();
+        let mut run = agent.run("Look up a.");
+        let mut events = Vec::new();
+        while let Some(event) = run.next().await {
+            events.push(event);
+        }
+        let Some(AgentEvent::Finished(result)) = events.last() else {
+            panic!("{events:?}");
+        };
+        assert!(
+            matches!(result.error, Some(AgentError::Model(_))),
+            "{:?}",
+            result.error
+        );
+        assert_eq!(probe.log(), ["look a started"]);
+        assert_eq!(
+            call_events(&events, "t1"),
+            [
+                "requested",
+                &format!("failed: {:?}", ToolErrorKind::Cancelled)
+            ],
+            "the started call ended once, cancelled"
+        );
+        // The turn is dropped whole: no tool_use waits for a result.
+        let messages = agent.messages().await;
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert_eq!(messages[0].role, Role::User);
+
+        let again = agent.continue_run().await.unwrap();
+        assert_eq!(again.text, "Again, then.");
+        let (uses, results) = call_ids(&server.requests()[1]);
+        assert!(uses.is_empty() && results.is_empty());
+    }
+
+    #[tokio::test]
+    async fn cancelling_mid_stream_cancels_the_started_call() {
+        let probe = Probe::new();
+        let turn = vec![
+            send(anthropic::start()),
+            send(anthropic::tool_use(
+                0,
+                "t1",
+                "look",
+                &json!({"key": "a", "hold": true}),
+            )),
+            // Never ends by itself: the run is cancelled while it waits.
+            Piece::wait(std::future::pending()),
+        ];
+        let server = StreamServer::start(vec![turn], probe.log.clone()).await;
+        let agent = Agent::create(config(&server, &probe)).await.unwrap();
+        let mut run = agent.run("Look up a.");
+        let mut events = Vec::new();
+        while let Some(event) = run.next().await {
+            if matches!(event, AgentEvent::ToolRequested { .. }) {
+                probe.started.notified().await;
+                run.cancel();
+            }
+            events.push(event);
+        }
+        let Some(AgentEvent::Finished(result)) = events.last() else {
+            panic!("{events:?}");
+        };
+        assert_eq!(result.error, Some(AgentError::Cancelled));
+        assert_eq!(
+            call_events(&events, "t1"),
+            [
+                "requested",
+                &format!("failed: {:?}", ToolErrorKind::Cancelled)
+            ]
+        );
+        assert_eq!(agent.messages().await.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn with_a_store_an_early_call_is_recorded_after_its_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("sessions.db")).unwrap();
+        let probe = Probe::new();
+        let turn = vec![
+            send(anthropic::start()),
+            send(anthropic::tool_use(0, "t1", "look", &json!({"key": "a"}))),
+            probe.tool_started(),
+            Piece::Log("rest of the turn sent".into()),
+            send(anthropic::text(1, "Looking.")),
+            send(anthropic::stop("tool_use")),
+        ];
+        let server = StreamServer::start(
+            vec![turn, vec![send(anthropic::text_turn("Found."))]],
+            probe.log.clone(),
+        )
+        .await;
+        let agent = Agent::create(config(&server, &probe).with_session_store(store.clone()))
+            .await
+            .unwrap();
+        agent.prompt("Look up a.").await.unwrap();
+        assert_eq!(probe.log(), ["look a started", "rest of the turn sent"]);
+        let records = store.load(agent.session_id()).await.unwrap();
+        assert_eq!(
+            records.iter().map(Record::kind).collect::<Vec<_>>(),
+            [
+                "user_message",
+                "model_turn",
+                "usage",
+                "tool_started",
+                "tool_result",
+                "model_turn",
+                "usage"
+            ],
+            "the early call's records were held until its turn was stored"
+        );
+        let resumed = Agent::resume(
+            config(&server, &probe).with_session_store(store),
+            agent.session_id(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(resumed.messages().await, agent.messages().await);
+    }
+}

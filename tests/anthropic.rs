@@ -80,7 +80,7 @@ fn model_for(server: &MockServer) -> AnthropicModel {
 
 fn hello() -> ModelRequest {
     ModelRequest {
-        messages: vec![Message::user("Hello")],
+        messages: vec![Message::user("Hello")].into(),
         max_tokens: 256,
         ..ModelRequest::default()
     }
@@ -178,7 +178,7 @@ async fn request_has_headers_lowered_tools_merged_roles_and_tool_results_first()
             name: "get_weather".into(),
             description: "Looks up the weather.".into(),
             input_schema: weather_schema(),
-        }],
+        }].into(),
         messages: vec![
             Message::user("Weather in Paris and the time?"),
             Message {
@@ -234,7 +234,8 @@ async fn request_has_headers_lowered_tools_merged_roles_and_tool_results_first()
                     },
                 ],
             },
-        ],
+        ]
+        .into(),
     };
     let model = model_for(&server);
     completed(&model, &request).await;
@@ -332,7 +333,7 @@ async fn request_has_headers_lowered_tools_merged_roles_and_tool_results_first()
 async fn request_leaves_out_unset_fields_and_defaults_max_tokens() {
     let server = server_with(sse(own_fixture("thinking.sse"))).await;
     let request = ModelRequest {
-        messages: vec![Message::user("Hi")],
+        messages: vec![Message::user("Hi")].into(),
         ..ModelRequest::default()
     };
     completed(&model_for(&server), &request).await;
@@ -404,6 +405,11 @@ async fn recorded_tool_use_response() {
                 id: "toolu_01NRLabsLyVHZPKxbKvkfSMn".into(),
                 name: "get_weather".into(),
             },
+            ModelEvent::ToolUseCompleted(ToolUse::new(
+                "toolu_01NRLabsLyVHZPKxbKvkfSMn",
+                "get_weather",
+                json!({"location": "Paris"})
+            )),
         ]
     );
     assert_eq!(
@@ -517,7 +523,7 @@ fn recorded_request(body: &Value) -> Option<ModelRequest> {
         .collect();
     Some(ModelRequest {
         system: None,
-        messages,
+        messages: messages.into(),
         tools,
         max_tokens: u32::try_from(body["max_tokens"].as_u64()?).ok()?,
         temperature: None,
@@ -714,6 +720,8 @@ async fn parallel_tool_calls_are_assembled_by_index() {
                     id: "toolu_hand_tokyo".into(),
                     name: "get_weather".into()
                 },
+                // Blocks 1 and 2 stream interleaved and stop in reverse order: no call is
+                // said to be whole before the turn is (none could start early).
                 ModelEvent::ToolUseStarted {
                     id: "toolu_hand_clock".into(),
                     name: "get_time".into()

@@ -3,3 +3,4 @@
 //! tests run against.
 
 pub mod mcp_peers;
+pub mod stream_server;

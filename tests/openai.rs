@@ -71,7 +71,7 @@ fn fast_retries(max_retries: u32) -> RetryPolicy {
 
 fn ask(text: &str) -> ModelRequest {
     ModelRequest {
-        messages: vec![Message::user(text)],
+        messages: vec![Message::user(text)].into(),
         max_tokens: 256,
         ..ModelRequest::default()
     }
@@ -231,7 +231,7 @@ async fn api_key_is_sent_as_bearer_and_tools_are_lowered() {
             name: "get_weather".into(),
             description: "Weather for a city.".into(),
             input_schema: schema.clone(),
-        }],
+        }].into(),
         ..ask("weather?")
     };
     let model = OpenAiModel::new("gpt-test", Some("sk-test-123".into()))
@@ -282,7 +282,7 @@ async fn strict_tools_use_the_strict_lowering() {
             name: "get_weather".into(),
             description: "Weather.".into(),
             input_schema: schema,
-        }],
+        }].into(),
         ..ask("weather?")
     };
     let model = model_for(&server).with_strict_tools(true);
@@ -363,7 +363,8 @@ async fn history_puts_tool_results_right_after_the_calls_in_order() {
                     },
                 ],
             },
-        ],
+        ]
+        .into(),
         ..ask("")
     };
     let (_, error) = run(&model_for(&server), &request).await;

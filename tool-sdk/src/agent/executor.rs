@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::early::Journal;
 use super::events::{AgentEvent, PermissionRequest};
 use super::{AgentInner, Emit, spans};
 use crate::model::{MessageContent, ToolUse};
@@ -94,7 +95,7 @@ pub(crate) async fn execute(
         let calls: Vec<_> = batch
             .iter()
             .map(|call| {
-                run_one(agent, call, answers.get(&call.id), emit, cancel)
+                run_one(agent, call, answers.get(&call.id), emit, cancel, None)
                     .instrument(spans::execute_tool(call))
             })
             .collect();
@@ -126,7 +127,7 @@ pub const READ_ONLY_COMMIT_DELAY: std::time::Duration = std::time::Duration::fro
 /// [`READ_ONLY_COMMIT_DELAY`] if its calls' records did not take them along yet, and in any
 /// case before it returns. A record that could not be stored ends the run (the first outcome
 /// carries the error).
-async fn with_starts_stored_soon(
+pub(crate) async fn with_starts_stored_soon(
     agent: &AgentInner,
     run: impl std::future::Future<Output = Vec<Outcome>>,
 ) -> Vec<Outcome> {
@@ -150,13 +151,53 @@ async fn with_starts_stored_soon(
 }
 
 /// Read-only tools, and calls that will not run at all (unknown tool, bad JSON).
-fn runs_concurrently(agent: &AgentInner, call: &ToolUse) -> bool {
+pub(crate) fn runs_concurrently(agent: &AgentInner, call: &ToolUse) -> bool {
     if call.input.is_malformed() {
         return true;
     }
     match agent.registry.get(&call.name) {
         None => true,
         Some(tool) => contain(|| tool.is_read_only()).unwrap_or(false),
+    }
+}
+
+/// [`run_one`] for a call started before its turn was stored: its start and other records
+/// wait in `journal` (see [`super::early`]).
+pub(crate) async fn run_one_held(
+    agent: &Arc<AgentInner>,
+    call: &ToolUse,
+    emit: &Emit,
+    cancel: &CancellationToken,
+    journal: &Journal,
+) -> Outcome {
+    let started = || Record::ToolStarted {
+        id: call.id.clone(),
+        name: call.name.clone(),
+    };
+    let span = spans::execute_tool(call);
+    match journal.record(agent, started).await {
+        Ok(()) => {
+            run_one(agent, call, None, emit, cancel, Some(journal))
+                .instrument(span)
+                .await
+        }
+        Err(error) => {
+            let mut outcome = not_started(agent, call, &error, emit);
+            outcome.store_error = Some(error);
+            outcome
+        }
+    }
+}
+
+/// Stores a record now, or in `journal` when the call has one.
+async fn record(
+    agent: &AgentInner,
+    journal: Option<&Journal>,
+    make: impl FnOnce() -> Record,
+) -> Result<(), SessionError> {
+    match journal {
+        Some(journal) => journal.record(agent, make).await,
+        None => agent.record(make).await,
     }
 }
 
@@ -200,13 +241,15 @@ fn not_started(agent: &AgentInner, call: &ToolUse, error: &SessionError, emit: &
     }
 }
 
-/// Runs one call, inside its `execute_tool` span (the current one).
+/// Runs one call, inside its `execute_tool` span (the current one). Its records go to the
+/// store, or to `journal` when the call started before its turn was stored.
 async fn run_one(
     agent: &Arc<AgentInner>,
     call: &ToolUse,
     answer: Option<&PermissionAnswer>,
     emit: &Emit,
     cancel: &CancellationToken,
+    journal: Option<&Journal>,
 ) -> Outcome {
     let span = tracing::Span::current();
     let tool = announce(agent, call, emit);
@@ -224,6 +267,7 @@ async fn run_one(
             None => &asker,
         },
         answer,
+        journal,
         defer: agent.config.session.defer_approvals && agent.config.permission_handler.is_none(),
         deferred: Mutex::new(None),
         failure: Mutex::new(None),
@@ -260,12 +304,11 @@ async fn run_one(
     // calls of the turn end.
     let store_error = match ask.failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
         Some(error) => Some(error),
-        None => agent
-            .record(|| Record::ToolResult {
-                block: block.clone(),
-            })
-            .await
-            .err(),
+        None => record(agent, journal, || Record::ToolResult {
+            block: block.clone(),
+        })
+        .await
+        .err(),
     };
     spans::end_tool(&span, error.as_ref(), &output);
     match error {
@@ -349,6 +392,8 @@ struct RecordingAsker<'a> {
     call: &'a ToolUse,
     asker: &'a dyn PermissionHandler,
     answer: Option<&'a PermissionAnswer>,
+    /// Where the records go while the call's turn is not stored yet.
+    journal: Option<&'a Journal>,
     defer: bool,
     deferred: Mutex<Option<PendingApproval>>,
     failure: Mutex<Option<SessionError>>,
@@ -376,14 +421,14 @@ impl PermissionHandler for RecordingAsker<'_> {
                 tool: question.tool.clone(),
                 title: question.prompt.title.clone(),
             };
-            if let Err(error) = self.agent.record(|| asked).await {
+            if let Err(error) = record(self.agent, self.journal, || asked).await {
                 return self.refuse(error);
             }
             if self.defer {
                 let deferred = Record::ApprovalDeferred {
                     id: self.call.id.clone(),
                 };
-                if let Err(error) = self.agent.record(|| deferred).await {
+                if let Err(error) = record(self.agent, self.journal, || deferred).await {
                     return self.refuse(error);
                 }
                 let pending = PendingApproval {
@@ -407,7 +452,7 @@ impl PermissionHandler for RecordingAsker<'_> {
                 always,
                 message,
             };
-            match self.agent.record(|| answered).await {
+            match record(self.agent, self.journal, || answered).await {
                 Ok(()) => answer,
                 Err(error) => self.refuse(error),
             }

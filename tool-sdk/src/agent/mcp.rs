@@ -21,7 +21,7 @@ pub(crate) struct AgentMcp {
 /// The agent's registry and offered specs, as the MCP side changes them.
 struct ToolSet {
     registry: Arc<ToolRegistry>,
-    specs: Arc<RwLock<Vec<ToolSpec>>>,
+    specs: Arc<RwLock<Arc<[ToolSpec]>>>,
     /// The config's `tools` list, compiled once; `None` lets every tool through.
     patterns: Option<globset::GlobSet>,
     /// Each connected server's tools in the registry; a server not in here is ignored.
@@ -70,8 +70,12 @@ impl ToolSet {
         }
         *current = added.clone();
         let mut offered = self.specs.write().unwrap_or_else(|p| p.into_inner());
-        offered.retain(|spec| !old.contains(&spec.name));
-        offered.extend(specs);
+        *offered = offered
+            .iter()
+            .filter(|spec| !old.contains(&spec.name))
+            .cloned()
+            .chain(specs)
+            .collect();
         added
     }
 
@@ -85,10 +89,12 @@ impl ToolSet {
         for name in &old {
             self.registry.unregister(name);
         }
-        self.specs
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|spec| !old.contains(&spec.name));
+        let mut offered = self.specs.write().unwrap_or_else(|p| p.into_inner());
+        *offered = offered
+            .iter()
+            .filter(|spec| !old.contains(&spec.name))
+            .cloned()
+            .collect();
     }
 }
 

@@ -45,8 +45,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::model::{
-    Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, OutputFormat, Role,
-    StopReason, ToolSpec, Usage,
+    History, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, OutputFormat,
+    Role, StopReason, ToolSpec, Usage,
 };
 use crate::permission::PermissionAnswer;
 use crate::permission::{ModeState, PermissionGate, PermissionMode, Rule, Sandbox};
@@ -54,7 +54,7 @@ use crate::pipeline::CallPolicy;
 use crate::registry::near_matches;
 use crate::session::{
     CallCheckpointer, FileCheckpoints, ForkPoint, NewSession, PendingApproval, Record,
-    RewindReport, SessionError, SessionStore, push_user_message, records_for, restore,
+    RewindReport, SessionError, SessionStore, push_user_message_to, records_for, restore,
 };
 use crate::validate::ValidationOptions;
 use crate::{
@@ -63,6 +63,7 @@ use crate::{
 };
 
 mod config;
+mod early;
 mod events;
 mod executor;
 mod hold;
@@ -193,7 +194,7 @@ pub(crate) struct AgentInner {
     pub(crate) registry: Arc<ToolRegistry>,
     /// The tools offered to the model; MCP servers change it at run time, each turn takes a
     /// snapshot.
-    pub(crate) specs: Arc<std::sync::RwLock<Vec<ToolSpec>>>,
+    pub(crate) specs: Arc<std::sync::RwLock<Arc<[ToolSpec]>>>,
     pub(crate) config: AgentConfig,
     /// The permission gate and limits every call of this agent runs with.
     pub(crate) policy: CallPolicy,
@@ -224,7 +225,8 @@ pub(crate) struct AgentInner {
     /// leaves it alone.
     pub(crate) call_message: Arc<AtomicUsize>,
     pub(crate) working_dir: PathBuf,
-    pub(crate) messages: tokio::sync::Mutex<Vec<Message>>,
+    /// The conversation, shared with each model request (see [`History`]).
+    pub(crate) messages: tokio::sync::Mutex<History>,
     /// The agent's MCP servers (none for sub-agents, which use a snapshot of the tools).
     #[cfg(feature = "mcp")]
     pub(crate) mcp: Option<Arc<mcp::AgentMcp>>,
@@ -293,7 +295,7 @@ impl Agent {
 
     /// The conversation so far.
     pub async fn messages(&self) -> Vec<Message> {
-        self.inner.messages.lock().await.clone()
+        self.inner.messages.lock().await.to_vec()
     }
 
     /// Starts a run and returns its events as a stream. The run goes on in a task of its own;
@@ -729,7 +731,7 @@ impl AgentInner {
             session,
             model,
             registry: Arc::new(registry),
-            specs: Arc::new(std::sync::RwLock::new(specs)),
+            specs: Arc::new(std::sync::RwLock::new(specs.into())),
             policy,
             gate,
             state: Arc::new(config.state.clone()),
@@ -743,7 +745,7 @@ impl AgentInner {
             checkpoints: Arc::new(FileCheckpoints::in_memory()),
             call_message: Arc::new(AtomicUsize::new(0)),
             working_dir,
-            messages: tokio::sync::Mutex::new(Vec::new()),
+            messages: tokio::sync::Mutex::new(History::new()),
             config,
             #[cfg(feature = "mcp")]
             mcp: None,
@@ -751,7 +753,7 @@ impl AgentInner {
     }
 
     /// The tools offered to the model now.
-    pub(crate) fn specs(&self) -> Vec<ToolSpec> {
+    pub(crate) fn specs(&self) -> Arc<[ToolSpec]> {
         self.specs.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 

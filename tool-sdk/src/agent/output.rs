@@ -140,7 +140,7 @@ impl AgentInner {
         calls: Vec<ToolUse>,
         text: &str,
         refused: &mut u32,
-        messages: &mut Vec<Message>,
+        messages: &mut History,
         result: &mut RunResult,
         emit: &Emit,
     ) -> Result<OutputStep, AgentError> {
@@ -249,7 +249,7 @@ impl AgentInner {
         } else if let Some(message) = reply.pop() {
             let message = Message::user(message);
             self.record(|| Record::user(message.clone())).await?;
-            push_user_message(messages, message);
+            push_user_message_to(messages, message);
         }
         outcome
     }

@@ -1,6 +1,7 @@
 //! The loop of one run: the prompt, then model turns and tool calls until the model stops, a
 //! limit is hit or the run is cancelled; and the finishing of a turn that waited for approvals.
 
+use super::early::EarlyCalls;
 use super::*;
 
 impl AgentInner {
@@ -51,7 +52,7 @@ impl AgentInner {
         {
             result.error = Some(error);
         }
-        result.messages = messages.clone();
+        result.messages = messages.to_vec();
         result.files_modified = self.files.written().split_off(written_before);
         result.duration = started.elapsed();
         result
@@ -64,7 +65,7 @@ impl AgentInner {
         self: &Arc<Self>,
         prompt: Option<String>,
         output: Option<&output::OutputSpec>,
-        messages: &mut Vec<Message>,
+        messages: &mut History,
         result: &mut RunResult,
         emit: &Emit,
         cancel: &CancellationToken,
@@ -108,7 +109,7 @@ impl AgentInner {
                 self.record(|| Record::user(prompt.clone())).await?;
                 // Joins tool results (or an unanswered prompt) the conversation may end with:
                 // providers refuse two user messages in a row.
-                push_user_message(messages, prompt);
+                push_user_message_to(messages, prompt);
             }
             None if messages.last().is_some_and(|m| m.role == Role::User) => {}
             None => {
@@ -141,12 +142,20 @@ impl AgentInner {
                 output: output.map(|spec| spec.format.clone()),
             };
             let span = spans::chat(self, &request);
+            // Read-only calls may start while the turn streams (see `early`).
+            let mut early = EarlyCalls::new(self, emit, cancel, messages.len());
             let response = self
-                .model_turn(&request, emit, cancel)
+                .model_turn(&request, emit, cancel, &mut early)
                 .instrument(span.clone())
                 .await;
             spans::end_chat(&span, &response);
-            let response = response?;
+            let response = match response {
+                Ok(response) => response,
+                Err(error) => {
+                    early.abandon().await;
+                    return Err(error);
+                }
+            };
             result.usage += response.usage;
             result.stop_reason = Some(response.stop_reason.clone());
             emit(AgentEvent::TurnCompleted {
@@ -175,6 +184,10 @@ impl AgentInner {
             self.stage(|| Record::Usage {
                 usage: response.usage,
             });
+            // Calls started while the turn streamed: their records, held until now, follow
+            // the turn; they end before the typed answer is looked at or other calls run.
+            let started: Vec<String> = early.started().to_vec();
+            let mut outcomes = early.finish().await;
             let (calls, answered) = match output {
                 None => (calls, HashMap::new()),
                 Some(spec) => {
@@ -200,10 +213,10 @@ impl AgentInner {
             self.note_call_message(messages);
             let to_run: Vec<_> = calls
                 .iter()
-                .filter(|call| !answered.contains_key(&call.id))
+                .filter(|call| !answered.contains_key(&call.id) && !started.contains(&call.id))
                 .cloned()
                 .collect();
-            let outcomes = executor::execute(self, &to_run, &HashMap::new(), emit, cancel).await;
+            outcomes.extend(executor::execute(self, &to_run, &HashMap::new(), emit, cancel).await);
             self.take_outcomes(&calls, answered, outcomes, messages, result)?;
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
@@ -219,7 +232,7 @@ impl AgentInner {
         calls: &[crate::model::ToolUse],
         mut known: HashMap<String, crate::model::MessageContent>,
         outcomes: Vec<executor::Outcome>,
-        messages: &mut Vec<Message>,
+        messages: &mut History,
         result: &mut RunResult,
     ) -> Result<(), AgentError> {
         let mut store_error = None;
@@ -259,7 +272,7 @@ impl AgentInner {
     }
 
     /// The calls about to run are the last message's: file checkpoints are made at it.
-    fn note_call_message(&self, messages: &[Message]) {
+    fn note_call_message(&self, messages: &History) {
         if self.agent_id == AgentId::Main {
             self.call_message
                 .store(messages.len().saturating_sub(1), Ordering::Relaxed);
@@ -280,7 +293,7 @@ impl AgentInner {
     /// another process may have added to): see [`Agent::continue_run`].
     async fn finish_deferred_turn(
         self: &Arc<Self>,
-        messages: &mut Vec<Message>,
+        messages: &mut History,
         result: &mut RunResult,
         emit: &Emit,
         cancel: &CancellationToken,
@@ -298,7 +311,7 @@ impl AgentInner {
         if !restored.pending.is_empty() {
             return Err(AgentError::ApprovalsPending(restored.pending));
         }
-        *messages = restored.messages;
+        *messages = restored.messages.into();
         let Some(turn) = restored.deferred else {
             // Another process finished the turn already; the stored history is the truth.
             return match messages.last() {
@@ -322,23 +335,28 @@ impl AgentInner {
         self.take_outcomes(&turn.calls, turn.results, outcomes, messages, result)
     }
 
+    /// One model turn, streamed; calls that may start early are handed to `early` as their
+    /// blocks arrive, and run while the rest streams.
     async fn model_turn(
         &self,
         request: &ModelRequest,
         emit: &Emit,
         cancel: &CancellationToken,
+        early: &mut EarlyCalls<'_>,
     ) -> Result<ModelResponse, AgentError> {
         let mut stream = self.model.stream(request);
         loop {
             let next = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return Err(AgentError::Cancelled),
+                _ = early.next_done(), if early.is_running() => continue,
                 next = stream.next() => next,
             };
             match next {
                 Some(Ok(ModelEvent::TextDelta(text))) => emit(AgentEvent::TextDelta(text)),
                 Some(Ok(ModelEvent::ThinkingDelta(text))) => emit(AgentEvent::ThinkingDelta(text)),
-                Some(Ok(ModelEvent::ToolUseStarted { .. })) => {}
+                Some(Ok(ModelEvent::ToolUseStarted { id, .. })) => early.announce(&id),
+                Some(Ok(ModelEvent::ToolUseCompleted(call))) => early.offer(call),
                 Some(Ok(ModelEvent::Completed(response))) => return Ok(response),
                 Some(Err(error)) => return Err(error.into()),
                 None => {

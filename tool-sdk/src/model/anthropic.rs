@@ -8,7 +8,7 @@
 //! # async fn demo() -> Result<(), tool_sdk::model::ModelError> {
 //! let model = AnthropicModel::from_env("claude-sonnet-4-5")?;
 //! let request = ModelRequest {
-//!     messages: vec![Message::user("Hello!")],
+//!     messages: vec![Message::user("Hello!")].into(),
 //!     max_tokens: 1024,
 //!     ..ModelRequest::default()
 //! };
@@ -233,7 +233,7 @@ fn output_tool(output: &OutputFormat) -> Value {
 }
 
 /// Whether the conversation holds a call of the output tool.
-fn has_output_call(messages: &[Message]) -> bool {
+fn has_output_call(messages: &super::History) -> bool {
     messages
         .iter()
         .flat_map(Message::tool_uses)
@@ -242,7 +242,7 @@ fn has_output_call(messages: &[Message]) -> bool {
 
 /// The API's `messages`: roles alternating (consecutive messages of one role merged), tool
 /// results first in their user message, empty text blocks and empty messages left out.
-fn messages_json(messages: &[Message]) -> Vec<Value> {
+fn messages_json<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<Value> {
     let mut merged: Vec<(Role, Vec<Value>)> = Vec::new();
     for message in messages {
         let blocks: Vec<Value> = message.content.iter().filter_map(content_json).collect();

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
@@ -16,11 +17,13 @@ use serde_json::{Map, Value};
 use crate::ContentBlock;
 
 pub mod anthropic;
+mod history;
 mod http;
 pub mod openai;
 mod retry;
 mod scripted;
 
+pub use history::{History, Iter as HistoryIter};
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 
@@ -31,7 +34,8 @@ pub type ModelStream<'a> = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelErr
 ///
 /// One call of [`stream`](Model::stream) is one assistant turn. The stream yields deltas for
 /// live display and ends with exactly one [`ModelEvent::Completed`] carrying the whole turn;
-/// or it ends with an error.
+/// or it ends with an error. A stream that sends [`ModelEvent::ToolUseCompleted`] as each tool
+/// call arrives lets the agent start read-only calls before the turn ends.
 pub trait Model: Send + Sync + 'static {
     /// The model's id, such as `claude-sonnet-4-5` or `gpt-4.1`.
     fn model_id(&self) -> &str;
@@ -53,9 +57,16 @@ pub struct ModelRequest {
     /// The system prompt.
     pub system: Option<String>,
     /// The conversation so far; the last message is the user's (or tool results).
-    pub messages: Vec<Message>,
+    ///
+    /// A [`History`]: the agent hands each request a snapshot of its conversation that shares
+    /// the messages instead of copying them (build one with `History::from(vec![...])` or
+    /// `.into()`).
+    pub messages: History,
     /// The tools the model may call, with canonical schemas (each client lowers them).
-    pub tools: Vec<ToolSpec>,
+    ///
+    /// Shared like `messages`: the agent hands every request the same list (build one with
+    /// `vec![...].into()` or by collecting).
+    pub tools: Arc<[ToolSpec]>,
     /// The most tokens the model may produce in this turn.
     pub max_tokens: u32,
     /// Sampling temperature, when set.
@@ -433,6 +444,12 @@ pub enum ModelEvent {
         /// The tool's name.
         name: String,
     },
+    /// A tool call has wholly arrived, while the rest of the turn may still be streaming: the
+    /// agent starts read-only calls on it. The same call comes again, identical, in
+    /// [`Completed`](ModelEvent::Completed). These events name the turn's first calls in
+    /// order, with no gap: a call is sent only once every call before it was. Optional: a
+    /// model that never sends it only makes the agent wait for the whole turn.
+    ToolUseCompleted(ToolUse),
     /// The turn, complete. Always the last event of a successful stream.
     Completed(ModelResponse),
 }

@@ -248,8 +248,12 @@ fn is_openai_url(url: &str) -> bool {
 }
 
 /// Our conversation as Chat Completions messages.
-fn chat_messages(system: Option<&str>, messages: &[Message]) -> Vec<Value> {
-    let mut out = Vec::with_capacity(messages.len() + 1);
+fn chat_messages<'a>(
+    system: Option<&str>,
+    messages: impl IntoIterator<Item = &'a Message>,
+) -> Vec<Value> {
+    let messages = messages.into_iter();
+    let mut out = Vec::with_capacity(messages.size_hint().0 + 1);
     if let Some(system) = system {
         out.push(json!({"role": "system", "content": system}));
     }

@@ -191,7 +191,9 @@ impl ScriptedModel {
         self
     }
 
-    /// Every request received so far.
+    /// Every request received so far. Each request's [`messages`](ModelRequest::messages) is a
+    /// snapshot of the conversation as it was sent, sharing its messages with the others, so
+    /// keeping every request costs no copy of the history.
     pub fn requests(&self) -> Vec<ModelRequest> {
         self.requests
             .lock()

@@ -48,7 +48,7 @@ mod sqlite;
 
 pub(crate) use checkpoint::CallCheckpointer;
 pub use checkpoint::{FileCheckpointer, FileCheckpoints, RewindReport};
-pub(crate) use recover::push_user_message;
+pub(crate) use recover::push_user_message_to;
 pub use recover::{NEVER_STARTED_MESSAGE, Restored, STOPPED_MESSAGE, records_for, restore};
 pub use sqlite::SqliteStore;
 
@@ -281,7 +281,9 @@ pub enum Record {
     },
     /// A tool call is about to run (its permission granted). Appended before the tool starts,
     /// so that after a crash a call that may have partly happened is told from one that never
-    /// ran.
+    /// ran; except for a read-only call the agent started while its turn was still streaming,
+    /// whose records are appended right after that turn's (a read-only call has no effects
+    /// to tell apart).
     ToolStarted {
         /// The tool_use id.
         id: String,

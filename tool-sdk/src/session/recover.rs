@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::{PendingApproval, Record};
 use crate::ContentBlock;
-use crate::model::{Message, MessageContent, Role, ToolUse};
+use crate::model::{History, Message, MessageContent, Role, ToolUse};
 use crate::permission::PermissionAnswer;
 
 /// The result of a call that had started when the process stopped.
@@ -240,6 +240,19 @@ pub fn records_for(messages: &[Message]) -> Vec<Record> {
 pub(crate) fn push_user_message(messages: &mut Vec<Message>, message: Message) {
     match messages.last_mut() {
         Some(last) if last.role == Role::User => last.content.extend(message.content),
+        _ => messages.push(message),
+    }
+}
+
+/// [`push_user_message`] for a shared [`History`]: a joined message replaces the last one.
+pub(crate) fn push_user_message_to(messages: &mut History, message: Message) {
+    match messages.last() {
+        Some(last) if last.role == Role::User => {
+            let mut joined = last.clone();
+            joined.content.extend(message.content);
+            messages.truncate(messages.len() - 1);
+            messages.push(joined);
+        }
         _ => messages.push(message),
     }
 }

@@ -278,6 +278,8 @@ pub(super) struct Turn {
     pub(super) stop_reason: Option<StopReason>,
     pub(super) started: bool,
     pub(super) stopped: bool,
+    /// A block stopped before one ahead of it: no more [`ModelEvent::ToolUseCompleted`].
+    pub(super) out_of_order: bool,
 }
 
 fn parse<'de, T: Deserialize<'de>>(kind: &str, data: &'de str) -> Result<T, ModelError> {
@@ -400,7 +402,23 @@ impl TurnReader for Turn {
                         stop.index
                     )));
                 };
-                self.blocks.insert(stop.index, Block::Done(block.finish()));
+                let already_done = matches!(block, Block::Done(_));
+                let content = block.finish();
+                // Whole calls are announced in content order, with no gap: only when every
+                // block before this one has stopped (blocks stream one after another; a turn
+                // that interleaves them announces nothing more).
+                let in_order = self.blocks.range(..stop.index).count() as u64 == stop.index
+                    && self
+                        .blocks
+                        .range(..stop.index)
+                        .all(|(_, block)| matches!(block, Block::Done(_)));
+                self.out_of_order |= !in_order;
+                if let (Some(MessageContent::ToolUse(call)), false) = (&content, already_done)
+                    && !self.out_of_order
+                {
+                    out.push(ModelEvent::ToolUseCompleted(call.clone()));
+                }
+                self.blocks.insert(stop.index, Block::Done(content));
             }
             "message_delta" => {
                 let delta: MessageDelta = parse(&kind, data)?;

@@ -86,15 +86,29 @@ fn turn_assembles_blocks_by_index() {
         ],
     )
     .unwrap();
-    assert_eq!(out.len(), 2, "{out:?}");
-    let response = turn.finish().unwrap();
+    let calls = [
+        ToolUse::from_raw("a", "x", r#"{"k":1}"#),
+        ToolUse::from_raw("b", "y", ""),
+    ];
+    // Started in stream order; whole in content order, each once every block before it
+    // stopped.
     assert_eq!(
-        response.content,
-        vec![
-            MessageContent::ToolUse(ToolUse::from_raw("a", "x", r#"{"k":1}"#)),
-            MessageContent::ToolUse(ToolUse::from_raw("b", "y", "")),
+        out,
+        [
+            ModelEvent::ToolUseStarted {
+                id: "b".into(),
+                name: "y".into()
+            },
+            ModelEvent::ToolUseStarted {
+                id: "a".into(),
+                name: "x".into()
+            },
+            ModelEvent::ToolUseCompleted(calls[0].clone()),
+            ModelEvent::ToolUseCompleted(calls[1].clone()),
         ]
     );
+    let response = turn.finish().unwrap();
+    assert_eq!(response.content, calls.map(MessageContent::ToolUse));
     assert_eq!(response.stop_reason, StopReason::Other("pause_turn".into()));
     assert_eq!(
         (response.usage.input_tokens, response.usage.output_tokens),

@@ -139,6 +139,9 @@ struct PartialCall {
     name: String,
     arguments: String,
     announced: bool,
+    /// Sent as [`ModelEvent::ToolUseCompleted`]: a later call started and these arguments
+    /// were a whole JSON object, which nothing more can extend.
+    completed: bool,
 }
 
 /// What has arrived of one turn so far.
@@ -242,6 +245,21 @@ impl TurnState {
         let position = match existing {
             Some(position) => position,
             None => {
+                // Calls stream one after another: a new one means those before are whole,
+                // when their arguments are a JSON object.
+                // In call order, stopping at the first that is not whole yet (empty
+                // arguments may still be to come).
+                for done in self.calls.iter_mut().filter(|c| !c.completed) {
+                    let call = ToolUse::from_raw(&done.id, &done.name, &done.arguments);
+                    if !done.announced
+                        || done.arguments.trim().is_empty()
+                        || call.input.is_malformed()
+                    {
+                        break;
+                    }
+                    done.completed = true;
+                    events.push(ModelEvent::ToolUseCompleted(call));
+                }
                 let (id, id_generated) = match id {
                     Some(id) => (id.to_owned(), false),
                     None => (generated_call_id(), true),
@@ -260,6 +278,12 @@ impl TurnState {
             && partial.name.is_empty()
         {
             partial.name = name;
+        }
+        if partial.completed && !arguments.trim().is_empty() {
+            // Never seen: a call said to be whole must stay as it was sent. Kept apart, so
+            // the turn's call is the one the agent may have started.
+            tracing::warn!(id = %partial.id, "arguments for a tool call after it was whole");
+            return;
         }
         partial.arguments.push_str(&arguments);
         if !partial.announced && !partial.name.is_empty() {

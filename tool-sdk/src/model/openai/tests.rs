@@ -148,7 +148,12 @@ fn one_index_with_a_new_id_is_a_new_call() {
         r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"x","arguments":"{}"}}]}}]}"#,
         r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"b","function":{"name":"y","arguments":"{\"k\":1}"}}]},"finish_reason":"tool_calls"}]}"#,
     ]);
-    assert_eq!(events.len(), 2, "{events:?}");
+    // a is whole once b starts.
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert_eq!(
+        events[1],
+        ModelEvent::ToolUseCompleted(ToolUse::new("a", "x", json!({})))
+    );
     let response = response.unwrap();
     let calls: Vec<_> = response
         .content
@@ -191,4 +196,41 @@ fn odd_input_never_panics() {
         run(&[r#"{"error":{"message":"bad","type":"BadRequestError","code":400}}"#]).1,
         Err(ModelError::Api { status: 400, ref message }) if message == "bad"
     ));
+}
+
+#[test]
+fn a_call_is_whole_once_the_next_starts_with_its_arguments_a_json_object() {
+    let (events, response) = run(&[
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"look","arguments":"{\"key\":"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"a\"}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c2","function":{"name":"look","arguments":"{\"key\":\"b\"}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":2,"id":"c3","function":{"name":"look","arguments":""}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":3,"id":"c4","function":{"name":"look","arguments":"{}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":2,"function":{"arguments":"{\"key\":\"c\"}"}}]},"finish_reason":"tool_calls"}]}"#,
+    ]);
+    let whole: Vec<&ToolUse> = events
+        .iter()
+        .filter_map(|event| match event {
+            ModelEvent::ToolUseCompleted(call) => Some(call),
+            _ => None,
+        })
+        .collect();
+    let a = ToolUse::new("c1", "look", serde_json::json!({"key": "a"}));
+    let b = ToolUse::new("c2", "look", serde_json::json!({"key": "b"}));
+    // c3 had no arguments yet when c4 started (they came later): not whole then.
+    assert_eq!(whole, [&a, &b]);
+    let calls: Vec<ToolUse> = response
+        .unwrap()
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            MessageContent::ToolUse(call) => Some(call.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls[..2], [a, b]);
+    assert_eq!(
+        calls[2].input.parsed(),
+        Some(&serde_json::json!({"key": "c"}))
+    );
 }
