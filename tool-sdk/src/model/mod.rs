@@ -17,12 +17,14 @@ use serde_json::{Map, Value};
 use crate::ContentBlock;
 
 pub mod anthropic;
+mod catalog;
 mod history;
 mod http;
 pub mod openai;
 mod retry;
 mod scripted;
 
+pub use catalog::{Catalog, ModelInfo, Price};
 pub use history::{History, Iter as HistoryIter};
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
@@ -487,7 +489,9 @@ pub enum StopReason {
 /// Tokens used.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Prompt tokens.
+    /// Prompt tokens neither read from nor written to the cache (Anthropic's `input_tokens`;
+    /// OpenAI's `prompt_tokens` less its `cached_tokens`): the prompt is all four input
+    /// kinds together, [`Usage::prompt_tokens`].
     pub input_tokens: u64,
     /// Generated tokens.
     pub output_tokens: u64,
@@ -495,6 +499,18 @@ pub struct Usage {
     pub cache_read_input_tokens: u64,
     /// Prompt tokens written to the cache.
     pub cache_creation_input_tokens: u64,
+}
+
+impl Usage {
+    /// Every prompt token, cached or not.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+    }
+
+    /// Every token, prompt and output.
+    pub fn total_tokens(&self) -> u64 {
+        self.prompt_tokens() + self.output_tokens
+    }
 }
 
 impl std::ops::AddAssign for Usage {

@@ -1,0 +1,198 @@
+//! What the agent knows about a model beyond its id: its context window, what its tokens cost,
+//! and how long a prompt prefix must be before the provider will cache it.
+//!
+//! [`Catalog::default`] knows the current Anthropic and OpenAI models; apps add or override
+//! entries with [`Catalog::insert`] (a dated id such as `claude-sonnet-4-5-20250929` finds the
+//! entry of its longest known prefix, `claude-sonnet-4-5`).
+//!
+//! ```
+//! use tool_sdk::model::{Catalog, ModelInfo, Price, Usage};
+//!
+//! let mut catalog = Catalog::default();
+//! catalog.insert("my-finetune", ModelInfo::new(32_000, Price::per_million(1.0, 2.0)));
+//! let info = catalog.lookup("claude-sonnet-4-5-20250929").unwrap();
+//! assert_eq!(info.context_window, 200_000);
+//! let usage = Usage { input_tokens: 1_000_000, ..Usage::default() };
+//! assert_eq!(info.price.cost_usd(&usage), 3.0);
+//! assert!(catalog.lookup("my-finetune-v2").is_some());
+//! assert!(catalog.lookup("unknown-model").is_none());
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::Usage;
+
+/// USD per million tokens of each kind [`Usage`] counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Price {
+    /// Prompt tokens neither read from nor written to the cache.
+    pub input: f64,
+    /// Generated tokens.
+    pub output: f64,
+    /// Prompt tokens read from the cache.
+    pub cache_read: f64,
+    /// Prompt tokens written to the cache.
+    pub cache_write: f64,
+}
+
+impl Price {
+    /// Input and output prices, with the cache priced as Anthropic does: reads at 0.1x and
+    /// writes (five-minute entries) at 1.25x the input price.
+    pub fn per_million(input: f64, output: f64) -> Self {
+        Price {
+            input,
+            output,
+            cache_read: input * 0.1,
+            cache_write: input * 1.25,
+        }
+    }
+
+    /// This price with cache reads at `cache_read` per million and writes at the input price
+    /// (OpenAI's automatic caching does not charge for writes).
+    pub fn with_cache_read(mut self, cache_read: f64) -> Self {
+        self.cache_read = cache_read;
+        self.cache_write = self.input;
+        self
+    }
+
+    /// What `usage` costs, in USD.
+    pub fn cost_usd(&self, usage: &Usage) -> f64 {
+        (usage.input_tokens as f64 * self.input
+            + usage.output_tokens as f64 * self.output
+            + usage.cache_read_input_tokens as f64 * self.cache_read
+            + usage.cache_creation_input_tokens as f64 * self.cache_write)
+            / 1_000_000.0
+    }
+}
+
+/// One model's limits and prices.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// The most tokens a request (prompt and output) may hold.
+    pub context_window: u64,
+    /// What its tokens cost.
+    pub price: Price,
+    /// The shortest prompt prefix, in tokens, the provider caches (Anthropic refuses shorter
+    /// breakpoints silently; 0 when the provider caches on its own).
+    pub min_cacheable_tokens: u64,
+}
+
+impl ModelInfo {
+    /// A model with this window and price, whose provider caches any prefix.
+    pub fn new(context_window: u64, price: Price) -> Self {
+        ModelInfo {
+            context_window,
+            price,
+            min_cacheable_tokens: 0,
+        }
+    }
+
+    /// The same, caching only prefixes of at least `tokens`.
+    pub fn with_min_cacheable_tokens(mut self, tokens: u64) -> Self {
+        self.min_cacheable_tokens = tokens;
+        self
+    }
+}
+
+/// Models by id prefix; see the [module docs](self).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Catalog {
+    models: BTreeMap<String, ModelInfo>,
+}
+
+impl Catalog {
+    /// A catalog that knows no model.
+    pub fn empty() -> Self {
+        Catalog {
+            models: BTreeMap::new(),
+        }
+    }
+
+    /// Adds or replaces the entry for ids starting with `prefix`.
+    pub fn insert(&mut self, prefix: impl Into<String>, info: ModelInfo) -> &mut Self {
+        self.models.insert(prefix.into(), info);
+        self
+    }
+
+    /// The entry of the longest prefix of `model_id` the catalog knows.
+    pub fn lookup(&self, model_id: &str) -> Option<&ModelInfo> {
+        self.models
+            .iter()
+            .filter(|(prefix, _)| model_id.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, info)| info)
+    }
+
+    /// Every entry, by prefix.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &ModelInfo)> {
+        self.models
+            .iter()
+            .map(|(prefix, info)| (prefix.as_str(), info))
+    }
+}
+
+impl Default for Catalog {
+    /// Public list prices (USD per million tokens) and windows as of late 2025.
+    fn default() -> Self {
+        let claude = |input, output, min| {
+            ModelInfo::new(200_000, Price::per_million(input, output))
+                .with_min_cacheable_tokens(min)
+        };
+        let openai = |window, input, output, cached| {
+            ModelInfo::new(window, Price::per_million(input, output).with_cache_read(cached))
+        };
+        let mut catalog = Catalog::empty();
+        catalog
+            .insert("claude-opus-4-5", claude(5.0, 25.0, 4096))
+            .insert("claude-opus-4", claude(15.0, 75.0, 1024))
+            .insert("claude-sonnet-4", claude(3.0, 15.0, 1024))
+            .insert("claude-3-7-sonnet", claude(3.0, 15.0, 1024))
+            .insert("claude-haiku-4-5", claude(1.0, 5.0, 4096))
+            .insert("claude-3-5-haiku", claude(0.8, 4.0, 2048))
+            .insert("gpt-5", openai(400_000, 1.25, 10.0, 0.125))
+            .insert("gpt-5-mini", openai(400_000, 0.25, 2.0, 0.025))
+            .insert("gpt-5-nano", openai(400_000, 0.05, 0.4, 0.005))
+            .insert("gpt-4.1", openai(1_047_576, 2.0, 8.0, 0.5))
+            .insert("gpt-4.1-mini", openai(1_047_576, 0.4, 1.6, 0.1))
+            .insert("gpt-4.1-nano", openai(1_047_576, 0.1, 0.4, 0.025))
+            .insert("gpt-4o", openai(128_000, 2.5, 10.0, 1.25))
+            .insert("gpt-4o-mini", openai(128_000, 0.15, 0.6, 0.075))
+            .insert("o3", openai(200_000, 2.0, 8.0, 0.5))
+            .insert("o4-mini", openai(200_000, 1.1, 4.4, 0.275));
+        catalog
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_prefix_wins() {
+        let catalog = Catalog::default();
+        let mini = catalog.lookup("gpt-4o-mini-2024-07-18").unwrap();
+        assert_eq!(mini.price.input, 0.15);
+        let full = catalog.lookup("gpt-4o-2024-08-06").unwrap();
+        assert_eq!(full.price.input, 2.5);
+        let opus45 = catalog.lookup("claude-opus-4-5-20251101").unwrap();
+        assert_eq!(opus45.price.input, 5.0);
+        let opus41 = catalog.lookup("claude-opus-4-1-20250805").unwrap();
+        assert_eq!(opus41.price.input, 15.0);
+        assert!(catalog.lookup("claude").is_none());
+    }
+
+    #[test]
+    fn cost_counts_every_kind_of_token() {
+        let price = Price::per_million(3.0, 15.0);
+        let usage = Usage {
+            input_tokens: 1_000,
+            output_tokens: 2_000,
+            cache_read_input_tokens: 10_000,
+            cache_creation_input_tokens: 4_000,
+        };
+        let expected = (1_000.0 * 3.0 + 2_000.0 * 15.0 + 10_000.0 * 0.3 + 4_000.0 * 3.75) / 1e6;
+        assert!((price.cost_usd(&usage) - expected).abs() < 1e-12);
+    }
+}
