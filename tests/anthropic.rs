@@ -178,7 +178,8 @@ async fn request_has_headers_lowered_tools_merged_roles_and_tool_results_first()
             name: "get_weather".into(),
             description: "Looks up the weather.".into(),
             input_schema: weather_schema(),
-        }].into(),
+        }]
+        .into(),
         messages: vec![
             Message::user("Weather in Paris and the time?"),
             Message {

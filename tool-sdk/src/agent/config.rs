@@ -119,6 +119,8 @@ pub struct AgentConfig {
     #[serde(skip)]
     pub(crate) post_hooks: Vec<Arc<dyn PostToolUse>>,
     #[serde(skip)]
+    pub(crate) run_hooks: super::hooks::RunHooks,
+    #[serde(skip)]
     pub(crate) session_store: Option<Arc<dyn SessionStore>>,
     #[serde(skip)]
     pub(crate) permission_handler: Option<Arc<dyn PermissionHandler>>,
@@ -242,6 +244,7 @@ impl Default for AgentConfig {
             state: StateMap::new(),
             pre_hooks: Vec::new(),
             post_hooks: Vec::new(),
+            run_hooks: Default::default(),
             session_store: None,
             permission_handler: None,
             problems: Vec::new(),
@@ -438,6 +441,40 @@ impl AgentConfig {
         self.project_memory = false;
         self.claude_settings = false;
         Ok(self)
+    }
+
+    /// Adds a hook that sees each prompt before it is sent and may add context to it or
+    /// block it (hooks run in the order added; see [`super::hooks`]).
+    pub fn with_user_prompt_submit(mut self, hook: impl super::UserPromptSubmit + 'static) -> Self {
+        self.run_hooks.prompt.push(Arc::new(hook));
+        self
+    }
+
+    /// Adds a hook that sees the model stop and may send the run on (at most
+    /// [`with_max_stop_continuations`](Self::with_max_stop_continuations) times a run).
+    pub fn with_stop_hook(mut self, hook: impl super::StopHook + 'static) -> Self {
+        self.run_hooks.stop.push(Arc::new(hook));
+        self
+    }
+
+    /// Adds a hook that sees each sub-agent (a Task call's) stop and may send it on.
+    pub fn with_subagent_stop(mut self, hook: impl super::StopHook + 'static) -> Self {
+        self.run_hooks.subagent_stop.push(Arc::new(hook));
+        self
+    }
+
+    /// How many times a run's stop hooks may send it on before it ends anyway (3 by
+    /// default): a hook that always says "go on" cannot keep a run alive forever.
+    pub fn with_max_stop_continuations(mut self, continuations: u32) -> Self {
+        self.run_hooks.max_stop_continuations = continuations;
+        self
+    }
+
+    /// Adds a hook that sees the session start (the first run, new or resumed) and end
+    /// ([`Agent::close`](super::Agent::close)).
+    pub fn with_session_hook(mut self, hook: impl super::SessionHook + 'static) -> Self {
+        self.run_hooks.session.push(Arc::new(hook));
+        self
     }
 
     /// Adds a `pre_tool_use` hook (they run in the order added).

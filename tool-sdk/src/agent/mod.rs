@@ -67,6 +67,7 @@ mod early;
 mod events;
 mod executor;
 mod hold;
+mod hooks;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod output;
@@ -79,6 +80,10 @@ mod subagent;
 pub use config::{AgentConfig, ModelSpec, ProviderKind, SessionSettings, SubagentConfig};
 pub use events::{AgentEvent, PermissionRequest};
 pub use executor::READ_ONLY_COMMIT_DELAY;
+pub use hooks::{
+    PromptCheck, SessionEvent, SessionHook, SessionSource, StopCheck, StopContext, StopHook,
+    UserPromptSubmit,
+};
 pub use output::TypedRun;
 pub use project::{ClaudeSettings, MEMORY_FILES, MemoryFile, ProjectMemory};
 
@@ -109,6 +114,9 @@ pub enum AgentError {
     /// The run hit `max_turns` while the model still wanted tools.
     #[error("stopped after {0} turns (max_turns); the model still wanted to call tools")]
     MaxTurns(u32),
+    /// A [`UserPromptSubmit`] hook refused the prompt; nothing of it was sent or stored.
+    #[error("the prompt was blocked by a hook: {0}")]
+    PromptBlocked(String),
     /// The run was cancelled.
     #[error("the run was cancelled")]
     Cancelled,
@@ -227,6 +235,8 @@ pub(crate) struct AgentInner {
     pub(crate) working_dir: PathBuf,
     /// The conversation, shared with each model request (see [`History`]).
     pub(crate) messages: tokio::sync::Mutex<History>,
+    /// Why the session starts, until the first run has told the session hooks.
+    pub(crate) session_start: std::sync::Mutex<Option<SessionSource>>,
     /// The agent's MCP servers (none for sub-agents, which use a snapshot of the tools).
     #[cfg(feature = "mcp")]
     pub(crate) mcp: Option<Arc<mcp::AgentMcp>>,
@@ -726,6 +736,8 @@ impl AgentInner {
         for hook in &config.post_hooks {
             policy = policy.with_post_hook(hook.clone());
         }
+        // Sub-agents live inside their parent's session.
+        let session_start = (agent_id == AgentId::Main).then_some(SessionSource::Startup);
         Ok(AgentInner {
             sandbox: Arc::new(sandbox),
             session,
@@ -746,6 +758,7 @@ impl AgentInner {
             call_message: Arc::new(AtomicUsize::new(0)),
             working_dir,
             messages: tokio::sync::Mutex::new(History::new()),
+            session_start: std::sync::Mutex::new(session_start),
             config,
             #[cfg(feature = "mcp")]
             mcp: None,

@@ -44,6 +44,16 @@ impl AgentInner {
     ) -> RunResult {
         let started = Instant::now();
         let mut messages = self.messages.lock().await;
+        let start = self
+            .session_start
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(source) = start {
+            let session_id = self.store.as_ref().map(|_| &*self.session_id);
+            let event = SessionEvent::Start { session_id, source };
+            self.config.run_hooks.session_event(event).await;
+        }
         let written_before = self.files.written().len();
         let mut result = RunResult::default();
         if let Err(error) = self
@@ -83,6 +93,7 @@ impl AgentInner {
             )));
         }
         let mut refused = 0;
+        let mut stop_continued = 0;
         let open_turn = messages
             .last()
             .is_some_and(|m| m.role == Role::Assistant && m.tool_uses().next().is_some());
@@ -105,7 +116,18 @@ impl AgentInner {
                     .await?
             }
             Some(prompt) => {
-                let prompt = Message::user(prompt);
+                let contexts = self
+                    .config
+                    .run_hooks
+                    .check_prompt(&prompt)
+                    .await
+                    .map_err(AgentError::PromptBlocked)?;
+                let mut prompt = Message::user(prompt);
+                prompt.content.extend(
+                    contexts
+                        .into_iter()
+                        .map(|text| crate::model::MessageContent::Text { text }),
+                );
                 self.record(|| Record::user(prompt.clone())).await?;
                 // Joins tool results (or an unanswered prompt) the conversation may end with:
                 // providers refuse two user messages in a row.
@@ -203,7 +225,21 @@ impl AgentInner {
             };
             if calls.is_empty() {
                 self.flush().await?;
-                return Ok(());
+                let stop = StopContext {
+                    agent: &self.agent_id,
+                    text: &result.text,
+                    continued: stop_continued,
+                };
+                match self.config.run_hooks.check_stop(&stop).await {
+                    None => return Ok(()),
+                    Some(message) => {
+                        stop_continued += 1;
+                        let message = Message::user(message);
+                        self.record(|| Record::user(message.clone())).await?;
+                        push_user_message_to(messages, message);
+                        continue;
+                    }
+                }
             }
 
             result.tool_calls += calls.len() - answered.len();

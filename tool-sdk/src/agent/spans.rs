@@ -197,6 +197,7 @@ fn agent_error_type(error: &AgentError) -> String {
         AgentError::Registry(_) => "registry".into(),
         AgentError::MissingState { .. } => "missing_state".into(),
         AgentError::MaxTurns(_) => "max_turns".into(),
+        AgentError::PromptBlocked(_) => "prompt_blocked".into(),
         AgentError::Cancelled => "cancelled".into(),
         AgentError::Session(_) => "session_store".into(),
         AgentError::ApprovalsPending(_) => "approvals_pending".into(),

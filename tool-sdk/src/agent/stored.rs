@@ -89,9 +89,24 @@ impl Agent {
         inner.store = Some(store);
         inner.hold = hold;
         inner.messages = tokio::sync::Mutex::new(restored.messages.into());
+        inner.session_start = std::sync::Mutex::new(Some(SessionSource::Resume));
         Ok(Agent {
             inner: Arc::new(inner),
         })
+    }
+
+    /// Ends the session: its [`SessionHook`]s see [`SessionEvent::End`]. The agent stays
+    /// usable: its next run starts the session again for the hooks (as
+    /// [`SessionSource::Startup`]), and a stored session simply goes on.
+    pub async fn close(&self) {
+        let session_id = self.inner.store.as_ref().map(|_| &*self.inner.session_id);
+        let hooks = &self.inner.config.run_hooks;
+        hooks.session_event(SessionEvent::End { session_id }).await;
+        *self
+            .inner
+            .session_start
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(SessionSource::Startup);
     }
 
     /// The session's id: the stored session's when the agent has a session store (give it to

@@ -50,6 +50,10 @@ impl Subagents {
         // A sub-agent's run lives inside the Task call and has no session of its own to wait
         // in: its questions are asked (or refused) as usual.
         config.session.defer_approvals = false;
+        // The parent's sub-agent stop hooks are its stop hooks; it has no session of its own.
+        config.run_hooks.stop = config.run_hooks.subagent_stop.clone();
+        config.run_hooks.prompt.clear();
+        config.run_hooks.session.clear();
         // Its traces name it after its kind.
         config.name = Some(
             request
