@@ -33,6 +33,7 @@ struct Starts(Mutex<Vec<(String, Instant)>>);
 /// Works for a second (read-only).
 #[tool(read_only, register = false)]
 async fn work(key: String, starts: State<Arc<Starts>>) -> String {
+    let starts: &Starts = &starts;
     starts.0.lock().unwrap().push((key.clone(), Instant::now()));
     tokio::time::sleep(Duration::from_secs(1)).await;
     format!("{key} done")
