@@ -88,6 +88,7 @@ impl Agent {
         ));
         inner.store = Some(store);
         inner.hold = hold;
+        inner.restore_context(&restored);
         inner.messages = tokio::sync::Mutex::new(restored.messages.into());
         Ok(Agent {
             inner: Arc::new(inner),
