@@ -315,7 +315,7 @@ async fn compaction_sends_a_summary_request_then_the_summary_and_the_recent_turn
     assert_eq!(compacted.len(), 1);
     let (before, after) = compacted[0];
     assert!(before > 8_500 && after < before / 2, "{before} -> {after}");
-    let asked = asked.lock().unwrap();
+    let asked = asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1);
     assert_eq!((asked[0].window, asked[0].messages), (10_000, 5));
     assert!(!asked[0].forced);
