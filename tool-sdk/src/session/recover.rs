@@ -561,4 +561,39 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn the_last_compaction_and_every_cleared_result_are_restored() {
+        let records = vec![
+            Record::user(Message::user("go")),
+            Record::ToolResultsCleared {
+                ids: vec!["a".into()],
+            },
+            Record::Compacted {
+                summary: "first".into(),
+                first_kept: 1,
+            },
+            Record::model_turn(Message::assistant("ok")),
+            Record::ToolResultsCleared {
+                ids: vec!["b".into(), "c".into()],
+            },
+            Record::Compacted {
+                summary: "second".into(),
+                first_kept: 3,
+            },
+        ];
+        let restored = restore(&records);
+        assert_eq!(restored.messages.len(), 2, "markers add no message");
+        assert_eq!(
+            restored.compaction,
+            Some(Compaction {
+                summary: "second".into(),
+                first_kept: 3
+            })
+        );
+        assert_eq!(restored.cleared, ["a", "b", "c"]);
+        let json = serde_json::to_value(&records[1]).unwrap();
+        assert_eq!(json, json!({"kind": "tool_results_cleared", "ids": ["a"]}));
+        assert_eq!(records[2].kind(), "compacted");
+    }
 }
