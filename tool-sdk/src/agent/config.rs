@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::AgentError;
+use super::context::{ContextSettings, PreCompact};
 use crate::model::{
     Model, ModelError, RetryPolicy, anthropic::AnthropicModel, openai::OpenAiModel,
 };
@@ -105,6 +106,10 @@ pub struct AgentConfig {
     /// Where the conversation is kept durably (`[session] store = "sqlite:PATH"` in a file).
     #[serde(skip_serializing_if = "SessionSettings::is_empty")]
     pub session: SessionSettings,
+    /// How requests are kept inside the model's context window (`[context]` in a file; see
+    /// [`with_compaction`](Self::with_compaction)).
+    #[serde(skip_serializing_if = "ContextSettings::is_default")]
+    pub context: ContextSettings,
     /// Retries of failed model requests.
     #[serde(skip)]
     pub retry: Option<RetryPolicy>,
@@ -120,6 +125,8 @@ pub struct AgentConfig {
     pub(crate) post_hooks: Vec<Arc<dyn PostToolUse>>,
     #[serde(skip)]
     pub(crate) run_hooks: super::hooks::RunHooks,
+    #[serde(skip)]
+    pub(crate) pre_compact: Vec<Arc<dyn PreCompact>>,
     #[serde(skip)]
     pub(crate) session_store: Option<Arc<dyn SessionStore>>,
     #[serde(skip)]
@@ -238,6 +245,7 @@ impl Default for AgentConfig {
             #[cfg(feature = "mcp")]
             mcp_servers: BTreeMap::new(),
             session: SessionSettings::default(),
+            context: ContextSettings::default(),
             retry: None,
             model_instance: None,
             registry: None,
@@ -245,6 +253,7 @@ impl Default for AgentConfig {
             pre_hooks: Vec::new(),
             post_hooks: Vec::new(),
             run_hooks: Default::default(),
+            pre_compact: Vec::new(),
             session_store: None,
             permission_handler: None,
             problems: Vec::new(),

@@ -90,6 +90,21 @@ pub enum AgentEvent {
     },
     /// Token totals so far in this run.
     Usage(Usage),
+    /// The conversation was compacted to fit the context window: the model is sent a summary
+    /// in place of its older part from now on (see
+    /// [`AgentConfig::with_compaction`](super::AgentConfig::with_compaction)).
+    Compacted {
+        /// The estimated size of the request before, in tokens.
+        tokens_before: u64,
+        /// The estimated size after.
+        tokens_after: u64,
+    },
+    /// The content of older tool results was replaced by a short note in what the model is
+    /// sent, to save context.
+    ToolResultsCleared {
+        /// How many results were cleared in this batch.
+        count: usize,
+    },
     /// An event of a sub-agent started by the Task tool.
     Subagent {
         /// The sub-agent.

@@ -63,6 +63,7 @@ use crate::{
 };
 
 mod config;
+mod context;
 mod early;
 mod events;
 mod executor;
@@ -78,6 +79,7 @@ mod stored;
 mod subagent;
 
 pub use config::{AgentConfig, ModelSpec, ProviderKind, SessionSettings, SubagentConfig};
+pub use context::{CompactDecision, CompactRequest, ContextSettings, IMAGE_TOKENS, PreCompact};
 pub use events::{AgentEvent, PermissionRequest};
 pub use executor::READ_ONLY_COMMIT_DELAY;
 pub use hooks::{

@@ -94,6 +94,8 @@ impl AgentInner {
         }
         let mut refused = 0;
         let mut stop_continued = 0;
+        // A request refused as too long is sent again once, after a compaction.
+        let mut compacted_for_overflow = false;
         let open_turn = messages
             .last()
             .is_some_and(|m| m.role == Role::Assistant && m.tool_uses().next().is_some());
@@ -155,9 +157,10 @@ impl AgentInner {
             result.turns += 1;
             let turn = result.turns;
             emit(AgentEvent::TurnStarted { turn });
+            let view = self.context_view(messages, result, emit, cancel).await?;
             let request = ModelRequest {
                 system: self.config.system_prompt.clone(),
-                messages: messages.clone(),
+                messages: view,
                 tools: self.specs(),
                 max_tokens: self.config.max_tokens,
                 temperature: self.config.temperature,
@@ -175,6 +178,15 @@ impl AgentInner {
                 Ok(response) => response,
                 Err(error) => {
                     early.abandon().await;
+                    if !compacted_for_overflow
+                        && self
+                            .compact_after(&error, messages, result, emit, cancel)
+                            .await?
+                    {
+                        compacted_for_overflow = true;
+                        result.turns -= 1;
+                        continue;
+                    }
                     return Err(error);
                 }
             };

@@ -192,6 +192,7 @@ fn agent_error_type(error: &AgentError) -> String {
             ModelError::Transport(_) => "transport".into(),
             ModelError::Stream(_) => "stream".into(),
             ModelError::MissingApiKey(_) => "missing_api_key".into(),
+            ModelError::PromptTooLong { .. } => "prompt_too_long".into(),
         },
         AgentError::Config(_) => "config".into(),
         AgentError::Registry(_) => "registry".into(),

@@ -88,6 +88,7 @@ impl Agent {
         ));
         inner.store = Some(store);
         inner.hold = hold;
+        inner.restore_context(&restored);
         inner.messages = tokio::sync::Mutex::new(restored.messages.into());
         inner.session_start = std::sync::Mutex::new(Some(SessionSource::Resume));
         Ok(Agent {

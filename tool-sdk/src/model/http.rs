@@ -316,7 +316,33 @@ pub(crate) fn http_error(status: u16, retry_after: Option<Duration>, body: &str)
             .unwrap_or_default();
         format!("HTTP {status}{reason} with an empty body")
     });
+    if prompt_too_long(status, body, &message) {
+        return ModelError::PromptTooLong { status, message };
+    }
     ModelError::from_status(status, message, retry_after)
+}
+
+/// Whether a 4xx says the prompt does not fit the context window: Anthropic's
+/// `invalid_request_error` "prompt is too long: N tokens > M maximum", OpenAI's
+/// `context_length_exceeded` code, or the "maximum context length" wording compatible servers
+/// copy from it.
+fn prompt_too_long(status: u16, body: &str, message: &str) -> bool {
+    if !(400..500).contains(&status) {
+        return false;
+    }
+    let code = serde_json::from_str::<ErrorBody>(body)
+        .ok()
+        .and_then(|parsed| match parsed.error {
+            Some(WireError::Object(ErrorObject {
+                code: Some(ErrorCode::Text(code)),
+                ..
+            })) => Some(code),
+            _ => None,
+        });
+    let message = message.to_ascii_lowercase();
+    code.as_deref() == Some("context_length_exceeded")
+        || message.contains("prompt is too long")
+        || message.contains("maximum context length")
 }
 
 /// The provider's message in an error body: in JSON, `error.message`, `error` as a string,

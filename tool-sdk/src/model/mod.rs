@@ -567,6 +567,17 @@ pub enum ModelError {
     /// No API key was configured.
     #[error("no API key: {0}")]
     MissingApiKey(String),
+    /// The request holds more tokens than the model's context window (Anthropic's 400
+    /// `prompt is too long`, OpenAI's `context_length_exceeded`). Sending it again as it is
+    /// fails the same way; an agent compacts the conversation once and retries (see
+    /// [`AgentConfig::with_compaction`](crate::agent::AgentConfig::with_compaction)).
+    #[error("the prompt is too long for the model's context window (HTTP {status}): {message}")]
+    PromptTooLong {
+        /// The HTTP status.
+        status: u16,
+        /// What the provider said.
+        message: String,
+    },
 }
 
 fn retry_hint(retry_after: Option<Duration>) -> String {

@@ -49,7 +49,9 @@ mod sqlite;
 pub(crate) use checkpoint::CallCheckpointer;
 pub use checkpoint::{FileCheckpointer, FileCheckpoints, RewindReport};
 pub(crate) use recover::push_user_message_to;
-pub use recover::{NEVER_STARTED_MESSAGE, Restored, STOPPED_MESSAGE, records_for, restore};
+pub use recover::{
+    Compaction, NEVER_STARTED_MESSAGE, Restored, STOPPED_MESSAGE, records_for, restore,
+};
 pub use sqlite::SqliteStore;
 
 pub use lease::SessionLease;
@@ -358,6 +360,22 @@ pub enum Record {
         /// Each file rewound, and the hash of what it now holds (`None`: removed).
         files: std::collections::BTreeMap<PathBuf, Option<String>>,
     },
+    /// The conversation was compacted to fit the model's context window: from now on the
+    /// model is sent the summary in place of the messages before `first_kept`. The messages
+    /// themselves stay in the session (and in [`Restored::messages`]); this only marks what
+    /// the model sees, so a resumed agent sends the same requests.
+    Compacted {
+        /// The model's summary of the messages before `first_kept`.
+        summary: String,
+        /// The index of the first message still sent verbatim.
+        first_kept: usize,
+    },
+    /// The content of these calls' results was replaced by a short note in what the model is
+    /// sent (to save context); the results themselves stay stored whole.
+    ToolResultsCleared {
+        /// The tool_use ids of the cleared results.
+        ids: Vec<String>,
+    },
 }
 
 impl Record {
@@ -385,6 +403,8 @@ impl Record {
             Record::FileBlob { .. } => "file_blob",
             Record::FileCheckpoint { .. } => "file_checkpoint",
             Record::FilesRewound { .. } => "files_rewound",
+            Record::Compacted { .. } => "compacted",
+            Record::ToolResultsCleared { .. } => "tool_results_cleared",
         }
     }
 }

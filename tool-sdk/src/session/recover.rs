@@ -45,6 +45,21 @@ pub struct Restored {
     pub pending: Vec<PendingApproval>,
     /// The last turn, when it waits for deferred approvals (answered or not).
     pub(crate) deferred: Option<DeferredTurn>,
+    /// The last compaction ([`Record::Compacted`]): what the model is sent in place of the
+    /// messages before [`Compaction::first_kept`]. `None` when the session never compacted.
+    pub compaction: Option<Compaction>,
+    /// The calls whose results the model is sent as a short note
+    /// ([`Record::ToolResultsCleared`]), in the order they were cleared.
+    pub cleared: Vec<String>,
+}
+
+/// A [`Record::Compacted`]: the summary that stands in for the messages before `first_kept`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compaction {
+    /// The model's summary of the earlier messages.
+    pub summary: String,
+    /// The index of the first message sent verbatim.
+    pub first_kept: usize,
 }
 
 /// A last turn left open by deferred approvals: what is known of each of its calls.
@@ -60,6 +75,27 @@ pub(crate) struct DeferredTurn {
 
 /// Rebuilds the conversation from a session's records; see the module docs for the rules.
 pub fn restore(records: &[Record]) -> Restored {
+    let mut restored = restore_messages(records);
+    for record in records {
+        match record {
+            Record::Compacted {
+                summary,
+                first_kept,
+            } => {
+                restored.compaction = Some(Compaction {
+                    summary: summary.clone(),
+                    first_kept: *first_kept,
+                });
+            }
+            Record::ToolResultsCleared { ids } => restored.cleared.extend(ids.iter().cloned()),
+            _ => {}
+        }
+    }
+    restored
+}
+
+/// The messages part of [`restore`].
+fn restore_messages(records: &[Record]) -> Restored {
     let mut messages = Vec::new();
     let mut open: Option<OpenTurn> = None;
     for record in records {
@@ -136,7 +172,9 @@ pub fn restore(records: &[Record]) -> Restored {
             Record::Usage { .. }
             | Record::FileBlob { .. }
             | Record::FileCheckpoint { .. }
-            | Record::FilesRewound { .. } => {}
+            | Record::FilesRewound { .. }
+            | Record::Compacted { .. }
+            | Record::ToolResultsCleared { .. } => {}
         }
     }
     let Some(mut turn) = open else {
@@ -203,6 +241,7 @@ pub fn restore(records: &[Record]) -> Restored {
             results: turn.results,
             answers: turn.answers,
         }),
+        ..Restored::default()
     }
 }
 
@@ -521,5 +560,40 @@ mod tests {
                 result("c", STOPPED_MESSAGE, true),
             ]
         );
+    }
+
+    #[test]
+    fn the_last_compaction_and_every_cleared_result_are_restored() {
+        let records = vec![
+            Record::user(Message::user("go")),
+            Record::ToolResultsCleared {
+                ids: vec!["a".into()],
+            },
+            Record::Compacted {
+                summary: "first".into(),
+                first_kept: 1,
+            },
+            Record::model_turn(Message::assistant("ok")),
+            Record::ToolResultsCleared {
+                ids: vec!["b".into(), "c".into()],
+            },
+            Record::Compacted {
+                summary: "second".into(),
+                first_kept: 3,
+            },
+        ];
+        let restored = restore(&records);
+        assert_eq!(restored.messages.len(), 2, "markers add no message");
+        assert_eq!(
+            restored.compaction,
+            Some(Compaction {
+                summary: "second".into(),
+                first_kept: 3
+            })
+        );
+        assert_eq!(restored.cleared, ["a", "b", "c"]);
+        let json = serde_json::to_value(&records[1]).unwrap();
+        assert_eq!(json, json!({"kind": "tool_results_cleared", "ids": ["a"]}));
+        assert_eq!(records[2].kind(), "compacted");
     }
 }

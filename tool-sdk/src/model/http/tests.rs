@@ -67,3 +67,27 @@ fn http_error_messages_are_found_in_any_common_shape() {
     assert_eq!(error_message("  "), None);
     assert_eq!(truncate("éééé", 2), "éé...");
 }
+
+#[test]
+fn a_prompt_too_long_is_told_from_other_bad_requests() {
+    let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+    let openai = r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+    for body in [anthropic, openai] {
+        assert!(
+            matches!(
+                http_error(400, None, body),
+                ModelError::PromptTooLong { status: 400, .. }
+            ),
+            "{body}"
+        );
+    }
+    let other = r#"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: must be positive"}}"#;
+    assert!(matches!(
+        http_error(400, None, other),
+        ModelError::Api { .. }
+    ));
+    assert!(matches!(
+        http_error(500, None, anthropic),
+        ModelError::Server { .. }
+    ));
+}

@@ -1,0 +1,574 @@
+//! Staying inside the context window (`agent/context.rs`): old tool results cleared, the
+//! conversation compacted into a summary, a "prompt too long" answered by one compaction, the
+//! `PreCompact` hook, and a resumed session sending the same view. Real HTTP clients against a
+//! local mock server that answers a script of responses in order and keeps every request.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tool_sdk::agent::{Agent, AgentConfig, AgentEvent, CompactDecision, CompactRequest, RunResult};
+use tool_sdk::model::anthropic::AnthropicModel;
+use tool_sdk::model::openai::OpenAiModel;
+use tool_sdk::model::{Message, Model, ModelError, ModelEvent, ModelRequest, RetryPolicy};
+use tool_sdk::session::SqliteStore;
+use tool_sdk::{ToolRegistry, tool};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+/// Characters of each `Fetch` result: 3,000 estimated tokens.
+const RESULT_CHARS: usize = 12_000;
+
+/// Fetches a page (a stand-in that returns `RESULT_CHARS` characters).
+#[tool(name = "Fetch", register = false, read_only)]
+async fn fetch(page: String) -> String {
+    let line = format!("{page}: lorem ipsum dolor sit amet\n");
+    line.repeat(RESULT_CHARS / line.len() + 1)[..RESULT_CHARS].to_owned()
+}
+
+/// Answers the scripted responses in order; the last one again when the script runs out.
+struct Script {
+    responses: Vec<ResponseTemplate>,
+    next: AtomicUsize,
+}
+
+impl Respond for Script {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        let index = self.next.fetch_add(1, Ordering::SeqCst);
+        self.responses[index.min(self.responses.len() - 1)].clone()
+    }
+}
+
+async fn server(responses: Vec<ResponseTemplate>) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(Script {
+            responses,
+            next: AtomicUsize::new(0),
+        })
+        .mount(&server)
+        .await;
+    server
+}
+
+fn sse(events: &[(&str, Value)]) -> ResponseTemplate {
+    let body: String = events
+        .iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect();
+    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+fn start() -> (&'static str, Value) {
+    (
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "m", "type": "message",
+            "role": "assistant", "model": "claude-test", "content": [], "stop_reason": null,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    )
+}
+
+fn stop(reason: &str) -> [(&'static str, Value); 2] {
+    [
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": reason},
+                "usage": {"output_tokens": 5}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ]
+}
+
+/// A turn that calls `Fetch` for `page`, with the call id `page`.
+fn fetch_turn(page: &str) -> ResponseTemplate {
+    let input = json!({"page": page}).to_string();
+    let mut events = vec![
+        start(),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block":
+                {"type": "tool_use", "id": page, "name": "Fetch", "input": {}}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": input}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+    ];
+    events.extend(stop("tool_use"));
+    sse(&events)
+}
+
+fn text_turn(text: &str) -> ResponseTemplate {
+    let mut events = vec![
+        start(),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": text}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+    ];
+    events.extend(stop("end_turn"));
+    sse(&events)
+}
+
+fn too_long() -> ResponseTemplate {
+    ResponseTemplate::new(400).set_body_json(json!({"type": "error", "error": {
+        "type": "invalid_request_error",
+        "message": "prompt is too long: 210417 tokens > 200000 maximum"}}))
+}
+
+fn model(server: &MockServer) -> AnthropicModel {
+    // An id the catalog does not know: only `with_context_window` gives it a window.
+    AnthropicModel::new("claude-test", "test-key")
+        .with_base_url(server.uri())
+        .with_retry(RetryPolicy::none())
+}
+
+/// A 10,000-token window: results are cleared above 7,000 and compacted above 8,500.
+fn config(server: &MockServer) -> AgentConfig {
+    let registry = ToolRegistry::new();
+    registry.register(Arc::new(FetchTool)).unwrap();
+    AgentConfig::new()
+        .with_model(model(server))
+        .with_registry(Arc::new(registry))
+        .with_context_window(10_000)
+}
+
+async fn run(agent: &Agent, prompt: &str) -> (Vec<AgentEvent>, RunResult) {
+    let mut events: Vec<AgentEvent> = agent.run(prompt).collect().await;
+    let Some(AgentEvent::Finished(result)) = events.pop() else {
+        panic!("the run did not finish: {events:?}");
+    };
+    (events, *result)
+}
+
+async fn bodies(server: &MockServer) -> Vec<Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|request| request.body_json().unwrap())
+        .collect()
+}
+
+fn messages(body: &Value) -> &Vec<Value> {
+    body["messages"].as_array().unwrap()
+}
+
+fn roles(body: &Value) -> Vec<&str> {
+    messages(body)
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect()
+}
+
+fn blocks<'a>(body: &'a Value, kind: &'a str) -> impl Iterator<Item = &'a Value> {
+    messages(body)
+        .iter()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .filter(move |b| b["type"] == kind)
+}
+
+/// The text of the result of call `id` in a request.
+fn result_text(body: &Value, id: &str) -> String {
+    let block = blocks(body, "tool_result")
+        .find(|b| b["tool_use_id"] == id)
+        .unwrap_or_else(|| panic!("no result for {id}"));
+    block["content"][0]["text"].as_str().unwrap().to_owned()
+}
+
+/// Every tool_result answers a tool_use of the message right before it, and every tool_use
+/// is answered in the message right after it.
+fn assert_pairs_whole(body: &Value) {
+    let messages = messages(body);
+    let ids = |m: &Value, kind: &str, key: &str| -> HashSet<String> {
+        m["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == kind)
+            .map(|b| b[key].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for (i, message) in messages.iter().enumerate() {
+        let results = ids(message, "tool_result", "tool_use_id");
+        let before = match i {
+            0 => HashSet::new(),
+            _ => ids(&messages[i - 1], "tool_use", "id"),
+        };
+        assert!(results.is_subset(&before), "orphan results at {i}: {body}");
+        let calls = ids(message, "tool_use", "id");
+        let after = messages
+            .get(i + 1)
+            .map(|m| ids(m, "tool_result", "tool_use_id"))
+            .unwrap_or_default();
+        assert!(calls.is_subset(&after), "unanswered calls at {i}: {body}");
+    }
+}
+
+fn compactions(events: &[AgentEvent]) -> Vec<(u64, u64)> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::Compacted {
+                tokens_before,
+                tokens_after,
+            } => Some((*tokens_before, *tokens_after)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn older_tool_results_are_cleared_in_what_the_model_sees_only() {
+    let server = server(vec![
+        fetch_turn("a"),
+        fetch_turn("b"),
+        fetch_turn("c"),
+        text_turn("done"),
+    ])
+    .await;
+    let mut config = config(&server);
+    config.context.keep_tool_results = 1;
+    // 3,000 tokens a result: two stay under 8,000, three pass it, and clearing all but the
+    // last brings them far below 9,500.
+    let agent = Agent::create(config.with_context_thresholds(0.8, 0.95))
+        .await
+        .unwrap();
+    let (events, result) = run(&agent, "Read a, b and c.").await;
+    assert_eq!(result.error, None);
+    assert_eq!(result.text, "done");
+
+    let cleared: Vec<usize> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolResultsCleared { count } => Some(*count),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cleared, [2], "one batch: all but the last result");
+    assert_eq!(compactions(&events), []);
+
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies.len(), 4);
+    assert_eq!(result_text(&bodies[2], "a").len(), RESULT_CHARS);
+    let last = &bodies[3];
+    for id in ["a", "b"] {
+        assert_eq!(
+            result_text(last, id),
+            "[cleared to save context: 12,000 chars of output from Fetch; call the tool \
+             again if you need it]"
+        );
+    }
+    assert_eq!(result_text(last, "c").len(), RESULT_CHARS);
+    assert_eq!(blocks(last, "tool_use").count(), 3, "the calls stay");
+    assert_pairs_whole(last);
+    // The conversation itself keeps every result whole.
+    let kept = serde_json::to_string(&result.messages).unwrap();
+    assert!(!kept.contains("cleared to save context"));
+}
+
+#[tokio::test]
+async fn compaction_sends_a_summary_request_then_the_summary_and_the_recent_turns() {
+    let server = server(vec![
+        fetch_turn("a"),
+        fetch_turn("b"),
+        fetch_turn("c"),
+        text_turn("SUMMARY: pages a and b were read."),
+        text_turn("done"),
+    ])
+    .await;
+    let asked = Arc::new(Mutex::new(Vec::<CompactRequest>::new()));
+    let seen = asked.clone();
+    let agent = Agent::create(
+        config(&server).with_pre_compact(move |request: &CompactRequest| {
+            seen.lock().unwrap().push(request.clone());
+            CompactDecision::Instruct("Keep the page names.".into())
+        }),
+    )
+    .await
+    .unwrap();
+    let (events, result) = run(&agent, "Read a, b and c.").await;
+    assert_eq!(result.error, None);
+    assert_eq!(result.text, "done");
+    assert_eq!(result.messages.len(), 8, "the conversation is kept whole");
+
+    let compacted = compactions(&events);
+    assert_eq!(compacted.len(), 1);
+    let (before, after) = compacted[0];
+    assert!(before > 8_500 && after < before / 2, "{before} -> {after}");
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!((asked[0].window, asked[0].messages), (10_000, 5));
+    assert!(!asked[0].forced);
+
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies.len(), 5);
+    // The summary request: the older part, then the instructions in the last user message.
+    let summary_request = &bodies[3];
+    assert_eq!(
+        roles(summary_request),
+        ["user", "assistant", "user", "assistant", "user"]
+    );
+    assert_pairs_whole(summary_request);
+    let last = messages(summary_request).last().unwrap()["content"]
+        .as_array()
+        .unwrap();
+    let instructions = last.last().unwrap()["text"].as_str().unwrap();
+    assert!(
+        instructions.contains("Write that summary now"),
+        "{instructions}"
+    );
+    assert!(
+        instructions.ends_with("Keep the page names."),
+        "{instructions}"
+    );
+    assert!(blocks(summary_request, "tool_result").all(|b| b["tool_use_id"] != "c"));
+
+    // The next request: the summary, then call c and its result verbatim.
+    let next = &bodies[4];
+    assert_eq!(roles(next), ["user", "assistant", "user"]);
+    let summary = messages(next)[0]["content"][0]["text"].as_str().unwrap();
+    assert!(summary.starts_with("[Summary of the earlier conversation"));
+    assert!(summary.ends_with("SUMMARY: pages a and b were read."));
+    assert_eq!(messages(next)[1]["content"][0]["id"], "c");
+    assert_eq!(result_text(next, "c").len(), RESULT_CHARS);
+    assert_pairs_whole(next);
+    assert_eq!(next["system"], bodies[2]["system"]);
+}
+
+#[tokio::test]
+async fn a_vetoed_compaction_sends_the_request_as_it_is() {
+    let server = server(vec![
+        fetch_turn("a"),
+        fetch_turn("b"),
+        fetch_turn("c"),
+        text_turn("done"),
+    ])
+    .await;
+    let vetoes = Arc::new(AtomicUsize::new(0));
+    let count = vetoes.clone();
+    let agent = Agent::create(config(&server).with_pre_compact(move |_: &CompactRequest| {
+        count.fetch_add(1, Ordering::SeqCst);
+        CompactDecision::Veto
+    }))
+    .await
+    .unwrap();
+    let (events, result) = run(&agent, "Read a, b and c.").await;
+    assert_eq!(result.text, "done");
+    assert_eq!(vetoes.load(Ordering::SeqCst), 1);
+    assert_eq!(compactions(&events), []);
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies.len(), 4, "no summary request");
+    assert_eq!(messages(&bodies[3]).len(), 7);
+    assert_eq!(result_text(&bodies[3], "a").len(), RESULT_CHARS);
+}
+
+#[tokio::test]
+async fn a_prompt_too_long_is_answered_by_one_compaction_and_a_retry() {
+    let server = server(vec![
+        fetch_turn("a"),
+        too_long(),
+        text_turn("SUMMARY: asked to read a."),
+        text_turn("done"),
+    ])
+    .await;
+    // A window the estimate never comes near: only the provider's answer compacts.
+    let agent = Agent::create(config(&server).with_context_window(1_000_000))
+        .await
+        .unwrap();
+    let (events, result) = run(&agent, "Read a.").await;
+    assert_eq!(result.error, None);
+    assert_eq!(result.text, "done");
+    assert_eq!(compactions(&events).len(), 1);
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies.len(), 4);
+    assert_eq!(
+        roles(&bodies[1]),
+        ["user", "assistant", "user"],
+        "refused as it was"
+    );
+    // The summary request: the prompt (the call and its result are kept), then the
+    // instructions.
+    assert_eq!(roles(&bodies[2]), ["user"]);
+    assert_eq!(messages(&bodies[2])[0]["content"][0]["text"], "Read a.");
+    assert_eq!(roles(&bodies[3]), ["user", "assistant", "user"]);
+    let summary = messages(&bodies[3])[0]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(summary.ends_with("SUMMARY: asked to read a."));
+    assert_pairs_whole(&bodies[3]);
+}
+
+#[tokio::test]
+async fn a_prompt_still_too_long_after_compacting_fails_the_run() {
+    let server = server(vec![
+        fetch_turn("a"),
+        too_long(),
+        text_turn("SUMMARY: asked to read a."),
+        too_long(),
+    ])
+    .await;
+    let agent = Agent::create(config(&server).with_context_window(1_000_000))
+        .await
+        .unwrap();
+    let (events, result) = run(&agent, "Read a.").await;
+    assert!(
+        matches!(
+            result.error,
+            Some(tool_sdk::agent::AgentError::Model(
+                ModelError::PromptTooLong { status: 400, .. }
+            ))
+        ),
+        "{:?}",
+        result.error
+    );
+    assert_eq!(compactions(&events).len(), 1);
+    assert_eq!(bodies(&server).await.len(), 4);
+}
+
+#[tokio::test]
+async fn without_a_known_window_nothing_is_managed() {
+    let server = server(vec![too_long()]).await;
+    let registry = ToolRegistry::new();
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model(model(&server))
+            .with_registry(Arc::new(registry)),
+    )
+    .await
+    .unwrap();
+    let (events, result) = run(&agent, "Hi").await;
+    assert!(matches!(
+        result.error,
+        Some(tool_sdk::agent::AgentError::Model(
+            ModelError::PromptTooLong { .. }
+        ))
+    ));
+    assert_eq!(compactions(&events), []);
+    assert_eq!(bodies(&server).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_resumed_session_sends_the_same_compacted_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(vec![
+        fetch_turn("a"),
+        fetch_turn("b"),
+        fetch_turn("c"),
+        text_turn("SUMMARY: pages a and b were read."),
+        text_turn("done"),
+        text_turn("again"),
+    ])
+    .await;
+    let store = || SqliteStore::open(dir.path().join("sessions.db")).unwrap();
+    let with_store = || {
+        config(&server)
+            .with_working_dir(dir.path())
+            .with_session_store(store())
+    };
+    let id = {
+        let agent = Agent::create(with_store()).await.unwrap();
+        let (events, result) = run(&agent, "Read a, b and c.").await;
+        assert_eq!(result.text, "done");
+        assert_eq!(compactions(&events).len(), 1);
+        agent.session_id().to_owned()
+    };
+    let records = tool_sdk::session::SessionStore::load(&store(), &id)
+        .await
+        .unwrap();
+    let restored = tool_sdk::session::restore(&records);
+    assert_eq!(
+        restored.messages.len(),
+        8,
+        "the stored conversation is whole"
+    );
+    let compaction = restored.compaction.expect("the compaction is stored");
+    assert_eq!(compaction.first_kept, 5);
+    assert_eq!(compaction.summary, "SUMMARY: pages a and b were read.");
+
+    let resumed = Agent::resume(with_store(), &id).await.unwrap();
+    let (events, result) = run(&resumed, "And now?").await;
+    assert_eq!(result.text, "again");
+    assert_eq!(compactions(&events), [], "the stored summary is used");
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies.len(), 6);
+    let (before, after) = (&bodies[4], &bodies[5]);
+    assert_eq!(
+        messages(after)[..3],
+        messages(before)[..],
+        "the view is the same prefix as before the resume"
+    );
+    assert_eq!(
+        roles(after),
+        ["user", "assistant", "user", "assistant", "user"]
+    );
+    assert_pairs_whole(after);
+}
+
+/// The error a model's stream ends with.
+async fn first_error(model: &dyn Model, request: &ModelRequest) -> ModelError {
+    let mut stream = model.stream(request);
+    loop {
+        match stream.next().await {
+            Some(Err(error)) => return error,
+            Some(Ok(ModelEvent::Completed(_))) | None => {
+                panic!("the stream ended without an error")
+            }
+            Some(Ok(_)) => {}
+        }
+    }
+}
+
+/// Both providers' "too long" answers are told apart from other bad requests.
+#[tokio::test]
+async fn both_providers_prompt_too_long_answers_are_classified() {
+    let request = ModelRequest {
+        messages: vec![Message::user("Hi")].into(),
+        max_tokens: 64,
+        ..ModelRequest::default()
+    };
+    let anthropic = server(vec![too_long()]).await;
+    let error = first_error(&model(&anthropic), &request).await;
+    assert!(
+        matches!(&error, ModelError::PromptTooLong { status: 400, message } if message.contains("210417")),
+        "{error:?}"
+    );
+
+    let openai = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({"error": {
+            "message": "This model's maximum context length is 128000 tokens. However, your \
+                        messages resulted in 130000 tokens.",
+            "type": "invalid_request_error", "param": "messages",
+            "code": "context_length_exceeded"}})))
+        .mount(&openai)
+        .await;
+    let openai_model = OpenAiModel::new("gpt-4o", None)
+        .with_base_url(format!("{}/v1", openai.uri()))
+        .with_retry(RetryPolicy::none());
+    let error = first_error(&openai_model, &request).await;
+    assert!(
+        matches!(&error, ModelError::PromptTooLong { status: 400, .. }),
+        "{error:?}"
+    );
+}

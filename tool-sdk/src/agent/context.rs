@@ -1,0 +1,730 @@
+//! Staying inside the model's context window.
+//!
+//! The conversation (`AgentInner::messages`, [`RunResult::messages`], the session) is always
+//! kept whole; what changes is the *view* each request is sent, built here from it before every
+//! model turn:
+//! - the size of the request is estimated as characters / 4 (system prompt, tool schemas and
+//!   messages; an image counts as [`IMAGE_TOKENS`]): simple, the same on every resume, and
+//!   close enough to leave the thresholds room;
+//! - above [`ContextSettings::clear_at`] of the window, the results of older tool calls are
+//!   *cleared* in the view: the `tool_use`/`tool_result` pair stays and the result's content
+//!   becomes a one-line note; all but the [`keep_tool_results`](ContextSettings) most recent
+//!   are cleared at once, so that the view changes in batches, not every turn;
+//! - above [`ContextSettings::compact_at`] (or when the provider answers that the prompt is
+//!   too long), the conversation is *compacted*: the model is asked, in one extra request, to
+//!   summarise the older part, and from then on the view is the summary (a user message) then
+//!   the recent messages verbatim. The cut is made before an assistant message or before a
+//!   user message that holds no tool results, so no call is separated from its result and
+//!   roles still alternate. A [`PreCompact`] hook may add instructions or veto it.
+//!
+//! The view is a stable prefix between two changes (the summary stays until the next
+//! compaction, cleared results stay cleared), so prompt caching keeps hitting. Each change is
+//! stored ([`Record::Compacted`], [`Record::ToolResultsCleared`]) so a resumed agent rebuilds
+//! the same view.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::*;
+use crate::model::{Catalog, MessageContent};
+use crate::session::{Compaction, Restored};
+use crate::tool::BoxFuture;
+
+/// What one image is counted as, in tokens (about what a 1,000 × 1,000 pixel image costs).
+pub const IMAGE_TOKENS: u64 = 1_600;
+
+/// Results shorter than this many characters are never cleared: the note would save nothing.
+const MIN_CLEARED_CHARS: usize = 400;
+
+/// Opens the user message that holds a compaction's summary.
+const SUMMARY_HEADER: &str = "[Summary of the earlier conversation, written when it was \
+                              compacted to fit the context window. The most recent messages \
+                              follow verbatim.]";
+
+/// What the model is asked when the conversation is compacted.
+const SUMMARY_INSTRUCTIONS: &str = "The conversation above is about to be compacted to fit \
+    the context window: from now on only your summary and the most recent messages will be \
+    kept. Write that summary now. Include: the user's goals and requests; the decisions made \
+    and why; the files read, created or changed (with their paths) and what matters in them; \
+    commands run and their outcomes; errors met and how they were solved; the work still open \
+    and the next step. Be specific (names, paths, values) and complete, yet brief. Do not call \
+    any tool: answer with the summary text only.";
+
+/// How an agent keeps its requests inside the model's context window (`[context]` in a config
+/// file). See [`AgentConfig::with_compaction`].
+///
+/// ```
+/// use tool_sdk::agent::AgentConfig;
+///
+/// let config: AgentConfig = toml::from_str(r#"
+///     [context]
+///     window = 100000
+///     clear_at = 0.6
+/// "#).unwrap();
+/// assert_eq!(config.context.window, Some(100_000));
+/// assert!(config.context.compaction);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContextSettings {
+    /// The model's context window in tokens, when the [`Catalog`] does not know the model id
+    /// or is wrong about it. With neither, the window is not managed.
+    pub window: Option<u64>,
+    /// Whether the window is managed at all: old tool results cleared and the conversation
+    /// compacted (default: on).
+    pub compaction: bool,
+    /// The share of the window above which older tool results are cleared (default 0.7).
+    pub clear_at: f64,
+    /// The share of the window above which the conversation is compacted (default 0.85).
+    pub compact_at: f64,
+    /// How many of the most recent tool results are never cleared (default 3).
+    pub keep_tool_results: usize,
+    /// The share of the window the recent messages kept verbatim by a compaction may take
+    /// (default 0.25); at least the last turn is kept whatever its size.
+    pub keep_recent: f64,
+}
+
+impl Default for ContextSettings {
+    fn default() -> Self {
+        ContextSettings {
+            window: None,
+            compaction: true,
+            clear_at: 0.7,
+            compact_at: 0.85,
+            keep_tool_results: 3,
+            keep_recent: 0.25,
+        }
+    }
+}
+
+impl ContextSettings {
+    pub(crate) fn is_default(&self) -> bool {
+        *self == ContextSettings::default()
+    }
+
+    /// A mistake in the settings, said so that it can be fixed.
+    fn problem(&self) -> Option<String> {
+        let share = |x: f64| x > 0.0 && x <= 1.0;
+        if !share(self.clear_at) || !share(self.compact_at) || !share(self.keep_recent) {
+            return Some(format!(
+                "[context] clear_at ({}), compact_at ({}) and keep_recent ({}) are shares of \
+                 the context window: each must be above 0 and at most 1",
+                self.clear_at, self.compact_at, self.keep_recent
+            ));
+        }
+        if self.clear_at > self.compact_at {
+            return Some(format!(
+                "[context] clear_at ({}) must not be above compact_at ({}): tool results are \
+                 cleared before the conversation is compacted",
+                self.clear_at, self.compact_at
+            ));
+        }
+        None
+    }
+}
+
+/// What a [`PreCompact`] hook is told about the compaction about to happen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompactRequest {
+    /// The estimated size of the next request, in tokens.
+    pub tokens: u64,
+    /// The model's context window, in tokens.
+    pub window: u64,
+    /// How many messages of the conversation the summary will stand in for.
+    pub messages: usize,
+    /// Whether the provider already refused the request as too long (vetoing then fails
+    /// the run with [`ModelError::PromptTooLong`]).
+    pub forced: bool,
+}
+
+/// A [`PreCompact`] hook's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CompactDecision {
+    /// Compact as planned.
+    Proceed,
+    /// Compact, adding these instructions to the summary request (say what must survive).
+    Instruct(String),
+    /// Do not compact: the request goes out as it is (tool results may still be cleared).
+    Veto,
+}
+
+/// A hook that runs before the conversation is compacted: it may add instructions to the
+/// summary request or veto the compaction. Closures `Fn(&CompactRequest) -> CompactDecision`
+/// are hooks.
+pub trait PreCompact: Send + Sync {
+    /// Decides about one compaction.
+    fn before_compact<'a>(&'a self, request: &'a CompactRequest) -> BoxFuture<'a, CompactDecision>;
+}
+
+impl<F> PreCompact for F
+where
+    F: Fn(&CompactRequest) -> CompactDecision + Send + Sync,
+{
+    fn before_compact<'a>(&'a self, request: &'a CompactRequest) -> BoxFuture<'a, CompactDecision> {
+        Box::pin(std::future::ready(self(request)))
+    }
+}
+
+impl AgentConfig {
+    /// Sets the model's context window, in tokens, whatever the model id: for a model the
+    /// [`Catalog`] does not know, or to manage the window as if it were smaller (`window` in
+    /// the `[context]` table).
+    pub fn with_context_window(mut self, tokens: u64) -> Self {
+        self.context.window = Some(tokens);
+        self
+    }
+
+    /// Turns the management of the context window on (the default) or off. On, when the
+    /// window is known (from the [`Catalog`] or [`with_context_window`]), each request is
+    /// estimated before it is sent: above `clear_at` of the window (0.7) the results of older
+    /// tool calls are replaced by a short note in what the model sees, and above `compact_at`
+    /// (0.85), or when the provider answers that the prompt is too long, the older part of the
+    /// conversation is replaced by a summary the model writes. The full conversation is kept
+    /// in [`RunResult::messages`] and the session. (`compaction` in the `[context]` table.)
+    ///
+    /// [`with_context_window`]: Self::with_context_window
+    pub fn with_compaction(mut self, on: bool) -> Self {
+        self.context.compaction = on;
+        self
+    }
+
+    /// Sets the shares of the window above which tool results are cleared and the
+    /// conversation compacted (`clear_at`, `compact_at` in the `[context]` table).
+    pub fn with_context_thresholds(mut self, clear_at: f64, compact_at: f64) -> Self {
+        self.context.clear_at = clear_at;
+        self.context.compact_at = compact_at;
+        self
+    }
+
+    /// Adds a hook that runs before each compaction (they run in the order added; the first
+    /// veto wins).
+    pub fn with_pre_compact(mut self, hook: impl PreCompact + 'static) -> Self {
+        self.pre_compact.push(Arc::new(hook));
+        self
+    }
+}
+
+/// The view's state: what stands in for what. Kept in the agent's [`SessionValues`].
+#[derive(Default)]
+pub(crate) struct ContextState(std::sync::Mutex<ViewState>);
+
+#[derive(Clone, Default)]
+struct ViewState {
+    compaction: Option<Compaction>,
+    cleared: HashSet<String>,
+}
+
+impl ContextState {
+    fn get(&self) -> ViewState {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn update(&self, change: impl FnOnce(&mut ViewState)) {
+        change(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+}
+
+impl AgentInner {
+    /// Puts a resumed session's compaction and cleared results back, so the resumed agent
+    /// sends what the one before it would have.
+    pub(crate) fn restore_context(&self, restored: &Restored) {
+        self.session.get::<ContextState>().update(|state| {
+            state.compaction = restored.compaction.clone();
+            state.cleared = restored.cleared.iter().cloned().collect();
+        });
+    }
+
+    /// The window to stay inside, when it is managed.
+    fn context_window(&self) -> Option<u64> {
+        let settings = &self.config.context;
+        if !settings.compaction {
+            return None;
+        }
+        settings.window.or_else(|| {
+            Catalog::default()
+                .lookup(self.model.model_id())
+                .map(|info| info.context_window)
+        })
+    }
+
+    /// The messages the next request is sent: `messages` as the view stands, after clearing
+    /// tool results or compacting when the request would be too large (see the module docs).
+    pub(crate) async fn context_view(
+        &self,
+        messages: &History,
+        result: &mut RunResult,
+        emit: &Emit,
+        cancel: &CancellationToken,
+    ) -> Result<History, AgentError> {
+        let Some(window) = self.context_window() else {
+            return Ok(messages.clone());
+        };
+        if let Some(problem) = self.config.context.problem() {
+            return Err(AgentError::Config(problem));
+        }
+        let settings = &self.config.context;
+        let over = |tokens: u64, share: f64| tokens as f64 > share * window as f64;
+        let mut tokens = self.estimate(messages);
+        if over(tokens, settings.clear_at) && self.clear_results(messages, emit).await? {
+            tokens = self.estimate(messages);
+        }
+        if over(tokens, settings.compact_at) {
+            self.compact(messages, tokens, window, false, result, emit, cancel)
+                .await?;
+        }
+        Ok(build_view(
+            messages,
+            &self.session.get::<ContextState>().get(),
+        ))
+    }
+
+    /// After the provider refused a request as too long: compacts once, whatever the
+    /// estimate says. `true` when it did, and the request may be sent again.
+    pub(crate) async fn compact_after(
+        &self,
+        error: &AgentError,
+        messages: &History,
+        result: &mut RunResult,
+        emit: &Emit,
+        cancel: &CancellationToken,
+    ) -> Result<bool, AgentError> {
+        let AgentError::Model(ModelError::PromptTooLong { .. }) = error else {
+            return Ok(false);
+        };
+        let Some(window) = self.context_window() else {
+            return Ok(false);
+        };
+        self.clear_results(messages, emit).await?;
+        let tokens = self.estimate(messages);
+        self.compact(messages, tokens, window, true, result, emit, cancel)
+            .await
+    }
+
+    /// The estimated size, in tokens, of a request sending `messages` as the view stands.
+    fn estimate(&self, messages: &History) -> u64 {
+        let view = build_view(messages, &self.session.get::<ContextState>().get());
+        let system = self.config.system_prompt.as_deref().map_or(0, str::len);
+        let tools: usize = self
+            .specs()
+            .iter()
+            .map(|spec| serde_json::to_string(spec).map_or(0, |json| json.len()))
+            .sum();
+        (system + tools) as u64 / 4 + estimate_messages(view.iter())
+    }
+
+    /// Clears, in one batch, every result in the view but the most recent ones. `true` when
+    /// any was cleared.
+    async fn clear_results(&self, messages: &History, emit: &Emit) -> Result<bool, AgentError> {
+        let state = self.session.get::<ContextState>();
+        let view = state.get();
+        let start = kept_from(messages, &view);
+        let results: Vec<(&str, usize)> = messages
+            .iter()
+            .skip(start)
+            .flat_map(|message| &message.content)
+            .filter_map(|block| match block {
+                MessageContent::ToolResult {
+                    tool_use_id,
+                    content,
+                    ..
+                } => Some((tool_use_id.as_str(), content_chars(content))),
+                _ => None,
+            })
+            .collect();
+        let keep = self.config.context.keep_tool_results.min(results.len());
+        let ids: Vec<String> = results[..results.len() - keep]
+            .iter()
+            .filter(|(id, chars)| *chars >= MIN_CLEARED_CHARS && !view.cleared.contains(*id))
+            .map(|(id, _)| (*id).to_owned())
+            .collect();
+        if ids.is_empty() {
+            return Ok(false);
+        }
+        self.record(|| Record::ToolResultsCleared { ids: ids.clone() })
+            .await?;
+        let count = ids.len();
+        state.update(|state| state.cleared.extend(ids));
+        emit(AgentEvent::ToolResultsCleared { count });
+        Ok(true)
+    }
+
+    /// Replaces the older part of the view by a summary the model writes. `false` when there
+    /// is nothing to compact or a hook vetoed it.
+    #[allow(clippy::too_many_arguments)]
+    async fn compact(
+        &self,
+        messages: &History,
+        tokens_before: u64,
+        window: u64,
+        forced: bool,
+        result: &mut RunResult,
+        emit: &Emit,
+        cancel: &CancellationToken,
+    ) -> Result<bool, AgentError> {
+        let state = self.session.get::<ContextState>();
+        let view = state.get();
+        let from = kept_from(messages, &view);
+        let keep_tokens = (self.config.context.keep_recent * window as f64) as u64;
+        let Some(cut) = choose_cut(messages, from, keep_tokens) else {
+            return Ok(false);
+        };
+        let request = CompactRequest {
+            tokens: tokens_before,
+            window,
+            messages: cut - from,
+            forced,
+        };
+        let mut instructions = SUMMARY_INSTRUCTIONS.to_owned();
+        for hook in &self.config.pre_compact {
+            match hook.before_compact(&request).await {
+                CompactDecision::Proceed => {}
+                CompactDecision::Instruct(more) => {
+                    instructions.push_str("\n\n");
+                    instructions.push_str(&more);
+                }
+                CompactDecision::Veto => return Ok(false),
+            }
+        }
+
+        // The older part as the model sees it now (an earlier summary, cleared results), then
+        // the instructions. The tools go too: providers refuse tool_use blocks in a request
+        // without tools, and the same prefix lets the provider's cache serve it.
+        let older: Vec<Message> = messages.iter().take(cut).cloned().collect();
+        let mut older = build_view(&History::from(older), &view);
+        push_user_message_to(&mut older, Message::user(instructions));
+        let summary_request = ModelRequest {
+            system: self.config.system_prompt.clone(),
+            messages: older,
+            tools: self.specs(),
+            max_tokens: self.config.max_tokens,
+            temperature: self.config.temperature,
+            output: None,
+        };
+        let response = self.summarise(&summary_request, cancel).await?;
+        result.usage += response.usage;
+        let summary = Message {
+            role: Role::Assistant,
+            content: response.content,
+        }
+        .text();
+        let summary = summary.trim();
+        if summary.is_empty() {
+            return Err(ModelError::Stream(
+                "the model answered the request to summarise the conversation (to compact it) \
+                 with no text"
+                    .into(),
+            )
+            .into());
+        }
+        let compaction = Compaction {
+            summary: summary.to_owned(),
+            first_kept: cut,
+        };
+        self.record(|| Record::Compacted {
+            summary: compaction.summary.clone(),
+            first_kept: compaction.first_kept,
+        })
+        .await?;
+        state.update(|state| state.compaction = Some(compaction));
+        let tokens_after = self.estimate(messages);
+        emit(AgentEvent::Compacted {
+            tokens_before,
+            tokens_after,
+        });
+        Ok(true)
+    }
+
+    /// The summary request's answer, its stream kept from the app's events.
+    async fn summarise(
+        &self,
+        request: &ModelRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, AgentError> {
+        let mut stream = self.model.stream(request);
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(AgentError::Cancelled),
+                next = stream.next() => next,
+            };
+            match next {
+                Some(Ok(ModelEvent::Completed(response))) => return Ok(response),
+                Some(Ok(_)) => {}
+                Some(Err(error)) => return Err(error.into()),
+                None => {
+                    return Err(ModelError::Stream(
+                        "the stream of the summary request ended without a complete answer".into(),
+                    )
+                    .into());
+                }
+            }
+        }
+    }
+}
+
+/// The first message the view sends verbatim: the compaction's cut, when it is still a valid
+/// one for these messages.
+fn kept_from(messages: &History, view: &ViewState) -> usize {
+    match &view.compaction {
+        Some(compaction) if is_cut(messages, compaction.first_kept) => compaction.first_kept,
+        _ => 0,
+    }
+}
+
+/// Whether the view may start at message `index`: an assistant message (the results of its
+/// calls follow it) or a user message without tool results (a prompt).
+fn is_cut(messages: &History, index: usize) -> bool {
+    match messages.get(index) {
+        Some(message) if message.role == Role::Assistant => true,
+        Some(message) => !message
+            .content
+            .iter()
+            .any(|block| matches!(block, MessageContent::ToolResult { .. })),
+        None => false,
+    }
+}
+
+/// Where to cut, after `from` and before the last message: the earliest cut that keeps at
+/// most `keep_tokens` verbatim, else the latest cut there is.
+fn choose_cut(messages: &History, from: usize, keep_tokens: u64) -> Option<usize> {
+    let mut kept = 0;
+    let mut best = None;
+    for index in (from + 1..messages.len()).rev() {
+        kept += estimate_messages(messages.get(index));
+        if !is_cut(messages, index) {
+            continue;
+        }
+        if kept > keep_tokens && best.is_some() {
+            break;
+        }
+        best = Some(index);
+    }
+    best
+}
+
+/// The view of `messages`: the summary, then the messages after the cut, cleared results as
+/// notes. The messages themselves when nothing stands in for any of them.
+fn build_view(messages: &History, view: &ViewState) -> History {
+    if view.compaction.is_none() && view.cleared.is_empty() {
+        return messages.clone();
+    }
+    let start = kept_from(messages, view);
+    let names: HashMap<&str, &str> = messages
+        .iter()
+        .flat_map(|message| message.tool_uses())
+        .map(|call| (call.id.as_str(), call.name.as_str()))
+        .collect();
+    let mut out = History::new();
+    if let Some(compaction) = view.compaction.as_ref().filter(|_| start > 0) {
+        out.push(Message::user(format!(
+            "{SUMMARY_HEADER}\n\n{}",
+            compaction.summary
+        )));
+    }
+    for message in messages.iter().skip(start) {
+        let mut message = message.clone();
+        for block in &mut message.content {
+            if let MessageContent::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } = block
+                && view.cleared.contains(tool_use_id)
+            {
+                let tool = names.get(tool_use_id.as_str()).copied().unwrap_or("a tool");
+                *content = vec![crate::ContentBlock::text(cleared_note(
+                    content_chars(content),
+                    tool,
+                ))];
+            }
+        }
+        match message.role {
+            // A prompt after the summary joins it: roles must alternate.
+            Role::User => push_user_message_to(&mut out, message),
+            Role::Assistant => out.push(message),
+        }
+    }
+    out
+}
+
+/// What a cleared result says instead of its content.
+fn cleared_note(chars: usize, tool: &str) -> String {
+    format!(
+        "[cleared to save context: {} chars of output from {tool}; call the tool again if you \
+         need it]",
+        thousands(chars)
+    )
+}
+
+/// `12345` as `12,345`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// The characters of a result's content; an image as [`IMAGE_TOKENS`] × 4.
+fn content_chars(content: &[crate::ContentBlock]) -> usize {
+    content
+        .iter()
+        .map(|block| match block {
+            crate::ContentBlock::Text { text } => text.len(),
+            crate::ContentBlock::Image { .. } => IMAGE_TOKENS as usize * 4,
+        })
+        .sum()
+}
+
+/// Characters / 4 of `messages` (a few characters of framing per block).
+fn estimate_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> u64 {
+    let chars: usize = messages
+        .into_iter()
+        .flat_map(|message| &message.content)
+        .map(|block| {
+            8 + match block {
+                MessageContent::Text { text } => text.len(),
+                MessageContent::Image { .. } => IMAGE_TOKENS as usize * 4,
+                MessageContent::ToolUse(call) => {
+                    call.id.len()
+                        + call.name.len()
+                        + serde_json::to_string(&*call.input.json_or_empty()).map_or(0, |j| j.len())
+                }
+                MessageContent::ToolResult {
+                    tool_use_id,
+                    content,
+                    ..
+                } => tool_use_id.len() + content_chars(content),
+                MessageContent::Thinking {
+                    thinking,
+                    signature,
+                } => thinking.len() + signature.len(),
+                MessageContent::RedactedThinking { data } => data.len(),
+            }
+        })
+        .sum();
+    chars as u64 / 4
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::ToolUse;
+
+    fn call(id: &str) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: vec![MessageContent::ToolUse(ToolUse::new(id, "Read", json!({})))],
+        }
+    }
+
+    fn result(id: &str, chars: usize) -> Message {
+        Message {
+            role: Role::User,
+            content: vec![MessageContent::ToolResult {
+                tool_use_id: id.into(),
+                content: vec![crate::ContentBlock::text("x".repeat(chars))],
+                is_error: false,
+            }],
+        }
+    }
+
+    fn conversation() -> History {
+        History::from(vec![
+            Message::user("read them"),
+            call("a"),
+            result("a", 1000),
+            call("b"),
+            result("b", 1000),
+            Message::assistant("done"),
+            Message::user("next"),
+        ])
+    }
+
+    #[test]
+    fn cuts_never_land_on_tool_results() {
+        let messages = conversation();
+        let cuts: Vec<usize> = (0..messages.len())
+            .filter(|&i| is_cut(&messages, i))
+            .collect();
+        assert_eq!(cuts, [0, 1, 3, 5, 6]);
+        assert_eq!(choose_cut(&messages, 0, 0), Some(6));
+        assert_eq!(choose_cut(&messages, 0, 10_000), Some(1));
+        assert_eq!(choose_cut(&messages, 5, 10_000), Some(6));
+        assert_eq!(choose_cut(&messages, 6, 10_000), None);
+    }
+
+    #[test]
+    fn the_view_starts_with_the_summary_and_alternates() {
+        let messages = conversation();
+        let view = ViewState {
+            compaction: Some(Compaction {
+                summary: "they were read".into(),
+                first_kept: 6,
+            }),
+            cleared: HashSet::new(),
+        };
+        let built = build_view(&messages, &view);
+        assert_eq!(built.len(), 1, "the prompt after the cut joins the summary");
+        assert!(built[0].text().starts_with(SUMMARY_HEADER));
+        assert!(built[0].text().ends_with("next"));
+
+        let view = ViewState {
+            compaction: Some(Compaction {
+                summary: "a was read".into(),
+                first_kept: 3,
+            }),
+            cleared: ["b".to_owned()].into(),
+        };
+        let built = build_view(&messages, &view);
+        let roles: Vec<Role> = built.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::User,
+                Role::Assistant,
+                Role::User,
+                Role::Assistant,
+                Role::User
+            ]
+        );
+        let MessageContent::ToolResult { content, .. } = &built[2].content[0] else {
+            panic!("{:?}", built[2]);
+        };
+        assert_eq!(
+            content,
+            &[crate::ContentBlock::text(
+                "[cleared to save context: 1,000 chars of output from Read; call the tool \
+                 again if you need it]"
+            )]
+        );
+        assert_eq!(messages.len(), 7, "the conversation itself is untouched");
+    }
+
+    #[test]
+    fn numbers_get_thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(12_345), "12,345");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn bad_thresholds_are_explained() {
+        let settings = ContextSettings {
+            clear_at: 0.9,
+            compact_at: 0.8,
+            ..ContextSettings::default()
+        };
+        assert!(settings.problem().unwrap().contains("clear_at (0.9)"));
+        assert!(ContextSettings::default().problem().is_none());
+    }
+}
