@@ -173,12 +173,14 @@ async fn request_has_headers_lowered_tools_merged_roles_and_tool_results_first()
         system: Some("Be brief.".into()),
         temperature: Some(0.7),
         output: None,
+        cache: None,
         max_tokens: 1000,
         tools: vec![ToolSpec {
             name: "get_weather".into(),
             description: "Looks up the weather.".into(),
             input_schema: weather_schema(),
-        }].into(),
+        }]
+        .into(),
         messages: vec![
             Message::user("Weather in Paris and the time?"),
             Message {
@@ -528,6 +530,7 @@ fn recorded_request(body: &Value) -> Option<ModelRequest> {
         max_tokens: u32::try_from(body["max_tokens"].as_u64()?).ok()?,
         temperature: None,
         output: None,
+        cache: None,
     })
 }
 

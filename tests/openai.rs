@@ -231,7 +231,8 @@ async fn api_key_is_sent_as_bearer_and_tools_are_lowered() {
             name: "get_weather".into(),
             description: "Weather for a city.".into(),
             input_schema: schema.clone(),
-        }].into(),
+        }]
+        .into(),
         ..ask("weather?")
     };
     let model = OpenAiModel::new("gpt-test", Some("sk-test-123".into()))
@@ -282,7 +283,8 @@ async fn strict_tools_use_the_strict_lowering() {
             name: "get_weather".into(),
             description: "Weather.".into(),
             input_schema: schema,
-        }].into(),
+        }]
+        .into(),
         ..ask("weather?")
     };
     let model = model_for(&server).with_strict_tools(true);
