@@ -459,6 +459,42 @@ summary.append(("4 tool_use blocks streamed over 2 s, tools of 1 s: the turn", "
                 "not measured" if early is None else f"{early['turn_ms'] / 1000:.3f} s",
                 None if early is None else early["turn_ms"] <= 2100, ""))
 
+# ---------------------------------------------------------------- long runs (#14 item 3)
+def long_run_section():
+    """The `Long runs` section: each session's prompt bill, from long_run.json."""
+    lr = load("long_run.json")
+    w("## Long runs")
+    w("")
+    if not lr:
+        w("Not measured in this run.")
+        w("")
+        summary.append(("60-turn session: billed input with prompt caching", ">= 75 % lower",
+                        "not measured", None, ""))
+        return
+    w(f"A scripted {lr['turns']}-turn coding session (reads, greps, edits, test runs; tool "
+      "results of 2–8 kB) against a local server that prices each request as Anthropic's "
+      "prompt cache would: the longest `cache_control` prefix an earlier request wrote is read "
+      "(0.1x), the rest up to the last breakpoint is written (1.25x), the tail is plain input; "
+      "4 characters a token (`benches/src/bin/long_run.rs`). Billed = input + 0.1 read + "
+      "1.25 write, in input-token equivalents.")
+    w("")
+    w("| run | input | cache read | cache write | billed | largest request |")
+    w("|---|---|---|---|---|---|")
+    for key, name in [("caching_off", "caching off"), ("caching_on", "caching on")]:
+        r = lr.get(key)
+        if r:
+            w(f"| {name} | {r['input_tokens']:,} | {r['cache_read_tokens']:,} | "
+              f"{r['cache_write_tokens']:,} | {r['billed_input_equivalent']:,.0f} | "
+              f"{r['largest_request_tokens']:,} |")
+    w("")
+    w(f"Reduction with caching: **{lr['reduction'] * 100:.1f} %** (target >= 75 %).")
+    w("")
+    summary.append(("60-turn session: billed input with prompt caching", ">= 75 % lower",
+                    f"{lr['reduction'] * 100:.1f} % lower", lr["reduction"] >= 0.75, ""))
+
+
+long_run_section()
+
 # ---------------------------------------------------------------- compile
 w("## Compile time of a crate with 100 tools")
 w("")

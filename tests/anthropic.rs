@@ -173,6 +173,7 @@ async fn request_has_headers_lowered_tools_merged_roles_and_tool_results_first()
         system: Some("Be brief.".into()),
         temperature: Some(0.7),
         output: None,
+        cache: None,
         max_tokens: 1000,
         tools: vec![ToolSpec {
             name: "get_weather".into(),
@@ -529,6 +530,7 @@ fn recorded_request(body: &Value) -> Option<ModelRequest> {
         max_tokens: u32::try_from(body["max_tokens"].as_u64()?).ok()?,
         temperature: None,
         output: None,
+        cache: None,
     })
 }
 

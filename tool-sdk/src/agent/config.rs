@@ -92,6 +92,11 @@ pub struct AgentConfig {
     /// `.claude/settings.local.json` in the working directory are added to
     /// [`permissions`](Self::permissions) (see [`ClaudeSettings`](super::ClaudeSettings)).
     pub claude_settings: bool,
+    /// Whether the provider is asked to cache the prompt's prefix (on by default;
+    /// `prompt_caching = false` in a file): a long run re-sends its whole conversation every
+    /// turn, and a cached prefix costs a tenth of the input price on Anthropic. Sub-agents
+    /// inherit it. See [`with_prompt_caching`](Self::with_prompt_caching).
+    pub prompt_caching: bool,
     /// Kinds of sub-agent the Task tool can start, by name.
     pub subagents: BTreeMap<String, SubagentConfig>,
     /// MCP servers whose tools the agent gets, by name (`mcpServers` in JSON, the shape of
@@ -241,6 +246,7 @@ impl Default for AgentConfig {
             permissions: PermissionRules::default(),
             project_memory: false,
             claude_settings: false,
+            prompt_caching: true,
             subagents: BTreeMap::new(),
             #[cfg(feature = "mcp")]
             mcp_servers: BTreeMap::new(),
@@ -642,6 +648,26 @@ impl AgentConfig {
     pub fn with_deferred_approvals(mut self) -> Self {
         self.session.defer_approvals = true;
         self
+    }
+
+    /// Asks the provider to cache the prompt's prefix, or not (default: on).
+    ///
+    /// On Anthropic each request then carries up to four `cache_control` breakpoints (the
+    /// tools, the system prompt, the end of the conversation and the end the previous request
+    /// had), placed only where the prefix reaches the model's minimum
+    /// ([`ModelInfo::min_cacheable_tokens`](crate::model::ModelInfo), 1024 tokens for a model
+    /// the [`Catalog`](crate::model::Catalog) does not know). Reads cost 0.1x the input price,
+    /// writes 1.25x: turn it off for one-shot prompts that are never continued. OpenAI caches
+    /// on its own whatever this says.
+    pub fn with_prompt_caching(mut self, on: bool) -> Self {
+        self.prompt_caching = on;
+        self
+    }
+
+    /// What a request to `model_id` asks of the cache: `None` when caching is off.
+    pub(crate) fn prompt_cache(&self, model_id: &str) -> Option<crate::model::PromptCache> {
+        self.prompt_caching
+            .then(|| crate::model::PromptCache::for_model(model_id))
     }
 
     /// The store set in code, else the one the config file names, else none.

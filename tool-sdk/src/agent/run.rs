@@ -165,6 +165,7 @@ impl AgentInner {
                 max_tokens: self.config.max_tokens,
                 temperature: self.config.temperature,
                 output: output.map(|spec| spec.format.clone()),
+                cache: self.config.prompt_cache(self.model.model_id()),
             };
             let span = spans::chat(self, &request);
             // Read-only calls may start while the turn streams (see `early`).

@@ -199,6 +199,9 @@ impl AnthropicModel {
         if !tools.is_empty() {
             body.insert("tools".into(), Value::Array(tools));
         }
+        if let Some(cache) = request.cache {
+            cache::place_breakpoints(&mut body, cache);
+        }
         body.insert("stream".into(), Value::Bool(true));
         Value::Object(body)
     }
@@ -323,6 +326,7 @@ fn content_json(content: &MessageContent) -> Option<Value> {
     })
 }
 
+mod cache;
 mod events;
 #[cfg(test)]
 mod tests;

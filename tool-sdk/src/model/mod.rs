@@ -79,6 +79,52 @@ pub struct ModelRequest {
     /// (`tool_choice`), OpenAI a strict `response_format` JSON schema.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<OutputFormat>,
+    /// Whether, and from what length, the provider should cache the prompt's prefix, so each
+    /// turn of a long run pays full price only for what is new. The agent sets it unless
+    /// [`AgentConfig::with_prompt_caching`](crate::agent::AgentConfig::with_prompt_caching)
+    /// turned it off. Anthropic gets `cache_control` breakpoints; OpenAI caches on its own
+    /// and ignores it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<PromptCache>,
+}
+
+/// Prompt caching asked of the provider: see [`ModelRequest::cache`].
+///
+/// A prefix shorter than [`min_prefix_tokens`](Self::min_prefix_tokens) gets no breakpoint:
+/// Anthropic ignores one below the model's minimum
+/// ([`ModelInfo::min_cacheable_tokens`]) and each breakpoint spends one of its four.
+///
+/// ```
+/// use tool_sdk::model::PromptCache;
+///
+/// let cache = PromptCache::new(1024);
+/// assert_eq!(cache.min_prefix_tokens, 1024);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct PromptCache {
+    /// The fewest prompt tokens (estimated, about 4 characters each) worth a breakpoint.
+    pub min_prefix_tokens: u64,
+}
+
+impl PromptCache {
+    /// The minimum when the model is not in the [`Catalog`]: Anthropic's for most models.
+    pub const DEFAULT_MIN_PREFIX_TOKENS: u64 = 1024;
+
+    /// Caching of prefixes at least `min_prefix_tokens` long.
+    pub fn new(min_prefix_tokens: u64) -> Self {
+        PromptCache { min_prefix_tokens }
+    }
+
+    /// Caching as `model_id` allows it, by the default [`Catalog`]'s minimum (else
+    /// [`DEFAULT_MIN_PREFIX_TOKENS`](Self::DEFAULT_MIN_PREFIX_TOKENS)).
+    pub fn for_model(model_id: &str) -> Self {
+        let min = Catalog::default()
+            .lookup(model_id)
+            .map(|info| info.min_cacheable_tokens)
+            .unwrap_or(Self::DEFAULT_MIN_PREFIX_TOKENS);
+        PromptCache::new(min)
+    }
 }
 
 /// The shape of a typed final answer: a JSON Schema whose root is an object.

@@ -1,0 +1,535 @@
+//! Long runs (issue #14): what a 60-turn coding session costs in prompt tokens, with prompt
+//! caching off and on.
+//!
+//! A local server plays the model: it answers each request with the next scripted turn (a
+//! read, a grep, an edit or a test run, each a `tool_use`, then a closing text) and prices the
+//! request the way Anthropic does. It walks the prompt in the order the cache sees it (tools,
+//! then the system prompt, then each message block) and, at each block marked
+//! `cache_control`, hashes the bytes so far. The longest marked prefix an earlier request
+//! wrote is a cache read (billed 0.1x), the rest up to the last mark is written and
+//! remembered (1.25x), what follows is plain input (1x); tokens are estimated at 4 characters
+//! each, and marks under 1024 tokens (the model's minimum) count for nothing. The counts go
+//! back in the stream's `usage`, the way the API reports them, and the agent adds them up.
+//!
+//! The tools are fakes that answer deterministic text of 2–8 kB, so every run sends the same
+//! bytes. [`run_session`] takes a tweak of the agent's config: caching off and on today;
+//! other settings (a context window with compaction) are one more call.
+//!
+//! `long_run [TURNS]` prints one JSON object: each run's [`Stats`] and the reduction of the
+//! billed input with caching (target: at least 75 % lower).
+
+use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hasher};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tool_sdk::agent::{Agent, AgentConfig};
+use tool_sdk::model::anthropic::AnthropicModel;
+use tool_sdk::model::{RetryPolicy, Usage};
+use tool_sdk::permission::PermissionMode;
+use tool_sdk::{ToolRegistry, tool};
+
+/// The model the agent believes it talks to (its cache minimum is 1024 tokens).
+const MODEL: &str = "claude-sonnet-4-5";
+/// Marks on shorter prefixes are ignored, as the API ignores them.
+const MIN_CACHEABLE_TOKENS: u64 = 1024;
+const CHARS_PER_TOKEN: u64 = 4;
+
+// ---------------------------------------------------------------------------------------------
+// The fake tools: deterministic long text
+
+/// FNV-1a: a hash that is the same in every run and on every machine.
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Between 2 and 8 kB of code-like lines, the same for the same `seed`.
+fn filler(seed: &str) -> String {
+    let hash = fnv(seed);
+    let size = 2_000 + (hash % 6_000) as usize;
+    let mut out = String::with_capacity(size + 120);
+    let mut line = 1u64;
+    while out.len() < size {
+        let k = hash.rotate_left(line as u32) % 997;
+        out.push_str(&format!(
+            "{seed}:{line}: pub fn item_{k}(input: &str) -> Result<usize, Error> {{ \
+             parse(input).map(|v| v * {line} + {k}) }}\n"
+        ));
+        line += 1;
+    }
+    out
+}
+
+/// Reads a file of the project.
+#[tool(name = "ReadFile", read_only, register = false)]
+async fn read_file(path: String) -> String {
+    filler(&format!("read {path}"))
+}
+
+/// Searches the project's files for a regular expression; answers matching lines.
+#[tool(name = "Grep", read_only, register = false)]
+async fn grep(pattern: String) -> String {
+    filler(&format!("grep {pattern}"))
+}
+
+/// Replaces `old_text` with `new_text` in a file; answers the edited region.
+#[tool(name = "EditFile", register = false)]
+async fn edit_file(path: String, old_text: String, new_text: String) -> String {
+    let region = filler(&format!("edit {path} {old_text}"));
+    format!("Replaced 1 occurrence in {path} with `{new_text}`. The region now reads:\n{region}")
+}
+
+/// Runs the project's tests whose names contain `filter`; answers their log.
+#[tool(name = "RunTests", register = false)]
+async fn run_tests(filter: String) -> String {
+    filler(&format!("test {filter}"))
+}
+
+fn registry() -> Arc<ToolRegistry> {
+    let registry = ToolRegistry::new();
+    registry
+        .register(Arc::new(ReadFileTool))
+        .expect("ReadFile registers");
+    registry
+        .register(Arc::new(GrepTool))
+        .expect("Grep registers");
+    registry
+        .register(Arc::new(EditFileTool))
+        .expect("EditFile registers");
+    registry
+        .register(Arc::new(RunTestsTool))
+        .expect("RunTests registers");
+    Arc::new(registry)
+}
+
+/// A coding agent's system prompt of about 5 kB (real ones are longer).
+fn system_prompt() -> String {
+    let rules = [
+        "Read a file before you edit it, and quote the exact text you replace.",
+        "Prefer small edits; run the tests that cover what you changed after each edit.",
+        "Search with Grep before guessing where something is defined.",
+        "Explain in one sentence what you are about to do before each tool call.",
+        "Never invent file contents; when a result is cut, read the part you need again.",
+        "Keep the public API stable unless the task says otherwise; document what you add.",
+        "When the tests fail, read the failure, find its cause, and fix the cause, not the test.",
+        "Finish with a short summary of what changed and what is left to do.",
+    ];
+    let mut prompt = String::from("You are a careful coding agent working in a Rust project.\n");
+    for round in 1..=5 {
+        for (n, rule) in rules.iter().enumerate() {
+            prompt.push_str(&format!("{round}.{n}. {rule}\n"));
+        }
+    }
+    prompt
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scripted model
+
+/// The `n`th turn's tool call: (name, input).
+fn call(n: usize) -> (&'static str, Value) {
+    let module = format!("src/module_{}.rs", n % 17);
+    match n % 4 {
+        0 => ("ReadFile", json!({"path": module})),
+        1 => (
+            "Grep",
+            json!({"pattern": format!("fn item_{}", n * 7 % 97)}),
+        ),
+        2 => (
+            "EditFile",
+            json!({"path": module, "old_text": format!("v * {n}"), "new_text": format!("v * {}", n + 1)}),
+        ),
+        _ => ("RunTests", json!({"filter": format!("module_{}", n % 17)})),
+    }
+}
+
+fn event(name: &str, data: Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+/// The stream of turn `n` of `turns`, reporting this usage.
+fn turn_stream(n: usize, turns: usize, usage: &Priced) -> String {
+    let mut events = vec![event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": format!("msg_{n}"), "type": "message",
+            "role": "assistant", "model": MODEL, "content": [], "stop_reason": null,
+            "usage": {"input_tokens": usage.input, "cache_read_input_tokens": usage.read,
+                "cache_creation_input_tokens": usage.write, "output_tokens": 1}}}),
+    )];
+    let last = n + 1 >= turns;
+    let text = match last {
+        true => "All done: the edits are in and the tests pass.".to_owned(),
+        false => format!("Step {}: next I use {}.", n + 1, call(n).0),
+    };
+    events.push(event(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": text}}),
+    ));
+    events.push(event(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    ));
+    if !last {
+        let (name, input) = call(n);
+        events.push(event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 1, "content_block":
+                {"type": "tool_use", "id": format!("toolu_{n}"), "name": name, "input": {}}}),
+        ));
+        events.push(event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+        ));
+        events.push(event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 1}),
+        ));
+    }
+    events.push(event(
+        "message_delta",
+        json!({"type": "message_delta",
+            "delta": {"stop_reason": if last { "end_turn" } else { "tool_use" }},
+            "usage": {"output_tokens": 40}}),
+    ));
+    events.push(event("message_stop", json!({"type": "message_stop"})));
+    events.concat()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pricing a request as Anthropic's cache would
+
+/// One request's prompt tokens by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Priced {
+    input: u64,
+    read: u64,
+    write: u64,
+}
+
+/// `value` without `cache_control`: the cache compares content, not marks.
+fn unmarked(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(key, _)| *key != "cache_control")
+                .map(|(key, value)| (key.clone(), unmarked(value)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(unmarked).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The prompt's pieces in cache order, each with whether it carries a mark.
+fn pieces(body: &Value) -> Vec<(String, bool)> {
+    let marked = |value: &Value| value.get("cache_control").is_some();
+    let mut out = Vec::new();
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        out.push((unmarked(tool).to_string(), marked(tool)));
+    }
+    match &body["system"] {
+        Value::String(text) => out.push((json!({"type": "text", "text": text}).to_string(), false)),
+        Value::Array(blocks) => {
+            for block in blocks {
+                out.push((unmarked(block).to_string(), marked(block)));
+            }
+        }
+        _ => {}
+    }
+    for message in body["messages"].as_array().into_iter().flatten() {
+        let role = message["role"].as_str().unwrap_or("?");
+        for block in message["content"].as_array().into_iter().flatten() {
+            out.push((format!("{role}:{}", unmarked(block)), marked(block)));
+        }
+    }
+    out
+}
+
+/// Prices one request against the prefixes written so far, and remembers what it writes.
+fn price(body: &Value, written: &mut HashSet<u64>) -> (Priced, u64) {
+    let mut hasher = DefaultHasher::new();
+    let mut chars = 0u64;
+    // (tokens of the prefix, its hash) at each mark the API would honour.
+    let mut marks: Vec<(u64, u64)> = Vec::new();
+    for (piece, marked) in pieces(body) {
+        hasher.write(piece.as_bytes());
+        chars += piece.len() as u64;
+        let tokens = chars / CHARS_PER_TOKEN;
+        if marked && tokens >= MIN_CACHEABLE_TOKENS {
+            marks.push((tokens, hasher.clone().finish()));
+        }
+    }
+    let total = chars / CHARS_PER_TOKEN;
+    let read = marks
+        .iter()
+        .rev()
+        .find(|(_, hash)| written.contains(hash))
+        .map_or(0, |(tokens, _)| *tokens);
+    let end = marks.last().map_or(0, |(tokens, _)| *tokens).max(read);
+    for (tokens, hash) in &marks {
+        if *tokens > read {
+            written.insert(*hash);
+        }
+    }
+    let priced = Priced {
+        input: total - end,
+        read,
+        write: end - read,
+    };
+    (priced, total)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The server
+
+/// What the server saw of one session.
+#[derive(Default)]
+struct Seen {
+    written: HashSet<u64>,
+    requests: usize,
+    billed: Vec<Priced>,
+    largest_request_tokens: u64,
+}
+
+/// Reads one HTTP request's body, or `None` when the connection closed first.
+async fn read_body(socket: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 65536];
+    let head_end = loop {
+        let read = socket.read(&mut chunk).await.ok()?;
+        if read == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..read]);
+        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    while buffer.len() < head_end + length {
+        let read = socket.read(&mut chunk).await.ok()?;
+        if read == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..read]);
+    }
+    Some(buffer[head_end..].to_vec())
+}
+
+/// Answers each request with the next of `turns` scripted turns, priced.
+async fn serve(listener: TcpListener, turns: usize, seen: Arc<Mutex<Seen>>) {
+    while let Ok((mut socket, _)) = listener.accept().await {
+        let Some(body) = read_body(&mut socket).await else {
+            continue;
+        };
+        let stream = {
+            let mut seen = seen.lock().expect("the lock is never poisoned");
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let (priced, total) = price(&request, &mut seen.written);
+            let n = seen.requests;
+            seen.requests += 1;
+            seen.billed.push(priced);
+            seen.largest_request_tokens = seen.largest_request_tokens.max(total);
+            turn_stream(n, turns, &priced)
+        };
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\
+             connection: close\r\n\r\n",
+            stream.len()
+        );
+        let _ = socket.write_all(head.as_bytes()).await;
+        let _ = socket.write_all(stream.as_bytes()).await;
+        let _ = socket.flush().await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A session
+
+/// What one session's prompts cost.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Stats {
+    /// Requests sent (model turns).
+    pub requests: usize,
+    /// Prompt tokens billed at the input price.
+    pub input_tokens: u64,
+    /// Prompt tokens read from the cache (0.1x).
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the cache (1.25x).
+    pub cache_write_tokens: u64,
+    /// Every prompt token, whatever its price.
+    pub prompt_tokens: u64,
+    /// input + 0.1 read + 1.25 write: the session's input bill in input-token equivalents.
+    pub billed_input_equivalent: f64,
+    /// The longest prompt sent, in tokens: what a context window must hold.
+    pub largest_request_tokens: u64,
+}
+
+impl Stats {
+    fn from_usage(usage: Usage, requests: usize, largest_request_tokens: u64) -> Self {
+        Stats {
+            requests,
+            input_tokens: usage.input_tokens,
+            cache_read_tokens: usage.cache_read_input_tokens,
+            cache_write_tokens: usage.cache_creation_input_tokens,
+            prompt_tokens: usage.prompt_tokens(),
+            billed_input_equivalent: usage.input_tokens as f64
+                + 0.1 * usage.cache_read_input_tokens as f64
+                + 1.25 * usage.cache_creation_input_tokens as f64,
+            largest_request_tokens,
+        }
+    }
+}
+
+/// Runs the scripted session of `turns` turns (the last one closes with text) with the
+/// agent's config changed by `tweak`, against a fresh server and an empty cache.
+pub async fn run_session(turns: usize, tweak: impl FnOnce(AgentConfig) -> AgentConfig) -> Stats {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let addr = listener.local_addr().expect("an address");
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let server = tokio::spawn(serve(listener, turns, seen.clone()));
+    let model = AnthropicModel::new(MODEL, "key")
+        .with_base_url(format!("http://{addr}"))
+        .with_retry(RetryPolicy::none());
+    let config = AgentConfig::new()
+        .with_model(model)
+        .with_registry(registry())
+        .with_system_prompt(system_prompt())
+        .with_permission_mode(PermissionMode::BypassPermissions)
+        .with_max_turns(u32::try_from(turns + 5).unwrap_or(u32::MAX));
+    let agent = Agent::create(tweak(config))
+        .await
+        .expect("the agent builds");
+    let result = agent
+        .prompt("Make item parsing in every module one step stricter, with tests green.")
+        .await
+        .expect("the session runs to its end");
+    server.abort();
+    assert_eq!(result.tool_calls, turns - 1, "every scripted call ran");
+    assert!(result.errors.is_empty(), "{:?}", result.errors);
+    let seen = seen.lock().expect("the lock is never poisoned");
+    // What the agent added up is what the server billed.
+    let billed = seen
+        .billed
+        .iter()
+        .fold(Usage::default(), |mut sum, priced| {
+            sum.input_tokens += priced.input;
+            sum.cache_read_input_tokens += priced.read;
+            sum.cache_creation_input_tokens += priced.write;
+            sum
+        });
+    assert_eq!(
+        (
+            result.usage.input_tokens,
+            result.usage.cache_read_input_tokens,
+            result.usage.cache_creation_input_tokens
+        ),
+        (
+            billed.input_tokens,
+            billed.cache_read_input_tokens,
+            billed.cache_creation_input_tokens
+        ),
+    );
+    Stats::from_usage(result.usage, seen.requests, seen.largest_request_tokens)
+}
+
+/// Both runs, and how much lower the bill is with caching.
+async fn measure(turns: usize) -> Value {
+    let off = run_session(turns, |config| config.with_prompt_caching(false)).await;
+    let on = run_session(turns, |config| config.with_prompt_caching(true)).await;
+    let reduction = 1.0 - on.billed_input_equivalent / off.billed_input_equivalent;
+    json!({
+        "turns": turns,
+        "model": MODEL,
+        "caching_off": off,
+        "caching_on": on,
+        "reduction": reduction,
+        "target_reduction": 0.75,
+    })
+}
+
+fn main() {
+    let turns: usize = match std::env::args().nth(1) {
+        None => 60,
+        Some(arg) => match arg.parse() {
+            Ok(turns) if turns >= 2 => turns,
+            _ => {
+                eprintln!("usage: long_run [TURNS]  (TURNS: a number, at least 2; default 60)");
+                std::process::exit(2);
+            }
+        },
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    println!("{}", runtime.block_on(measure(turns)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_outputs_are_2_to_8_kb_and_stable() {
+        for seed in ["read a", "grep b", "test c", "edit d"] {
+            let text = filler(seed);
+            assert!((2_000..8_200).contains(&text.len()), "{}", text.len());
+            assert_eq!(text, filler(seed));
+        }
+    }
+
+    #[test]
+    fn the_pricing_reads_what_an_earlier_request_wrote() {
+        let block = |text: &str, mark: bool| {
+            let mut block = json!({"type": "text", "text": text});
+            if mark {
+                block["cache_control"] = json!({"type": "ephemeral"});
+            }
+            block
+        };
+        let long = "x".repeat(8_000);
+        let first = json!({"messages": [{"role": "user", "content": [block(&long, true)]}]});
+        let mut written = HashSet::new();
+        let (priced, total) = price(&first, &mut written);
+        assert_eq!((priced.read, priced.input), (0, 0));
+        assert_eq!(priced.write, total);
+        let second = json!({"messages": [
+            {"role": "user", "content": [block(&long, true)]},
+            {"role": "assistant", "content": [block("ok", false)]},
+            {"role": "user", "content": [block(&long, false)]},
+        ]});
+        let (again, total_again) = price(&second, &mut written);
+        assert_eq!(again.read, total);
+        assert_eq!(again.write, 0);
+        assert_eq!(again.input, total_again - total);
+    }
+
+    #[test]
+    fn caching_cuts_the_bill_of_a_long_run() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a tokio runtime");
+        let report = runtime.block_on(measure(24));
+        let off = &report["caching_off"];
+        assert_eq!(off["cache_read_tokens"], 0);
+        assert_eq!(off["cache_write_tokens"], 0);
+        assert!(report["caching_on"]["cache_read_tokens"].as_u64() > Some(0));
+        assert!(report["reduction"].as_f64() > Some(0.5), "{report}");
+    }
+}
