@@ -401,6 +401,8 @@ impl AgentInner {
             max_tokens: self.config.max_tokens,
             temperature: self.config.temperature,
             output: None,
+            // Its prefix is the requests' before it: the cache serves it.
+            cache: self.config.prompt_cache(self.model.model_id()),
         };
         let response = self.summarise(&summary_request, cancel).await?;
         result.usage += response.usage;

@@ -96,7 +96,8 @@ impl ModelInfo {
     }
 }
 
-/// Models by id prefix; see the [module docs](self).
+/// Models by id prefix: [`Catalog::default`] knows the current Anthropic and OpenAI models,
+/// [`Catalog::insert`] adds or overrides entries, [`Catalog::lookup`] takes the longest prefix.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Catalog {
     models: BTreeMap<String, ModelInfo>,
