@@ -105,9 +105,25 @@ pub struct AgentConfig {
     /// Where the conversation is kept durably (`[session] store = "sqlite:PATH"` in a file).
     #[serde(skip_serializing_if = "SessionSettings::is_empty")]
     pub session: SessionSettings,
+    /// Models whose window and prices the agent knows beyond (or instead of) the built-in
+    /// [`Catalog`](crate::model::Catalog), by id prefix (`[models."<prefix>"]` in a file, with
+    /// `context_window` and `input_per_million`, `output_per_million`, optional
+    /// `cache_read_per_million` and `cache_write_per_million`): see
+    /// [`with_model_info`](Self::with_model_info).
+    #[serde(
+        with = "super::budget::model_table",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub models: BTreeMap<String, crate::model::ModelInfo>,
+    /// The most a run may cost, in USD: see [`with_max_budget_usd`](Self::with_max_budget_usd).
+    pub max_budget_usd: Option<f64>,
+    /// The most tokens a run may use: see [`with_max_run_tokens`](Self::with_max_run_tokens).
+    pub max_run_tokens: Option<u64>,
     /// Retries of failed model requests.
     #[serde(skip)]
     pub retry: Option<RetryPolicy>,
+    #[serde(skip)]
+    pub(crate) catalog: Option<crate::model::Catalog>,
     #[serde(skip)]
     pub(crate) model_instance: Option<Arc<dyn Model>>,
     #[serde(skip)]
@@ -236,7 +252,11 @@ impl Default for AgentConfig {
             #[cfg(feature = "mcp")]
             mcp_servers: BTreeMap::new(),
             session: SessionSettings::default(),
+            models: BTreeMap::new(),
+            max_budget_usd: None,
+            max_run_tokens: None,
             retry: None,
+            catalog: None,
             model_instance: None,
             registry: None,
             state: StateMap::new(),

@@ -130,6 +130,7 @@ impl AgentInner {
             if result.turns == self.config.max_turns {
                 return Err(AgentError::MaxTurns(self.config.max_turns));
             }
+            self.ledger.check(result)?;
             result.turns += 1;
             let turn = result.turns;
             emit(AgentEvent::TurnStarted { turn });
@@ -157,11 +158,13 @@ impl AgentInner {
                 }
             };
             result.usage += response.usage;
+            let cost_usd = self.ledger.add_turn(response.usage, result);
             result.stop_reason = Some(response.stop_reason.clone());
             emit(AgentEvent::TurnCompleted {
                 turn,
                 stop_reason: response.stop_reason.clone(),
                 usage: response.usage,
+                cost_usd,
             });
             emit(AgentEvent::Usage(result.usage));
 
@@ -206,6 +209,10 @@ impl AgentInner {
                 return Ok(());
             }
 
+            if let Err(error) = self.ledger.check(result) {
+                let stop = (error, &calls[..], answered, outcomes, &started[..]);
+                return self.stop_for_budget(stop, messages, result).await;
+            }
             result.tool_calls += calls.len() - answered.len();
             // The executor stores each batch's starts (with the staged turn) before the batch
             // runs and each result as its call ends, so all results are stored before the next
@@ -227,7 +234,7 @@ impl AgentInner {
     /// Puts one turn's results (`known` ones stored earlier, then the `outcomes` just run) in
     /// a user message, in call order. Fails when a record could not be stored, or when calls
     /// stopped for deferred approvals: then no message is added, the turn stays open.
-    fn take_outcomes(
+    pub(super) fn take_outcomes(
         &self,
         calls: &[crate::model::ToolUse],
         mut known: HashMap<String, crate::model::MessageContent>,

@@ -89,6 +89,7 @@ impl Agent {
         inner.store = Some(store);
         inner.hold = hold;
         inner.messages = tokio::sync::Mutex::new(restored.messages.into());
+        inner.ledger.restore(&records);
         Ok(Agent {
             inner: Arc::new(inner),
         })
