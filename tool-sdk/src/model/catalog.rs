@@ -141,10 +141,7 @@ impl Default for Catalog {
                 .with_min_cacheable_tokens(min)
         };
         let openai = |window, input, output, cached| {
-            ModelInfo::new(
-                window,
-                Price::per_million(input, output).with_cache_read(cached),
-            )
+            ModelInfo::new(window, Price::per_million(input, output).with_cache_read(cached))
         };
         let mut catalog = Catalog::empty();
         catalog
