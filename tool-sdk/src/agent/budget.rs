@@ -207,6 +207,11 @@ impl Agent {
         self.inner.ledger.cost_usd(&self.total_usage())
     }
 
+    /// The id of the agent's model, as its provider knows it: what the catalog looks up.
+    pub fn model_id(&self) -> &str {
+        &self.inner.ledger.model_id
+    }
+
     /// The agent's model as the catalog knows it (window and prices), if it does.
     pub fn model_info(&self) -> Option<ModelInfo> {
         self.inner.ledger.info
