@@ -300,9 +300,9 @@ async fn one_turn(
 fn session_cost_line(agent: &Agent) -> String {
     let tokens = agent.total_usage().total_tokens();
     match agent.total_cost_usd() {
-        Some(usd) => format!("   session so far: ${usd:.4} · {tokens} tokens"),
+        Some(usd) => format!("   session so far: ${usd:.4} ({tokens} tokens)"),
         None => format!(
-            "   session so far: {tokens} tokens · cost unknown for model {}",
+            "   session so far: {tokens} tokens (cost unknown for model {})",
             agent.model_id()
         ),
     }

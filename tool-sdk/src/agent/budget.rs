@@ -247,8 +247,9 @@ impl AgentConfig {
 
     /// Stops a run once its turns have cost `usd` or more (`max_budget_usd` in a file). The
     /// budget is per run: checked before each model request and after each turn; the calls
-    /// of the turn that reached it do not run (the model is told why) and the run fails with
-    /// [`AgentError::BudgetExceeded`]. A turn that ends the run anyway (no calls) is not an
+    /// of the turn that reached it do not run (the model is told why; read-only calls that
+    /// started while the turn streamed, before its usage was known, finish) and the run fails
+    /// with [`AgentError::BudgetExceeded`]. A turn that ends the run anyway (no calls) is not an
     /// error. Needs the model's price: `Agent::create` fails for a model the catalog does
     /// not know.
     pub fn with_max_budget_usd(mut self, usd: f64) -> Self {
