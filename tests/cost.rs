@@ -34,6 +34,13 @@ async fn touch(file: String, runs: State<Runs>) -> String {
     format!("touched {file}")
 }
 
+/// The weather somewhere (it only counts, as a read).
+#[tool(register = false, read_only)]
+async fn get_weather(location: String, runs: State<Runs>) -> String {
+    runs.0.0.fetch_add(1, Ordering::SeqCst);
+    format!("sunny in {location}")
+}
+
 // ---- helpers ----
 
 /// USD per million: input 1, output 10, cache reads 0.1, cache writes 2.
@@ -63,6 +70,7 @@ fn close(a: f64, b: f64) -> bool {
 fn config(model: ScriptedModel, runs: &Runs) -> AgentConfig {
     let registry = ToolRegistry::new();
     registry.register(Arc::new(TouchTool)).unwrap();
+    registry.register(Arc::new(GetWeatherTool)).unwrap();
     AgentConfig::new()
         .with_model(model)
         .with_registry(Arc::new(registry))
@@ -363,6 +371,53 @@ async fn anthropic_recorded_streams_with_cache_tokens_are_priced() {
     assert!(close(costs[0].unwrap(), first), "{costs:?}");
     assert!(close(costs[1].unwrap(), second), "{costs:?}");
     assert!(close(result.cost_usd.unwrap(), first + second));
+}
+
+#[tokio::test]
+async fn a_read_only_call_started_while_the_turn_streamed_finishes_past_the_limit() {
+    let Some(tool_use) = shared_fixture("anthropic", "tool_use_response.sse") else {
+        return;
+    };
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(sse(tool_use))
+        .mount(&server)
+        .await;
+    let model = AnthropicModel::new("claude-sonnet-4-5", "test-key")
+        .with_base_url(server.uri())
+        .with_retry(RetryPolicy::none());
+    let runs = Runs::default();
+    let registry = ToolRegistry::new();
+    registry.register(Arc::new(GetWeatherTool)).unwrap();
+    let config = AgentConfig::new()
+        .with_model(model)
+        .with_registry(Arc::new(registry))
+        .with_state(runs.clone())
+        .with_max_run_tokens(100);
+    let agent = Agent::create(config).await.unwrap();
+    let result = agent.run("Weather in Paris?").result().await;
+    assert_eq!(
+        result.error,
+        Some(AgentError::TokenLimitExceeded {
+            spent: 377 + 65,
+            limit: 100
+        })
+    );
+    // get_weather started as its block arrived, before the turn's usage: it ran, and its
+    // result is the model's to see; no second request was sent.
+    assert_eq!(runs.0.load(Ordering::SeqCst), 1);
+    assert_eq!(result.tool_calls, 1);
+    let results = last_results(&result.messages);
+    assert_eq!(
+        results,
+        [(
+            "toolu_01NRLabsLyVHZPKxbKvkfSMn".to_owned(),
+            "sunny in Paris".to_owned(),
+            false
+        )]
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
 }
 
 #[tokio::test]
