@@ -292,7 +292,57 @@ async fn one_turn(
     }
     *current_turn.lock().unwrap() = None;
     view.finish(&result);
+    println!("{}", style(session_cost_line(agent)).dim());
     result
+}
+
+/// The conversation's running cost, in one short line.
+fn session_cost_line(agent: &Agent) -> String {
+    let tokens = agent.total_usage().total_tokens();
+    match agent.total_cost_usd() {
+        Some(usd) => format!("   session so far: ${usd:.4} ({tokens} tokens)"),
+        None => format!(
+            "   session so far: {tokens} tokens (cost unknown for model {})",
+            agent.model_id()
+        ),
+    }
+}
+
+/// `/cost`: the conversation's tokens by kind, and what they cost.
+fn show_cost(agent: &Agent) {
+    let usage = agent.total_usage();
+    let price = agent.model_info().map(|info| info.price);
+    let line = |name: &str, tokens: u64, per_million: Option<f64>| {
+        let usd = per_million
+            .map(|p| format!("${:.4}", tokens as f64 * p / 1e6))
+            .unwrap_or_default();
+        println!("  {name:<12} {tokens:>10} tokens  {usd}");
+    };
+    line("input", usage.input_tokens, price.map(|p| p.input));
+    line("output", usage.output_tokens, price.map(|p| p.output));
+    line(
+        "cache read",
+        usage.cache_read_input_tokens,
+        price.map(|p| p.cache_read),
+    );
+    line(
+        "cache write",
+        usage.cache_creation_input_tokens,
+        price.map(|p| p.cache_write),
+    );
+    match agent.total_cost_usd() {
+        Some(usd) => println!(
+            "  {:<12} {:>10} tokens  ${usd:.4}",
+            "total",
+            usage.total_tokens()
+        ),
+        None => println!(
+            "  {:<12} {:>10} tokens  cost unknown for model {}",
+            "total",
+            usage.total_tokens(),
+            agent.model_id()
+        ),
+    }
 }
 
 /// What a resumed conversation was about: its id, its first prompt and its last answer.
@@ -325,7 +375,7 @@ async fn recap(agent: &Agent) {
     }
 }
 
-/// `/tools`, `/mcp`, `/mode`, `/sessions`, `/rewind`, `/help`; false for `/exit`.
+/// `/tools`, `/mcp`, `/mode`, `/cost`, `/sessions`, `/rewind`, `/help`; false for `/exit`.
 async fn slash_command(agent: &Agent, store: Option<&SqliteStore>, command: &str) -> bool {
     let mut words = command.split_whitespace();
     match words.next().unwrap_or_default() {
@@ -352,6 +402,7 @@ async fn slash_command(agent: &Agent, store: Option<&SqliteStore>, command: &str
                 println!("  {server:<12} {}", style(format!("{count} tools")).dim());
             }
         }
+        "cost" => show_cost(agent),
         "rewind" => sessions::rewind(agent, &words.collect::<Vec<_>>()).await,
         "sessions" => match store {
             Some(store) => sessions::show(store, agent.session_id()).await,
@@ -378,6 +429,7 @@ async fn slash_command(agent: &Agent, store: Option<&SqliteStore>, command: &str
             "  /tools            the tools the model can use\n  \
              /mcp              the MCP servers and how many tools each gives\n  \
              /mode plan|default|acceptEdits|bypass\n  \
+             /cost             tokens and USD of this conversation\n  \
              /sessions         saved conversations (resume with --resume ID)\n  \
              /rewind [N]       put the files back as they were before prompt N\n  \
              /exit             quit (or Ctrl-D)"

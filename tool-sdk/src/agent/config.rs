@@ -115,9 +115,25 @@ pub struct AgentConfig {
     /// [`with_compaction`](Self::with_compaction)).
     #[serde(skip_serializing_if = "ContextSettings::is_default")]
     pub context: ContextSettings,
+    /// Models whose window and prices the agent knows beyond (or instead of) the built-in
+    /// [`Catalog`](crate::model::Catalog), by id prefix (`[models."<prefix>"]` in a file, with
+    /// `context_window` and `input_per_million`, `output_per_million`, optional
+    /// `cache_read_per_million` and `cache_write_per_million`): see
+    /// [`with_model_info`](Self::with_model_info).
+    #[serde(
+        with = "super::budget::model_table",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub models: BTreeMap<String, crate::model::ModelInfo>,
+    /// The most a run may cost, in USD: see [`with_max_budget_usd`](Self::with_max_budget_usd).
+    pub max_budget_usd: Option<f64>,
+    /// The most tokens a run may use: see [`with_max_run_tokens`](Self::with_max_run_tokens).
+    pub max_run_tokens: Option<u64>,
     /// Retries of failed model requests.
     #[serde(skip)]
     pub retry: Option<RetryPolicy>,
+    #[serde(skip)]
+    pub(crate) catalog: Option<crate::model::Catalog>,
     #[serde(skip)]
     pub(crate) model_instance: Option<Arc<dyn Model>>,
     #[serde(skip)]
@@ -252,7 +268,11 @@ impl Default for AgentConfig {
             mcp_servers: BTreeMap::new(),
             session: SessionSettings::default(),
             context: ContextSettings::default(),
+            models: BTreeMap::new(),
+            max_budget_usd: None,
+            max_run_tokens: None,
             retry: None,
+            catalog: None,
             model_instance: None,
             registry: None,
             state: StateMap::new(),
@@ -664,10 +684,18 @@ impl AgentConfig {
         self
     }
 
-    /// What a request to `model_id` asks of the cache: `None` when caching is off.
-    pub(crate) fn prompt_cache(&self, model_id: &str) -> Option<crate::model::PromptCache> {
-        self.prompt_caching
-            .then(|| crate::model::PromptCache::for_model(model_id))
+    /// What a request to a model with catalog entry `info` asks of the cache: `None` when
+    /// caching is off.
+    pub(crate) fn prompt_cache(
+        &self,
+        info: Option<&crate::model::ModelInfo>,
+    ) -> Option<crate::model::PromptCache> {
+        self.prompt_caching.then(|| {
+            crate::model::PromptCache::new(info.map_or(
+                crate::model::PromptCache::DEFAULT_MIN_PREFIX_TOKENS,
+                |info| info.min_cacheable_tokens,
+            ))
+        })
     }
 
     /// The store set in code, else the one the config file names, else none.

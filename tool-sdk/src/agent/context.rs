@@ -27,7 +27,7 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::*;
-use crate::model::{Catalog, MessageContent};
+use crate::model::MessageContent;
 use crate::session::{Compaction, Restored};
 use crate::tool::BoxFuture;
 
@@ -68,7 +68,7 @@ const SUMMARY_INSTRUCTIONS: &str = "The conversation above is about to be compac
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ContextSettings {
-    /// The model's context window in tokens, when the [`Catalog`] does not know the model id
+    /// The model's context window in tokens, when the [`Catalog`](crate::model::Catalog) does not know the model id
     /// or is wrong about it. With neither, the window is not managed.
     pub window: Option<u64>,
     /// Whether the window is managed at all: old tool results cleared and the conversation
@@ -169,7 +169,7 @@ where
 
 impl AgentConfig {
     /// Sets the model's context window, in tokens, whatever the model id: for a model the
-    /// [`Catalog`] does not know, or to manage the window as if it were smaller (`window` in
+    /// [`Catalog`](crate::model::Catalog) does not know, or to manage the window as if it were smaller (`window` in
     /// the `[context]` table).
     pub fn with_context_window(mut self, tokens: u64) -> Self {
         self.context.window = Some(tokens);
@@ -177,7 +177,7 @@ impl AgentConfig {
     }
 
     /// Turns the management of the context window on (the default) or off. On, when the
-    /// window is known (from the [`Catalog`] or [`with_context_window`]), each request is
+    /// window is known (from the [`Catalog`](crate::model::Catalog) or [`with_context_window`]), each request is
     /// estimated before it is sent: above `clear_at` of the window (0.7) the results of older
     /// tool calls are replaced by a short note in what the model sees, and above `compact_at`
     /// (0.85), or when the provider answers that the prompt is too long, the older part of the
@@ -242,11 +242,9 @@ impl AgentInner {
         if !settings.compaction {
             return None;
         }
-        settings.window.or_else(|| {
-            Catalog::default()
-                .lookup(self.model.model_id())
-                .map(|info| info.context_window)
-        })
+        settings
+            .window
+            .or_else(|| self.ledger.info().map(|info| info.context_window))
     }
 
     /// The messages the next request is sent: `messages` as the view stands, after clearing
@@ -402,7 +400,7 @@ impl AgentInner {
             temperature: self.config.temperature,
             output: None,
             // Its prefix is the requests' before it: the cache serves it.
-            cache: self.config.prompt_cache(self.model.model_id()),
+            cache: self.config.prompt_cache(self.ledger.info()),
         };
         let response = self.summarise(&summary_request, cancel).await?;
         result.usage += response.usage;

@@ -79,6 +79,8 @@ pub enum AgentEvent {
         stop_reason: StopReason,
         /// Tokens of this turn.
         usage: Usage,
+        /// What they cost, in USD; `None` when the model's price is unknown.
+        cost_usd: Option<f64>,
     },
     /// The model's typed answer ([`Agent::prompt_as`](super::Agent::prompt_as)) was refused
     /// and sent back with what is wrong with it.

@@ -62,6 +62,7 @@ use crate::{
     ToolRegistry,
 };
 
+mod budget;
 mod config;
 mod context;
 mod early;
@@ -90,7 +91,7 @@ pub use output::TypedRun;
 pub use project::{ClaudeSettings, MEMORY_FILES, MemoryFile, ProjectMemory};
 
 /// Why an agent could not be built, or a run failed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AgentError {
     /// The configuration is unusable.
@@ -122,6 +123,31 @@ pub enum AgentError {
     /// The run was cancelled.
     #[error("the run was cancelled")]
     Cancelled,
+    /// The run's turns cost its budget ([`AgentConfig::with_max_budget_usd`]) or more. The
+    /// last turn's tool calls did not run (the model was told so); the session is intact and
+    /// a new prompt goes on with a fresh budget.
+    #[error(
+        "stopped: this run cost ${spent_usd:.4}, its budget is ${limit_usd:.4} \
+         (max_budget_usd); the last tool calls did not run, and a new prompt continues"
+    )]
+    BudgetExceeded {
+        /// What the run's turns cost, in USD.
+        spent_usd: f64,
+        /// The budget.
+        limit_usd: f64,
+    },
+    /// The run's turns used its token limit ([`AgentConfig::with_max_run_tokens`]) or more;
+    /// as [`BudgetExceeded`](Self::BudgetExceeded).
+    #[error(
+        "stopped: this run used {spent} tokens, its limit is {limit} (max_run_tokens); the \
+         last tool calls did not run, and a new prompt continues"
+    )]
+    TokenLimitExceeded {
+        /// Tokens the run's turns used: prompt and output, cached or not.
+        spent: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// The session store failed: the run stopped rather than lose what it could not store.
     #[error(transparent)]
     Session(#[from] crate::session::SessionError),
@@ -155,6 +181,10 @@ pub enum AgentError {
     Mcp(#[from] crate::mcp::McpError),
 }
 
+// The dollar amounts of `BudgetExceeded` are never NaN (limits are checked, costs are sums
+// of finite products): equality is an equivalence.
+impl Eq for AgentError {}
+
 /// How a run went.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunResult {
@@ -164,6 +194,9 @@ pub struct RunResult {
     pub messages: Vec<Message>,
     /// Tokens used by the run.
     pub usage: Usage,
+    /// What [`usage`](Self::usage) cost, in USD; `None` when the model's price is unknown
+    /// (see [`AgentConfig::with_model_info`]) or no turn ran.
+    pub cost_usd: Option<f64>,
     /// Model turns taken.
     pub turns: u32,
     /// Tool calls made (including refused and failed ones).
@@ -239,6 +272,8 @@ pub(crate) struct AgentInner {
     pub(crate) messages: tokio::sync::Mutex<History>,
     /// Why the session starts, until the first run has told the session hooks.
     pub(crate) session_start: std::sync::Mutex<Option<SessionSource>>,
+    /// Costs, token totals and budgets; shared with sub-agents.
+    pub(crate) ledger: Arc<budget::Ledger>,
     /// The agent's MCP servers (none for sub-agents, which use a snapshot of the tools).
     #[cfg(feature = "mcp")]
     pub(crate) mcp: Option<Arc<mcp::AgentMcp>>,
@@ -740,7 +775,9 @@ impl AgentInner {
         }
         // Sub-agents live inside their parent's session.
         let session_start = (agent_id == AgentId::Main).then_some(SessionSource::Startup);
+        let ledger = Arc::new(budget::Ledger::new(&config, model.model_id())?);
         Ok(AgentInner {
+            ledger,
             sandbox: Arc::new(sandbox),
             session,
             model,

@@ -154,6 +154,7 @@ impl AgentInner {
             if result.turns == self.config.max_turns {
                 return Err(AgentError::MaxTurns(self.config.max_turns));
             }
+            self.ledger.check(result)?;
             result.turns += 1;
             let turn = result.turns;
             emit(AgentEvent::TurnStarted { turn });
@@ -165,7 +166,7 @@ impl AgentInner {
                 max_tokens: self.config.max_tokens,
                 temperature: self.config.temperature,
                 output: output.map(|spec| spec.format.clone()),
-                cache: self.config.prompt_cache(self.model.model_id()),
+                cache: self.config.prompt_cache(self.ledger.info()),
             };
             let span = spans::chat(self, &request);
             // Read-only calls may start while the turn streams (see `early`).
@@ -192,11 +193,13 @@ impl AgentInner {
                 }
             };
             result.usage += response.usage;
+            let cost_usd = self.ledger.add_turn(response.usage, result);
             result.stop_reason = Some(response.stop_reason.clone());
             emit(AgentEvent::TurnCompleted {
                 turn,
                 stop_reason: response.stop_reason.clone(),
                 usage: response.usage,
+                cost_usd,
             });
             emit(AgentEvent::Usage(result.usage));
 
@@ -255,6 +258,10 @@ impl AgentInner {
                 }
             }
 
+            if let Err(error) = self.ledger.check(result) {
+                let stop = (error, &calls[..], answered, outcomes, &started[..]);
+                return self.stop_for_budget(stop, messages, result).await;
+            }
             result.tool_calls += calls.len() - answered.len();
             // The executor stores each batch's starts (with the staged turn) before the batch
             // runs and each result as its call ends, so all results are stored before the next
@@ -276,7 +283,7 @@ impl AgentInner {
     /// Puts one turn's results (`known` ones stored earlier, then the `outcomes` just run) in
     /// a user message, in call order. Fails when a record could not be stored, or when calls
     /// stopped for deferred approvals: then no message is added, the turn stays open.
-    fn take_outcomes(
+    pub(super) fn take_outcomes(
         &self,
         calls: &[crate::model::ToolUse],
         mut known: HashMap<String, crate::model::MessageContent>,

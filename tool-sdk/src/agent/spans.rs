@@ -200,6 +200,8 @@ fn agent_error_type(error: &AgentError) -> String {
         AgentError::MaxTurns(_) => "max_turns".into(),
         AgentError::PromptBlocked(_) => "prompt_blocked".into(),
         AgentError::Cancelled => "cancelled".into(),
+        AgentError::BudgetExceeded { .. } => "budget_exceeded".into(),
+        AgentError::TokenLimitExceeded { .. } => "token_limit_exceeded".into(),
         AgentError::Session(_) => "session_store".into(),
         AgentError::ApprovalsPending(_) => "approvals_pending".into(),
         AgentError::OutputInvalid { .. } => "output_invalid".into(),

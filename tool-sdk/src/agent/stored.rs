@@ -91,6 +91,7 @@ impl Agent {
         inner.restore_context(&restored);
         inner.messages = tokio::sync::Mutex::new(restored.messages.into());
         inner.session_start = std::sync::Mutex::new(Some(SessionSource::Resume));
+        inner.ledger.restore(&records);
         Ok(Agent {
             inner: Arc::new(inner),
         })

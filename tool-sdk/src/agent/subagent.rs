@@ -77,6 +77,7 @@ impl Subagents {
         child.call_message = parent.call_message.clone();
         child.state = parent.state.clone();
         child.session_id = parent.session_id.clone();
+        child.ledger = parent.ledger.clone();
         Ok(child)
     }
 }

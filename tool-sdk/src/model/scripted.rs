@@ -17,6 +17,8 @@ pub struct ScriptedTurn {
     error: Option<ModelError>,
     /// Answers a request for a typed answer ([`ModelRequest::output`]), and fails any other.
     typed: bool,
+    /// The usage reported, instead of the estimate from the text's length.
+    usage: Option<Usage>,
 }
 
 impl ScriptedTurn {
@@ -26,6 +28,7 @@ impl ScriptedTurn {
             content: vec![MessageContent::Text { text: text.into() }],
             error: None,
             typed: false,
+            usage: None,
         }
     }
 
@@ -50,7 +53,15 @@ impl ScriptedTurn {
             }],
             error: None,
             typed: true,
+            usage: None,
         }
+    }
+
+    /// This turn, reporting `usage` (for tests of costs and budgets) instead of the estimate
+    /// of about four characters a token.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
     }
 
     /// A turn that calls one tool.
@@ -59,6 +70,7 @@ impl ScriptedTurn {
             content: Vec::new(),
             error: None,
             typed: false,
+            usage: None,
         }
         .with_tool_call(name, input)
     }
@@ -69,6 +81,7 @@ impl ScriptedTurn {
             content: Vec::new(),
             error: None,
             typed: false,
+            usage: None,
         }
         .with_raw_tool_call(name, raw_arguments)
     }
@@ -95,6 +108,7 @@ impl ScriptedTurn {
             content: Vec::new(),
             error: None,
             typed: false,
+            usage: None,
         }
         .with_tool_call_id(id, name, input)
     }
@@ -105,6 +119,7 @@ impl ScriptedTurn {
             content: Vec::new(),
             error: Some(error),
             typed: false,
+            usage: None,
         }
     }
 
@@ -288,11 +303,11 @@ impl Model for ScriptedModel {
                 } else {
                     StopReason::EndTurn
                 },
-                usage: Usage {
+                usage: turn.usage.unwrap_or(Usage {
                     input_tokens,
                     output_tokens,
                     ..Usage::default()
-                },
+                }),
             })));
         }
         Box::pin(futures::stream::iter(events))

@@ -1,0 +1,425 @@
+//! What the agent's tokens cost, and the budgets that stop a run.
+//!
+//! The agent looks its model up once, in the [`Catalog`] its config makes
+//! ([`AgentConfig::with_model_info`], `[models."<prefix>"]` in a file), and prices each
+//! turn's [`Usage`] with it. A model the catalog does not know has no cost: every `cost_usd`
+//! is `None` (and a warning is logged once), never a misleading `0.0`.
+//!
+//! Budgets are per run ([`AgentConfig::with_max_budget_usd`],
+//! [`AgentConfig::with_max_run_tokens`]): checked before each model request and after each
+//! model turn. A turn that reaches one has its tool calls answered as calls that did not run,
+//! stored like any result, so the conversation stays valid and a later prompt (or a
+//! [`resume`](Agent::resume)) goes on from there with a fresh budget.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+
+use serde::{Deserialize, Serialize};
+
+use super::executor::Outcome;
+use super::{Agent, AgentConfig, AgentError, AgentInner, RunResult};
+use crate::ToolOutput;
+use crate::model::{Catalog, History, MessageContent, ModelInfo, Price, ToolUse, Usage};
+use crate::session::Record;
+
+/// The agent's model, its price, the conversation's token totals and the run limits. Shared
+/// by an agent and its sub-agents, whose tokens count in the totals.
+pub(crate) struct Ledger {
+    model_id: String,
+    info: Option<ModelInfo>,
+    max_budget_usd: Option<f64>,
+    max_run_tokens: Option<u64>,
+    /// Whether the "price unknown" warning was logged.
+    warned: AtomicBool,
+    /// Tokens of the whole conversation, resumed sessions included.
+    totals: Mutex<Usage>,
+}
+
+impl Ledger {
+    /// The model's catalog entry (the config's own entries first), if it has one.
+    pub(crate) fn info(&self) -> Option<&ModelInfo> {
+        self.info.as_ref()
+    }
+
+    /// Looks `model_id` up in the config's catalog; a budget the agent could not enforce
+    /// (no price for the model, or not a sensible amount) is an error.
+    pub(crate) fn new(config: &AgentConfig, model_id: &str) -> Result<Self, AgentError> {
+        let info = config.catalog().lookup(model_id).copied();
+        if let Some(limit) = config.max_budget_usd {
+            if !limit.is_finite() || limit < 0.0 {
+                return Err(AgentError::Config(format!(
+                    "max_budget_usd must be a number of dollars, 0 or more (got {limit})"
+                )));
+            }
+            if info.is_none() {
+                return Err(AgentError::Config(format!(
+                    "max_budget_usd is set, but the price of the model `{model_id}` is \
+                     unknown, so the budget could not be checked: add it with \
+                     `AgentConfig::with_model_info(\"{model_id}\", ...)` or a \
+                     `[models.\"{model_id}\"]` table in the config file"
+                )));
+            }
+        }
+        Ok(Ledger {
+            model_id: model_id.to_owned(),
+            info,
+            max_budget_usd: config.max_budget_usd,
+            max_run_tokens: config.max_run_tokens,
+            warned: AtomicBool::new(false),
+            totals: Mutex::new(Usage::default()),
+        })
+    }
+
+    /// What `usage` costs; `None`, and a warning the first time, when the price is unknown.
+    pub(crate) fn cost_usd(&self, usage: &Usage) -> Option<f64> {
+        match &self.info {
+            Some(info) => Some(info.price.cost_usd(usage)),
+            None => {
+                if !self.warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    tracing::warn!(
+                        model = %self.model_id,
+                        "the price of this model is unknown: costs are reported as None; add \
+                         it with `AgentConfig::with_model_info` or `[models.\"<prefix>\"]`"
+                    );
+                }
+                None
+            }
+        }
+    }
+
+    /// Counts one model turn in the conversation's totals and the run's cost (the caller
+    /// added its usage to `result.usage`); returns the turn's cost.
+    pub(crate) fn add_turn(&self, usage: Usage, result: &mut RunResult) -> Option<f64> {
+        *self.totals.lock().unwrap_or_else(|p| p.into_inner()) += usage;
+        result.cost_usd = self.cost_usd(&result.usage);
+        self.cost_usd(&usage)
+    }
+
+    /// Adds the usage records of a stored session to the totals (a resume).
+    pub(crate) fn restore(&self, records: &[Record]) {
+        let mut totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        for record in records {
+            if let Record::Usage { usage } = record {
+                *totals += *usage;
+            }
+        }
+    }
+
+    fn totals(&self) -> Usage {
+        *self.totals.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `Err` once the run has spent a budget: the error the run ends with.
+    pub(crate) fn check(&self, result: &RunResult) -> Result<(), AgentError> {
+        if let (Some(limit_usd), Some(info)) = (self.max_budget_usd, &self.info) {
+            let spent_usd = info.price.cost_usd(&result.usage);
+            if spent_usd >= limit_usd {
+                return Err(AgentError::BudgetExceeded {
+                    spent_usd,
+                    limit_usd,
+                });
+            }
+        }
+        if let Some(limit) = self.max_run_tokens {
+            let spent = result.usage.total_tokens();
+            if spent >= limit {
+                return Err(AgentError::TokenLimitExceeded { spent, limit });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The turn a budget stopped: the error, its calls, the results it has already (by call id:
+/// stored ones, then outcomes of calls that ran), and the calls that started early.
+pub(super) type StoppedTurn<'a> = (
+    AgentError,
+    &'a [ToolUse],
+    HashMap<String, MessageContent>,
+    Vec<Outcome>,
+    &'a [String],
+);
+
+impl AgentInner {
+    /// Ends a run whose budget the last turn reached: its calls that did not start are
+    /// answered as not run (and stored), so the history stays valid, and the run fails with
+    /// `error`. `known` and `outcomes` are the results the turn has already.
+    pub(super) async fn stop_for_budget(
+        &self,
+        (error, calls, known, mut outcomes, started): StoppedTurn<'_>,
+        messages: &mut History,
+        result: &mut RunResult,
+    ) -> Result<(), AgentError> {
+        result.tool_calls += started.len();
+        let output = ToolOutput::error(format!(
+            "This call did not run: the run stopped because {}. Nothing was done; ask the user \
+             before trying it again.",
+            reason(&error)
+        ));
+        for call in calls {
+            if known.contains_key(&call.id) || started.contains(&call.id) {
+                continue;
+            }
+            let block = MessageContent::ToolResult {
+                tool_use_id: call.id.clone(),
+                content: output.content.clone(),
+                is_error: true,
+            };
+            self.stage(|| Record::ToolResult {
+                block: block.clone(),
+            });
+            outcomes.push(Outcome {
+                call_id: call.id.clone(),
+                block,
+                error: None,
+                store_error: None,
+                deferred: None,
+            });
+        }
+        // The turn (staged) and its answers go to the store together; the answers join the
+        // history even when they could not be stored, which ends the run with that error.
+        let stored = self.flush().await;
+        self.take_outcomes(calls, known, outcomes, messages, result)?;
+        stored?;
+        Err(error)
+    }
+}
+
+/// The budget `error` names, as the model reads it.
+fn reason(error: &AgentError) -> String {
+    match error {
+        AgentError::BudgetExceeded { limit_usd, .. } => {
+            format!("it reached its budget of ${limit_usd:.2}")
+        }
+        AgentError::TokenLimitExceeded { limit, .. } => {
+            format!("it reached its limit of {limit} tokens")
+        }
+        other => other.to_string(),
+    }
+}
+
+impl Agent {
+    /// Tokens used by the whole conversation: every run of this agent, its sub-agents', and
+    /// with a session store, the runs before a [`resume`](Agent::resume).
+    pub fn total_usage(&self) -> Usage {
+        self.inner.ledger.totals()
+    }
+
+    /// What [`total_usage`](Self::total_usage) cost, in USD; `None` when the model's price is
+    /// unknown (see [`AgentConfig::with_model_info`]).
+    pub fn total_cost_usd(&self) -> Option<f64> {
+        self.inner.ledger.cost_usd(&self.total_usage())
+    }
+
+    /// The id of the agent's model, as its provider knows it: what the catalog looks up.
+    pub fn model_id(&self) -> &str {
+        &self.inner.ledger.model_id
+    }
+
+    /// The agent's model as the catalog knows it (window and prices), if it does.
+    pub fn model_info(&self) -> Option<ModelInfo> {
+        self.inner.ledger.info
+    }
+}
+
+impl AgentConfig {
+    /// Adds or replaces the catalog entry of model ids starting with `prefix`, so runs of a
+    /// model the built-in [`Catalog`] does not know (a fine-tune, a local model) get a cost,
+    /// or a negotiated price replaces the list price (`[models."<prefix>"]` in a file). The
+    /// longest matching prefix wins.
+    ///
+    /// ```
+    /// use tool_sdk::agent::AgentConfig;
+    /// use tool_sdk::model::{ModelInfo, Price};
+    ///
+    /// let config = AgentConfig::new()
+    ///     .with_model_info("my-finetune", ModelInfo::new(32_000, Price::per_million(1.0, 2.0)))
+    ///     .with_max_budget_usd(0.50);
+    /// assert_eq!(config.models["my-finetune"].price.output, 2.0);
+    /// ```
+    pub fn with_model_info(mut self, prefix: impl Into<String>, info: ModelInfo) -> Self {
+        self.models.insert(prefix.into(), info);
+        self
+    }
+
+    /// Starts from `catalog` instead of [`Catalog::default`]; entries added with
+    /// [`with_model_info`](Self::with_model_info) still take precedence.
+    pub fn with_catalog(mut self, catalog: Catalog) -> Self {
+        self.catalog = Some(catalog);
+        self
+    }
+
+    /// Stops a run once its turns have cost `usd` or more (`max_budget_usd` in a file). The
+    /// budget is per run: checked before each model request and after each turn; the calls
+    /// of the turn that reached it do not run (the model is told why; read-only calls that
+    /// started while the turn streamed, before its usage was known, finish) and the run fails
+    /// with [`AgentError::BudgetExceeded`]. A turn that ends the run anyway (no calls) is not an
+    /// error. Needs the model's price: `Agent::create` fails for a model the catalog does
+    /// not know.
+    pub fn with_max_budget_usd(mut self, usd: f64) -> Self {
+        self.max_budget_usd = Some(usd);
+        self
+    }
+
+    /// Stops a run once its turns have used `tokens` or more, prompt and output, cached or
+    /// not (`max_run_tokens` in a file); as [`with_max_budget_usd`](Self::with_max_budget_usd),
+    /// ending with [`AgentError::TokenLimitExceeded`]. Works whatever the model.
+    pub fn with_max_run_tokens(mut self, tokens: u64) -> Self {
+        self.max_run_tokens = Some(tokens);
+        self
+    }
+
+    /// The built-in catalog (or the one given) with the config's own entries.
+    pub(crate) fn catalog(&self) -> Catalog {
+        let mut catalog = self.catalog.clone().unwrap_or_default();
+        for (prefix, info) in &self.models {
+            catalog.insert(prefix.clone(), *info);
+        }
+        catalog
+    }
+}
+
+/// `[models."<prefix>"]` tables: a [`ModelInfo`] with flat per-million prices.
+pub(super) mod model_table {
+    use super::*;
+
+    /// One table, as written in a file.
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Entry {
+        context_window: u64,
+        input_per_million: f64,
+        output_per_million: f64,
+        /// Default: a tenth of the input price (Anthropic's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_read_per_million: Option<f64>,
+        /// Default: 1.25 times the input price (Anthropic's five-minute entries).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_write_per_million: Option<f64>,
+        #[serde(default)]
+        min_cacheable_tokens: u64,
+    }
+
+    pub(crate) fn serialize<S: serde::Serializer>(
+        models: &BTreeMap<String, ModelInfo>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let entries: BTreeMap<&String, Entry> = models
+            .iter()
+            .map(|(prefix, info)| {
+                let entry = Entry {
+                    context_window: info.context_window,
+                    input_per_million: info.price.input,
+                    output_per_million: info.price.output,
+                    cache_read_per_million: Some(info.price.cache_read),
+                    cache_write_per_million: Some(info.price.cache_write),
+                    min_cacheable_tokens: info.min_cacheable_tokens,
+                };
+                (prefix, entry)
+            })
+            .collect();
+        entries.serialize(serializer)
+    }
+
+    pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<BTreeMap<String, ModelInfo>, D::Error> {
+        use serde::de::Error;
+        let entries = BTreeMap::<String, Entry>::deserialize(deserializer)?;
+        entries
+            .into_iter()
+            .map(|(prefix, entry)| {
+                let prices = [
+                    Some(entry.input_per_million),
+                    Some(entry.output_per_million),
+                    entry.cache_read_per_million,
+                    entry.cache_write_per_million,
+                ];
+                if prices
+                    .into_iter()
+                    .flatten()
+                    .any(|p| !p.is_finite() || p < 0.0)
+                {
+                    return Err(D::Error::custom(format!(
+                        "models.\"{prefix}\": prices are USD per million tokens, 0 or more"
+                    )));
+                }
+                let mut price =
+                    Price::per_million(entry.input_per_million, entry.output_per_million);
+                if let Some(read) = entry.cache_read_per_million {
+                    price.cache_read = read;
+                }
+                if let Some(write) = entry.cache_write_per_million {
+                    price.cache_write = write;
+                }
+                let info = ModelInfo::new(entry.context_window, price)
+                    .with_min_cacheable_tokens(entry.min_cacheable_tokens);
+                Ok((prefix, info))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_models_table_in_a_file_extends_the_catalog() {
+        let config: AgentConfig = toml::from_str(
+            r#"
+            max_budget_usd = 0.25
+            max_run_tokens = 100000
+            [models."my-finetune"]
+            context_window = 32000
+            input_per_million = 1.0
+            output_per_million = 4.0
+            cache_read_per_million = 0.5
+            [models."claude-sonnet-4"]
+            context_window = 1000000
+            input_per_million = 6.0
+            output_per_million = 22.5
+            "#,
+        )
+        .unwrap();
+        assert_eq!(config.max_budget_usd, Some(0.25));
+        assert_eq!(config.max_run_tokens, Some(100_000));
+        let catalog = config.catalog();
+        let mine = catalog.lookup("my-finetune-v2").unwrap();
+        assert_eq!(mine.context_window, 32_000);
+        assert_eq!(mine.price.cache_read, 0.5);
+        assert_eq!(mine.price.cache_write, 1.25);
+        // Overrides the built-in entry, and the longer built-in prefixes still win theirs.
+        assert_eq!(
+            catalog.lookup("claude-sonnet-4-5").unwrap().price.input,
+            6.0
+        );
+        assert_eq!(catalog.lookup("claude-opus-4-5").unwrap().price.input, 5.0);
+        // And back: what is written reads the same.
+        let again: AgentConfig = toml::from_str(&toml::to_string(&config).unwrap()).unwrap();
+        assert_eq!(again.models, config.models);
+    }
+
+    #[test]
+    fn a_negative_price_or_budget_is_refused_with_the_reason() {
+        let error = toml::from_str::<AgentConfig>(
+            "[models.x]\ncontext_window = 1\ninput_per_million = -1.0\noutput_per_million = 1.0",
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(error.contains("0 or more"), "{error}");
+        let config = AgentConfig::new().with_max_budget_usd(f64::NAN);
+        let error = Ledger::new(&config, "gpt-4o").err().unwrap().to_string();
+        assert!(error.contains("max_budget_usd"), "{error}");
+    }
+
+    #[test]
+    fn a_budget_needs_a_known_price() {
+        let config = AgentConfig::new().with_max_budget_usd(1.0);
+        let error = Ledger::new(&config, "scripted").err().unwrap().to_string();
+        assert!(error.contains("with_model_info(\"scripted\""), "{error}");
+        assert!(Ledger::new(&config, "gpt-4o-2024-08-06").is_ok());
+    }
+}
