@@ -48,10 +48,11 @@ fn fnv(text: &str) -> u64 {
     })
 }
 
-/// Between 2 and 8 kB of code-like lines, the same for the same `seed`.
+/// Between 3 and 12 kB of code-like lines, the same for the same `seed`: long enough that the
+/// session outgrows a 100k window without compaction.
 fn filler(seed: &str) -> String {
     let hash = fnv(seed);
-    let size = 2_000 + (hash % 6_000) as usize;
+    let size = 3_000 + (hash % 9_000) as usize;
     let mut out = String::with_capacity(size + 120);
     let mut line = 1u64;
     while out.len() < size {
@@ -153,6 +154,54 @@ fn event(name: &str, data: Value) -> String {
 }
 
 /// The stream of turn `n` of `turns`, reporting this usage.
+/// What the agent asks when it compacts (a phrase of its summary instructions).
+const SUMMARY_ASK: &str = "about to be compacted";
+
+/// Whether `request` is the agent asking for a summary of the conversation (to compact it).
+fn is_summary_request(request: &Value) -> bool {
+    let last = request["messages"]
+        .as_array()
+        .and_then(|messages| messages.last());
+    last.is_some_and(|message| message["content"].to_string().contains(SUMMARY_ASK))
+}
+
+/// The answer to a summary request: about 2,000 characters of summary, 500 output tokens.
+fn summary_stream(n: usize, usage: &Priced) -> String {
+    let summary = format!(
+        "Summary of the work so far (compaction {n}): the user wants item parsing in every \
+         module one step stricter with the tests green. {}",
+        "Read and edited src/module_*.rs; grep found every parse call; tests ran green after \
+         each edit; the next step is the remaining modules. "
+            .repeat(12)
+    );
+    [
+        event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": format!("msg_summary_{n}"),
+                "type": "message", "role": "assistant", "model": MODEL, "content": [],
+                "stop_reason": null, "usage": {"input_tokens": usage.input,
+                "cache_read_input_tokens": usage.read,
+                "cache_creation_input_tokens": usage.write, "output_tokens": 1}}}),
+        ),
+        event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": summary}}),
+        ),
+        event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": 500}}),
+        ),
+        event("message_stop", json!({"type": "message_stop"})),
+    ]
+    .concat()
+}
+
 fn turn_stream(n: usize, turns: usize, usage: &Priced) -> String {
     let mut events = vec![event(
         "message_start",
@@ -294,7 +343,11 @@ fn price(body: &Value, written: &mut HashSet<u64>) -> (Priced, u64) {
 struct Seen {
     written: HashSet<u64>,
     requests: usize,
+    /// Scripted turns answered (summary requests are not).
+    scripted: usize,
     billed: Vec<Priced>,
+    /// The summary requests' share of `billed`.
+    summaries: Vec<Priced>,
     largest_request_tokens: u64,
 }
 
@@ -338,11 +391,17 @@ async fn serve(listener: TcpListener, turns: usize, seen: Arc<Mutex<Seen>>) {
             let mut seen = seen.lock().expect("the lock is never poisoned");
             let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
             let (priced, total) = price(&request, &mut seen.written);
-            let n = seen.requests;
             seen.requests += 1;
             seen.billed.push(priced);
             seen.largest_request_tokens = seen.largest_request_tokens.max(total);
-            turn_stream(n, turns, &priced)
+            if is_summary_request(&request) {
+                seen.summaries.push(priced);
+                summary_stream(seen.summaries.len(), &priced)
+            } else {
+                let n = seen.scripted;
+                seen.scripted += 1;
+                turn_stream(n, turns, &priced)
+            }
         };
         let head = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\
@@ -375,6 +434,12 @@ pub struct Stats {
     pub billed_input_equivalent: f64,
     /// The longest prompt sent, in tokens: what a context window must hold.
     pub largest_request_tokens: u64,
+    /// Compactions: requests for a summary of the conversation.
+    pub compactions: usize,
+    /// What those summary requests cost, in the same input-token equivalents (they are in
+    /// `billed_input_equivalent` too), plus their output tokens at 5x (Anthropic's output
+    /// price is five times the input price).
+    pub compaction_cost_equivalent: f64,
 }
 
 impl Stats {
@@ -389,6 +454,8 @@ impl Stats {
                 + 0.1 * usage.cache_read_input_tokens as f64
                 + 1.25 * usage.cache_creation_input_tokens as f64,
             largest_request_tokens,
+            compactions: 0,
+            compaction_cost_equivalent: 0.0,
         }
     }
 }
@@ -442,7 +509,14 @@ pub async fn run_session(turns: usize, tweak: impl FnOnce(AgentConfig) -> AgentC
             billed.cache_creation_input_tokens
         ),
     );
-    Stats::from_usage(result.usage, seen.requests, seen.largest_request_tokens)
+    let mut stats = Stats::from_usage(result.usage, seen.requests, seen.largest_request_tokens);
+    stats.compactions = seen.summaries.len();
+    stats.compaction_cost_equivalent = seen
+        .summaries
+        .iter()
+        .map(|p| p.input as f64 + 0.1 * p.read as f64 + 1.25 * p.write as f64 + 5.0 * 500.0)
+        .fold(0.0, |sum, cost| sum + cost);
+    stats
 }
 
 /// Both runs, and how much lower the bill is with caching.
@@ -450,6 +524,17 @@ async fn measure(turns: usize) -> Value {
     let off = run_session(turns, |config| config.with_prompt_caching(false)).await;
     let on = run_session(turns, |config| config.with_prompt_caching(true)).await;
     let reduction = 1.0 - on.billed_input_equivalent / off.billed_input_equivalent;
+    // Against a 100k window: "off" sends every request whole (the window is not managed).
+    let window = 100_000;
+    let compaction_off = run_session(turns, |config| config.with_compaction(false)).await;
+    let compaction_on = run_session(turns, |config| config.with_context_window(window)).await;
+    // The same with no result ever cleared, so that the conversation itself must be compacted:
+    // what a compaction costs.
+    let summaries_only = run_session(turns, |mut config| {
+        config.context.keep_tool_results = usize::MAX;
+        config.with_context_window(window)
+    })
+    .await;
     json!({
         "turns": turns,
         "model": MODEL,
@@ -457,6 +542,10 @@ async fn measure(turns: usize) -> Value {
         "caching_on": on,
         "reduction": reduction,
         "target_reduction": 0.75,
+        "window": window,
+        "compaction_off": compaction_off,
+        "compaction_on": compaction_on,
+        "compaction_without_clearing": summaries_only,
     })
 }
 
@@ -484,10 +573,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tool_outputs_are_2_to_8_kb_and_stable() {
+    fn tool_outputs_are_3_to_12_kb_and_stable() {
         for seed in ["read a", "grep b", "test c", "edit d"] {
             let text = filler(seed);
-            assert!((2_000..8_200).contains(&text.len()), "{}", text.len());
+            assert!((3_000..12_200).contains(&text.len()), "{}", text.len());
             assert_eq!(text, filler(seed));
         }
     }
@@ -531,5 +620,32 @@ mod tests {
         assert_eq!(off["cache_write_tokens"], 0);
         assert!(report["caching_on"]["cache_read_tokens"].as_u64() > Some(0));
         assert!(report["reduction"].as_f64() > Some(0.5), "{report}");
+    }
+
+    #[test]
+    fn compaction_keeps_every_request_inside_the_window() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a tokio runtime");
+        let window = 30_000;
+        let (whole, cleared, compacted) = runtime.block_on(async {
+            (
+                run_session(24, |config| config.with_compaction(false)).await,
+                run_session(24, |config| config.with_context_window(window)).await,
+                run_session(24, |mut config| {
+                    config.context.keep_tool_results = usize::MAX;
+                    config.with_context_window(window)
+                })
+                .await,
+            )
+        });
+        assert!(whole.largest_request_tokens > window, "{whole:?}");
+        assert_eq!(whole.compactions, 0);
+        assert!(cleared.largest_request_tokens <= window, "{cleared:?}");
+        assert!(compacted.compactions >= 1, "{compacted:?}");
+        assert!(compacted.compaction_cost_equivalent > 0.0, "{compacted:?}");
+        assert!(compacted.largest_request_tokens <= window, "{compacted:?}");
     }
 }

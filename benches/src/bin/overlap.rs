@@ -43,6 +43,9 @@ fn event(name: &str, data: Value) -> String {
     format!("event: {name}\ndata: {data}\n\n")
 }
 
+/// Builds a timeline's writes.
+type Layout = fn() -> Vec<Write>;
+
 /// One write of the answer: at `at` after the request arrived; `block` when it is the last
 /// byte of that tool_use block.
 struct Write {
@@ -301,7 +304,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let layouts: [(&str, fn() -> Vec<Write>); 2] = [
+    let layouts: [(&str, Layout); 2] = [
         ("early", || timeline([0, 250, 500, 750], 250, 2000)),
         ("spread", || timeline([0, 500, 1000, 1500], 500, 2000)),
     ];
