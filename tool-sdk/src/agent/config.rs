@@ -479,7 +479,7 @@ impl AgentConfig {
     }
 
     /// Adds a hook that sees each prompt before it is sent and may add context to it or
-    /// block it (hooks run in the order added; see [`super::hooks`]).
+    /// block it (hooks run in the order added; see [`UserPromptSubmit`](super::UserPromptSubmit)).
     pub fn with_user_prompt_submit(mut self, hook: impl super::UserPromptSubmit + 'static) -> Self {
         self.run_hooks.prompt.push(Arc::new(hook));
         self
