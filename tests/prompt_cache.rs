@@ -7,10 +7,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 use tool_sdk::agent::{Agent, AgentConfig};
+use tool_sdk::builtin::TaskTool;
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::{
     Message, MessageContent, Model, ModelEvent, ModelRequest, PromptCache, RetryPolicy, Role,
-    ToolSpec, ToolUse,
+    ScriptedModel, ScriptedTurn, ToolSpec, ToolUse,
 };
 use tool_sdk::{ContentBlock, ToolRegistry, tool};
 use wiremock::matchers::{method, path};
@@ -407,4 +408,33 @@ fn the_minimum_comes_from_the_catalog() {
         PromptCache::for_model("a-model-nobody-knows").min_prefix_tokens,
         PromptCache::DEFAULT_MIN_PREFIX_TOKENS
     );
+}
+
+#[tokio::test]
+async fn sub_agents_ask_for_the_cache_as_their_parent_does() {
+    for caching in [true, false] {
+        let model = Arc::new(ScriptedModel::new([
+            ScriptedTurn::tool_call("Task", json!({"description": "look", "prompt": "Look."})),
+            ScriptedTurn::text("looked"),
+            ScriptedTurn::text("The sub-agent looked."),
+        ]));
+        let registry = ToolRegistry::new();
+        registry.register(Arc::new(TaskTool)).unwrap();
+        let agent = Agent::create(
+            AgentConfig::new()
+                .with_model_arc(model.clone())
+                .with_registry(Arc::new(registry))
+                .with_prompt_caching(caching),
+        )
+        .await
+        .unwrap();
+        agent.prompt("delegate").await.unwrap();
+        let requests = model.requests();
+        assert_eq!(requests.len(), 3);
+        // The second request is the sub-agent's: its conversation starts with the Task prompt.
+        let child = &requests[1];
+        assert_eq!(child.messages.len(), 1, "{:?}", child.messages);
+        assert_eq!(child.cache.is_some(), caching);
+        assert_eq!(requests[0].cache, child.cache);
+    }
 }

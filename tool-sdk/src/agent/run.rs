@@ -94,7 +94,8 @@ impl AgentInner {
         }
         let mut refused = 0;
         let mut stop_continued = 0;
-        // A request refused as too long is sent again once, after a compaction.
+        // A request refused as too long is sent again once, after a compaction; a turn that
+        // then arrives allows the next refusal its own compaction.
         let mut compacted_for_overflow = false;
         let open_turn = messages
             .last()
@@ -177,7 +178,10 @@ impl AgentInner {
                 .await;
             spans::end_chat(&span, &response);
             let response = match response {
-                Ok(response) => response,
+                Ok(response) => {
+                    compacted_for_overflow = false;
+                    response
+                }
                 Err(error) => {
                     early.abandon().await;
                     if !compacted_for_overflow
