@@ -4,6 +4,7 @@
 //! callgrind by `bench/run`) both use these, so they time the same thing.
 
 pub mod hundred;
+pub mod mock_http;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -24,13 +24,14 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tool_sdk::agent::{Agent, AgentConfig};
 use tool_sdk::model::anthropic::AnthropicModel;
-use tool_sdk::model::{RetryPolicy, Usage};
+use tool_sdk::model::{Price, RetryPolicy, Usage};
 use tool_sdk::permission::PermissionMode;
 use tool_sdk::{ToolRegistry, tool};
+use tool_sdk_benches::mock_http::{read_request_body, sse_event as event};
 
 /// The model the agent believes it talks to (its cache minimum is 1024 tokens).
 const MODEL: &str = "claude-sonnet-4-5";
@@ -149,11 +150,6 @@ fn call(n: usize) -> (&'static str, Value) {
     }
 }
 
-fn event(name: &str, data: Value) -> String {
-    format!("event: {name}\ndata: {data}\n\n")
-}
-
-/// The stream of turn `n` of `turns`, reporting this usage.
 /// What the agent asks when it compacts (a phrase of its summary instructions).
 const SUMMARY_ASK: &str = "about to be compacted";
 
@@ -164,6 +160,9 @@ fn is_summary_request(request: &Value) -> bool {
         .and_then(|messages| messages.last());
     last.is_some_and(|message| message["content"].to_string().contains(SUMMARY_ASK))
 }
+
+/// The output tokens a summary's answer reports.
+const SUMMARY_OUTPUT_TOKENS: u64 = 500;
 
 /// The answer to a summary request: about 2,000 characters of summary, 500 output tokens.
 fn summary_stream(n: usize, usage: &Priced) -> String {
@@ -195,13 +194,14 @@ fn summary_stream(n: usize, usage: &Priced) -> String {
         event(
             "message_delta",
             json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                "usage": {"output_tokens": 500}}),
+                "usage": {"output_tokens": SUMMARY_OUTPUT_TOKENS}}),
         ),
         event("message_stop", json!({"type": "message_stop"})),
     ]
     .concat()
 }
 
+/// The stream of turn `n` of `turns`, reporting this usage.
 fn turn_stream(n: usize, turns: usize, usage: &Priced) -> String {
     let mut events = vec![event(
         "message_start",
@@ -253,6 +253,12 @@ fn turn_stream(n: usize, turns: usize, usage: &Priced) -> String {
 
 // ---------------------------------------------------------------------------------------------
 // Pricing a request as Anthropic's cache would
+
+/// What `usage` bills in input-token equivalents, at Anthropic's ratios: cache reads 0.1x,
+/// writes 1.25x, output 5x (the SDK's own `Price::per_million` at an input price of 1).
+fn input_equivalent(usage: &Usage) -> f64 {
+    Price::per_million(1.0, 5.0).cost_usd(usage) * 1_000_000.0
+}
 
 /// One request's prompt tokens by kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -351,40 +357,10 @@ struct Seen {
     largest_request_tokens: u64,
 }
 
-/// Reads one HTTP request's body, or `None` when the connection closed first.
-async fn read_body(socket: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 65536];
-    let head_end = loop {
-        let read = socket.read(&mut chunk).await.ok()?;
-        if read == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..read]);
-        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break end + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    while buffer.len() < head_end + length {
-        let read = socket.read(&mut chunk).await.ok()?;
-        if read == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..read]);
-    }
-    Some(buffer[head_end..].to_vec())
-}
-
 /// Answers each request with the next of `turns` scripted turns, priced.
 async fn serve(listener: TcpListener, turns: usize, seen: Arc<Mutex<Seen>>) {
     while let Ok((mut socket, _)) = listener.accept().await {
-        let Some(body) = read_body(&mut socket).await else {
+        let Some(body) = read_request_body(&mut socket).await else {
             continue;
         };
         let stream = {
@@ -450,9 +426,11 @@ impl Stats {
             cache_read_tokens: usage.cache_read_input_tokens,
             cache_write_tokens: usage.cache_creation_input_tokens,
             prompt_tokens: usage.prompt_tokens(),
-            billed_input_equivalent: usage.input_tokens as f64
-                + 0.1 * usage.cache_read_input_tokens as f64
-                + 1.25 * usage.cache_creation_input_tokens as f64,
+            // The input bill only: output is not what caching changes.
+            billed_input_equivalent: input_equivalent(&Usage {
+                output_tokens: 0,
+                ..usage
+            }),
             largest_request_tokens,
             compactions: 0,
             compaction_cost_equivalent: 0.0,
@@ -514,7 +492,14 @@ pub async fn run_session(turns: usize, tweak: impl FnOnce(AgentConfig) -> AgentC
     stats.compaction_cost_equivalent = seen
         .summaries
         .iter()
-        .map(|p| p.input as f64 + 0.1 * p.read as f64 + 1.25 * p.write as f64 + 5.0 * 500.0)
+        .map(|priced| {
+            input_equivalent(&Usage {
+                input_tokens: priced.input,
+                output_tokens: SUMMARY_OUTPUT_TOKENS,
+                cache_read_input_tokens: priced.read,
+                cache_creation_input_tokens: priced.write,
+            })
+        })
         .fold(0.0, |sum, cost| sum + cost);
     stats
 }

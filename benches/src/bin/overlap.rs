@@ -18,13 +18,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use serde_json::json;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tool_sdk::agent::{Agent, AgentConfig};
 use tool_sdk::model::RetryPolicy;
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::{State, ToolRegistry, tool};
+use tool_sdk_benches::mock_http::{read_request_body, sse_event as event};
 
 /// When each tool started, by its key.
 #[derive(Default)]
@@ -37,10 +38,6 @@ async fn work(key: String, starts: State<Arc<Starts>>) -> String {
     starts.0.lock().unwrap().push((key.clone(), Instant::now()));
     tokio::time::sleep(Duration::from_secs(1)).await;
     format!("{key} done")
-}
-
-fn event(name: &str, data: Value) -> String {
-    format!("event: {name}\ndata: {data}\n\n")
 }
 
 /// Builds a timeline's writes.
@@ -186,32 +183,8 @@ struct Seen {
 async fn serve(listener: TcpListener, writes: Vec<Write>, seen: Arc<Mutex<Seen>>) {
     let mut writes = Some(writes);
     while let Ok((mut socket, _)) = listener.accept().await {
-        // Read the request (headers, then Content-Length bytes).
-        let mut buffer = Vec::new();
-        let mut chunk = [0u8; 16384];
-        let head_end = loop {
-            let read = socket.read(&mut chunk).await.unwrap_or(0);
-            if read == 0 {
-                break None;
-            }
-            buffer.extend_from_slice(&chunk[..read]);
-            if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-                break Some(end + 4);
-            }
-        };
-        let Some(head_end) = head_end else { continue };
-        let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
-        let length: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        while buffer.len() < head_end + length {
-            let read = socket.read(&mut chunk).await.unwrap_or(0);
-            if read == 0 {
-                break;
-            }
-            buffer.extend_from_slice(&chunk[..read]);
+        if read_request_body(&mut socket).await.is_none() {
+            continue;
         }
         let arrived = Instant::now();
         let _ = socket
