@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::AgentError;
-use super::context::{ContextSettings, PreCompact};
+use super::context::ContextSettings;
 use crate::model::{
     Model, ModelError, RetryPolicy, anthropic::AnthropicModel, openai::OpenAiModel,
 };
@@ -147,8 +147,6 @@ pub struct AgentConfig {
     #[serde(skip)]
     pub(crate) run_hooks: super::hooks::RunHooks,
     #[serde(skip)]
-    pub(crate) pre_compact: Vec<Arc<dyn PreCompact>>,
-    #[serde(skip)]
     pub(crate) session_store: Option<Arc<dyn SessionStore>>,
     #[serde(skip)]
     pub(crate) permission_handler: Option<Arc<dyn PermissionHandler>>,
@@ -279,7 +277,6 @@ impl Default for AgentConfig {
             pre_hooks: Vec::new(),
             post_hooks: Vec::new(),
             run_hooks: Default::default(),
-            pre_compact: Vec::new(),
             session_store: None,
             permission_handler: None,
             problems: Vec::new(),

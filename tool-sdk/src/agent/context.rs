@@ -201,7 +201,7 @@ impl AgentConfig {
     /// Adds a hook that runs before each compaction (they run in the order added; the first
     /// veto wins).
     pub fn with_pre_compact(mut self, hook: impl PreCompact + 'static) -> Self {
-        self.pre_compact.push(Arc::new(hook));
+        self.run_hooks.pre_compact.push(Arc::new(hook));
         self
     }
 }
@@ -375,7 +375,7 @@ impl AgentInner {
             forced,
         };
         let mut instructions = SUMMARY_INSTRUCTIONS.to_owned();
-        for hook in &self.config.pre_compact {
+        for hook in &self.config.run_hooks.pre_compact {
             match hook.before_compact(&request).await {
                 CompactDecision::Proceed => {}
                 CompactDecision::Instruct(more) => {

@@ -1,7 +1,9 @@
 //! Hooks around a run, beside the tool hooks of the permission gate
 //! ([`PreToolUse`](crate::PreToolUse), [`PostToolUse`](crate::PostToolUse)): a prompt as it is
-//! submitted, the model stopping (the agent's and a sub-agent's), and the session starting and
-//! ending. Each is a small trait with one async method; a plain closure implements it.
+//! submitted, the model stopping (the agent's and a sub-agent's), the session starting and
+//! ending, and a compaction about to happen ([`PreCompact`](super::PreCompact), beside the
+//! compaction it sees). Each is a small trait with one async method; a plain closure
+//! implements it.
 //!
 //! ```
 //! use tool_sdk::agent::{AgentConfig, PromptCheck, StopCheck, StopContext};
@@ -140,6 +142,8 @@ pub(crate) struct RunHooks {
     pub(crate) stop: Vec<Arc<dyn StopHook>>,
     pub(crate) subagent_stop: Vec<Arc<dyn StopHook>>,
     pub(crate) session: Vec<Arc<dyn SessionHook>>,
+    /// Before a compaction (`context.rs`, where the trait lives beside what it sees).
+    pub(crate) pre_compact: Vec<Arc<dyn super::PreCompact>>,
     pub(crate) max_stop_continuations: u32,
 }
 
@@ -150,6 +154,7 @@ impl Default for RunHooks {
             stop: Vec::new(),
             subagent_stop: Vec::new(),
             session: Vec::new(),
+            pre_compact: Vec::new(),
             max_stop_continuations: 3,
         }
     }
