@@ -10,8 +10,8 @@ use tool_sdk::agent::{Agent, AgentConfig};
 use tool_sdk::builtin::TaskTool;
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::{
-    Message, MessageContent, Model, ModelEvent, ModelRequest, PromptCache, RetryPolicy, Role,
-    ScriptedModel, ScriptedTurn, ToolSpec, ToolUse,
+    Message, MessageContent, Model, ModelEvent, ModelInfo, ModelRequest, Price, PromptCache,
+    RetryPolicy, Role, ScriptedModel, ScriptedTurn, ToolSpec, ToolUse,
 };
 use tool_sdk::{ContentBlock, ToolRegistry, tool};
 use wiremock::matchers::{method, path};
@@ -437,4 +437,23 @@ async fn sub_agents_ask_for_the_cache_as_their_parent_does() {
         assert_eq!(child.cache.is_some(), caching);
         assert_eq!(requests[0].cache, child.cache);
     }
+}
+
+#[tokio::test]
+async fn the_agent_takes_the_minimum_from_its_own_catalog_entries() {
+    let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("ok")]));
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model_arc(model.clone())
+            .with_tools(Vec::<String>::new())
+            .with_model_info(
+                "scripted",
+                ModelInfo::new(50_000, Price::per_million(1.0, 2.0))
+                    .with_min_cacheable_tokens(3000),
+            ),
+    )
+    .await
+    .unwrap();
+    agent.prompt("hi").await.unwrap();
+    assert_eq!(model.requests()[0].cache, Some(PromptCache::new(3000)));
 }

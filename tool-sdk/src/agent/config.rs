@@ -687,12 +687,8 @@ impl AgentConfig {
         &self,
         info: Option<&crate::model::ModelInfo>,
     ) -> Option<crate::model::PromptCache> {
-        self.prompt_caching.then(|| {
-            crate::model::PromptCache::new(info.map_or(
-                crate::model::PromptCache::DEFAULT_MIN_PREFIX_TOKENS,
-                |info| info.min_cacheable_tokens,
-            ))
-        })
+        self.prompt_caching
+            .then(|| crate::model::PromptCache::for_info(info))
     }
 
     /// The store set in code, else the one the config file names, else none.

@@ -119,11 +119,15 @@ impl PromptCache {
     /// Caching as `model_id` allows it, by the default [`Catalog`]'s minimum (else
     /// [`DEFAULT_MIN_PREFIX_TOKENS`](Self::DEFAULT_MIN_PREFIX_TOKENS)).
     pub fn for_model(model_id: &str) -> Self {
-        let min = Catalog::default()
-            .lookup(model_id)
-            .map(|info| info.min_cacheable_tokens)
-            .unwrap_or(Self::DEFAULT_MIN_PREFIX_TOKENS);
-        PromptCache::new(min)
+        Self::for_info(Catalog::default().lookup(model_id))
+    }
+
+    /// Caching as a model with this catalog entry allows it (an unknown model: `None`, the
+    /// [`DEFAULT_MIN_PREFIX_TOKENS`](Self::DEFAULT_MIN_PREFIX_TOKENS)).
+    pub fn for_info(info: Option<&ModelInfo>) -> Self {
+        PromptCache::new(info.map_or(Self::DEFAULT_MIN_PREFIX_TOKENS, |info| {
+            info.min_cacheable_tokens
+        }))
     }
 }
 
