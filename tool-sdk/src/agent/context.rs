@@ -304,12 +304,25 @@ impl AgentInner {
     fn estimate(&self, messages: &History) -> u64 {
         let view = build_view(messages, &self.session.get::<ContextState>().get());
         let system = self.config.system_prompt.as_deref().map_or(0, str::len);
-        let tools: usize = self
-            .specs()
-            .iter()
-            .map(|spec| serde_json::to_string(spec).map_or(0, |json| json.len()))
-            .sum();
-        (system + tools) as u64 / 4 + estimate_messages(view.iter())
+        (system + self.tool_chars()) as u64 / 4 + estimate_messages(view.iter())
+    }
+
+    /// The size of the tool list as sent, measured once per list (MCP servers change it)
+    /// rather than serialised again before every request.
+    fn tool_chars(&self) -> usize {
+        let specs = self.specs();
+        let mut known = self.tool_chars.lock().unwrap_or_else(|p| p.into_inner());
+        match &*known {
+            Some((measured, chars)) if Arc::ptr_eq(measured, &specs) => *chars,
+            _ => {
+                let chars = specs
+                    .iter()
+                    .map(|spec| serde_json::to_string(spec).map_or(0, |json| json.len()))
+                    .sum();
+                *known = Some((specs, chars));
+                chars
+            }
+        }
     }
 
     /// Clears, in one batch, every result in the view but the most recent ones. `true` when

@@ -238,6 +238,9 @@ pub(crate) struct AgentInner {
     /// The tools offered to the model; MCP servers change it at run time, each turn takes a
     /// snapshot.
     pub(crate) specs: Arc<std::sync::RwLock<Arc<[ToolSpec]>>>,
+    /// The serialised size of a tool list, for the context estimate (`context.rs`); the list
+    /// is kept so that a new one is told from it.
+    pub(crate) tool_chars: std::sync::Mutex<Option<(Arc<[ToolSpec]>, usize)>>,
     pub(crate) config: AgentConfig,
     /// The permission gate and limits every call of this agent runs with.
     pub(crate) policy: CallPolicy,
@@ -783,6 +786,7 @@ impl AgentInner {
             model,
             registry: Arc::new(registry),
             specs: Arc::new(std::sync::RwLock::new(specs.into())),
+            tool_chars: std::sync::Mutex::default(),
             policy,
             gate,
             state: Arc::new(config.state.clone()),
