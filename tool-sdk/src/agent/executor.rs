@@ -201,19 +201,21 @@ async fn record(
     }
 }
 
-/// Tells the app a call is about to run (`ToolRequested`, with the tool's title for it);
-/// returns the tool, when the name is known.
+/// Tells the app a call is about to run (`ToolRequested`, with the tool's title for it), if
+/// anyone listens; returns the tool, when the name is known.
 fn announce(agent: &AgentInner, call: &ToolUse, emit: &Emit) -> Option<Arc<dyn crate::Tool>> {
     let tool = agent.registry.get(&call.name);
-    let title = tool
-        .as_ref()
-        .and_then(|tool| contain(|| tool.display_title(&call.input.json_or_empty())).ok())
-        .unwrap_or_else(|| call.name.clone());
-    emit(AgentEvent::ToolRequested {
-        id: call.id.clone(),
-        name: call.name.clone(),
-        input: call.input.json_or_empty().into_owned(),
-        title,
+    emit.notify(|| {
+        let title = tool
+            .as_ref()
+            .and_then(|tool| contain(|| tool.display_title(&call.input.json_or_empty())).ok())
+            .unwrap_or_else(|| call.name.clone());
+        AgentEvent::ToolRequested {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            input: call.input.json_or_empty().into_owned(),
+            title,
+        }
     });
     tool
 }
@@ -225,7 +227,7 @@ fn not_started(agent: &AgentInner, call: &ToolUse, error: &SessionError, emit: &
         "this call did not run: the session could not be stored ({error})"
     ));
     spans::end_tool_unstored(&spans::execute_tool(call), &output.to_text());
-    emit(AgentEvent::ToolFailed {
+    emit.notify(|| AgentEvent::ToolFailed {
         id: call.id.clone(),
         name: call.name.clone(),
         duration: std::time::Duration::ZERO,
@@ -288,18 +290,29 @@ async fn run_one(
     )
     .await;
 
-    let block = result_block(&call.id, &output);
     let deferred = ask.deferred.into_inner().unwrap_or_else(|p| p.into_inner());
     if deferred.is_some() {
         // No result: the call did not run and will, or be refused, when the run continues.
         return Outcome {
             call_id: call.id.clone(),
-            block,
+            block: result_block(&call.id, &output),
             error: None,
             store_error: ask.failure.into_inner().unwrap_or_else(|p| p.into_inner()),
             deferred,
         };
     }
+    spans::end_tool(&span, error.as_ref(), &output);
+    let error_line = match &error {
+        None => output
+            .is_error
+            .then(|| format!("{}: {}", call.name, output.to_text())),
+        Some(error) => Some(format!("{}: {error}", call.name)),
+    };
+    // The output goes into the block whole unless an event needs it too.
+    let (block, output) = match emit.listening() {
+        true => (result_block(&call.id, &output), Some(output)),
+        false => (into_result_block(&call.id, output), None),
+    };
     // Stored as soon as the call ends: before the next model request, and before the other
     // calls of the turn end.
     let store_error = match ask.failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
@@ -310,51 +323,40 @@ async fn run_one(
         .await
         .err(),
     };
-    spans::end_tool(&span, error.as_ref(), &output);
-    match error {
-        None => {
-            let display = tool
-                .as_ref()
-                .and_then(|tool| contain(|| tool.result_display(&input, &output)).ok())
-                .unwrap_or_else(|| ResultDisplay {
-                    title: call.name.clone(),
-                    summary: String::new(),
-                    content: Value::String(output.to_text().into_owned()),
-                });
-            let error = output
-                .is_error
-                .then(|| format!("{}: {}", call.name, output.to_text()));
-            emit(AgentEvent::ToolCompleted {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                duration,
-                output,
-                display,
-            });
-            Outcome {
-                call_id: call.id.clone(),
-                block,
-                error,
-                store_error,
-                deferred: None,
+    if let Some(output) = output {
+        emit(match error {
+            None => {
+                let display = tool
+                    .as_ref()
+                    .and_then(|tool| contain(|| tool.result_display(&input, &output)).ok())
+                    .unwrap_or_else(|| ResultDisplay {
+                        title: call.name.clone(),
+                        summary: String::new(),
+                        content: Value::String(output.to_text().into_owned()),
+                    });
+                AgentEvent::ToolCompleted {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    duration,
+                    output,
+                    display,
+                }
             }
-        }
-        Some(error) => {
-            emit(AgentEvent::ToolFailed {
+            Some(error) => AgentEvent::ToolFailed {
                 id: call.id.clone(),
                 name: call.name.clone(),
                 duration,
                 kind: error.kind(),
                 output,
-            });
-            Outcome {
-                call_id: call.id.clone(),
-                block,
-                error: Some(format!("{}: {error}", call.name)),
-                store_error,
-                deferred: None,
-            }
-        }
+            },
+        });
+    }
+    Outcome {
+        call_id: call.id.clone(),
+        block,
+        error: error_line,
+        store_error,
+        deferred: None,
     }
 }
 
@@ -457,6 +459,15 @@ impl PermissionHandler for RecordingAsker<'_> {
                 Err(error) => self.refuse(error),
             }
         })
+    }
+}
+
+/// [`result_block`], taking the output's content instead of copying it.
+fn into_result_block(id: &str, output: ToolOutput) -> MessageContent {
+    MessageContent::ToolResult {
+        tool_use_id: id.to_owned(),
+        content: output.content,
+        is_error: output.is_error,
     }
 }
 

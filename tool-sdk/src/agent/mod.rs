@@ -280,6 +280,9 @@ pub(crate) struct AgentInner {
     /// The agent's MCP servers (none for sub-agents, which use a snapshot of the tools).
     #[cfg(feature = "mcp")]
     pub(crate) mcp: Option<Arc<mcp::AgentMcp>>,
+    /// What every call's context shares, made on the first call: each call then gets a copy
+    /// (reference counts, no allocation) with its own parts set.
+    pub(crate) call_context: std::sync::OnceLock<ToolContext>,
 }
 
 impl Agent {
@@ -442,7 +445,7 @@ impl Agent {
         // The run's span (`invoke_agent`) is a child of the caller's.
         tokio::spawn(
             async move {
-                let emit: Emit = Arc::new(move |event| {
+                let emit = Emit::to(move |event| {
                     let _ = sender.send(event);
                 });
                 let result = match output.transpose() {
@@ -510,7 +513,7 @@ impl Agent {
         let cancel = CancellationToken::new();
         let _stop_when_dropped = cancel.clone().drop_guard();
         let inner = self.inner.clone();
-        let emit: Emit = Arc::new(|event| {
+        let emit = Emit::questions_to(|event| {
             if let AgentEvent::PermissionRequested(request) = event {
                 let message = crate::permission::not_allowed_message(&request.question);
                 request.deny(message)
@@ -591,7 +594,61 @@ impl Stream for AgentRun {
 /// past 32 MB, and images past this are rarely worth their tokens.
 const MAX_RESULT_IMAGE_BYTES: usize = 10 << 20;
 
-pub(crate) type Emit = Arc<dyn Fn(AgentEvent) + Send + Sync>;
+/// Where a run's events go. When nobody reads them (`Agent::prompt`), events that only
+/// inform are not built at all ([`Emit::notify`]): building one clones the call's input and
+/// renders its display, which would be most of a trivial call's cost. Questions (a
+/// `PermissionRequested`) are always sent: they need an answer either way.
+#[derive(Clone)]
+pub(crate) struct Emit {
+    sink: Arc<dyn Fn(AgentEvent) + Send + Sync>,
+    listening: bool,
+}
+
+impl Emit {
+    /// Events for someone who reads them all.
+    pub(crate) fn to(sink: impl Fn(AgentEvent) + Send + Sync + 'static) -> Self {
+        Emit {
+            sink: Arc::new(sink),
+            listening: true,
+        }
+    }
+
+    /// Questions only: events that only inform are dropped before they are built.
+    pub(crate) fn questions_to(sink: impl Fn(AgentEvent) + Send + Sync + 'static) -> Self {
+        Emit {
+            sink: Arc::new(sink),
+            listening: false,
+        }
+    }
+
+    /// Events for `sink`, heard as this one is (a sub-agent's, forwarded to its parent's).
+    pub(crate) fn forward(&self, sink: impl Fn(AgentEvent) + Send + Sync + 'static) -> Self {
+        Emit {
+            sink: Arc::new(sink),
+            listening: self.listening,
+        }
+    }
+
+    /// Whether events that only inform are read by anyone.
+    pub(crate) fn listening(&self) -> bool {
+        self.listening
+    }
+
+    /// Sends the event `make` builds, if anyone listens.
+    pub(crate) fn notify(&self, make: impl FnOnce() -> AgentEvent) {
+        if self.listening {
+            (self.sink)(make());
+        }
+    }
+}
+
+impl std::ops::Deref for Emit {
+    type Target = dyn Fn(AgentEvent) + Send + Sync;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.sink
+    }
+}
 
 /// Exact names, then globs, in the order written; every tool once.
 fn resolve_tools(
@@ -805,6 +862,7 @@ impl AgentInner {
             config,
             #[cfg(feature = "mcp")]
             mcp: None,
+            call_context: std::sync::OnceLock::new(),
         })
     }
 
@@ -820,17 +878,19 @@ impl AgentInner {
         emit: &Emit,
         cancel: &CancellationToken,
     ) -> ToolContext {
-        let progress = emit.clone();
-        let id = call_id.to_owned();
-        ToolContext::new(self.working_dir.clone())
-            .with_session_id(self.session_id.clone())
-            .with_agent_id(self.agent_id.clone())
+        let shared = self.call_context.get_or_init(|| {
+            ToolContext::new(self.working_dir.clone())
+                .with_session_id(self.session_id.clone())
+                .with_agent_id(self.agent_id.clone())
+                .with_state(self.state.clone())
+                .with_file_tracker(self.files.clone())
+                .with_session_values(self.session.clone())
+                .with_sandbox(self.sandbox.clone())
+        });
+        let context = shared
+            .clone()
             .with_tool_call_id(call_id)
             .with_cancellation(cancel.child_token())
-            .with_state(self.state.clone())
-            .with_file_tracker(self.files.clone())
-            .with_session_values(self.session.clone())
-            .with_sandbox(self.sandbox.clone())
             .with_file_checkpointer(Arc::new(CallCheckpointer {
                 checkpoints: self.checkpoints.clone(),
                 message: self.call_message.load(Ordering::Relaxed),
@@ -838,12 +898,18 @@ impl AgentInner {
             .with_subagents(Arc::new(subagent::Subagents::new(
                 self.clone(),
                 emit.clone(),
-            )))
-            .with_updates(move |update| {
-                progress(AgentEvent::ToolProgress {
-                    id: id.clone(),
-                    update: update.kind,
-                })
+            )));
+        // Progress is an event that only informs: no sink when nobody listens.
+        if !emit.listening() {
+            return context;
+        }
+        let progress = emit.clone();
+        let id = call_id.to_owned();
+        context.with_updates(move |update| {
+            progress(AgentEvent::ToolProgress {
+                id: id.clone(),
+                update: update.kind,
             })
+        })
     }
 }

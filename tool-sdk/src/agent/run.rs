@@ -1,6 +1,8 @@
 //! The loop of one run: the prompt, then model turns and tool calls until the model stops, a
 //! limit is hit or the run is cancelled; and the finishing of a turn that waited for approvals.
 
+use std::borrow::Cow;
+
 use super::early::EarlyCalls;
 use super::*;
 
@@ -271,11 +273,14 @@ impl AgentInner {
             // runs and each result as its call ends, so all results are stored before the next
             // request.
             self.note_call_message(messages);
-            let to_run: Vec<_> = calls
-                .iter()
-                .filter(|call| !answered.contains_key(&call.id) && !started.contains(&call.id))
-                .cloned()
-                .collect();
+            let to_run: Cow<[_]> = match answered.is_empty() && started.is_empty() {
+                true => Cow::Borrowed(&calls),
+                false => calls
+                    .iter()
+                    .filter(|call| !answered.contains_key(&call.id) && !started.contains(&call.id))
+                    .cloned()
+                    .collect(),
+            };
             outcomes.extend(executor::execute(self, &to_run, &HashMap::new(), emit, cancel).await);
             self.take_outcomes(&calls, answered, outcomes, messages, result)?;
             if cancel.is_cancelled() {
@@ -297,6 +302,7 @@ impl AgentInner {
     ) -> Result<(), AgentError> {
         let mut store_error = None;
         let mut pending = Vec::new();
+        let mut answers = Vec::with_capacity(outcomes.len());
         for outcome in outcomes {
             if let Some(error) = outcome.error {
                 result.errors.push(error);
@@ -306,17 +312,29 @@ impl AgentInner {
             }
             match outcome.deferred {
                 Some(approval) => pending.push(approval),
-                None => {
-                    known.insert(outcome.call_id, outcome.block);
-                }
+                None => answers.push((outcome.call_id, outcome.block)),
             }
         }
+        // Usually every call was answered just now, in call order; otherwise by id.
+        let in_order = known.is_empty()
+            && answers.len() == calls.len()
+            && answers
+                .iter()
+                .zip(calls)
+                .all(|((id, _), call)| *id == call.id);
+        let content: Vec<_> = match in_order {
+            true => answers.into_iter().map(|(_, block)| block).collect(),
+            false => {
+                known.extend(answers);
+                calls.iter().filter_map(|c| known.remove(&c.id)).collect()
+            }
+        };
         if let Some(error) = store_error {
             // The executor answered every call (in memory) even then: keep the history valid.
             if pending.is_empty() {
                 messages.push(Message {
                     role: Role::User,
-                    content: calls.iter().filter_map(|c| known.remove(&c.id)).collect(),
+                    content,
                 });
             }
             return Err(error.into());
@@ -326,7 +344,7 @@ impl AgentInner {
         }
         messages.push(Message {
             role: Role::User,
-            content: calls.iter().filter_map(|c| known.remove(&c.id)).collect(),
+            content,
         });
         Ok(())
     }

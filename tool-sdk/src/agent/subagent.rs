@@ -92,7 +92,7 @@ impl SubagentRunner for Subagents {
             let child = Arc::new(self.child(&request)?);
             let agent_id = child.agent_id.clone();
             let parent_emit = self.emit.clone();
-            let forward: Emit = Arc::new(move |event| {
+            let forward = self.emit.forward(move |event| {
                 parent_emit(AgentEvent::Subagent {
                     agent_id: agent_id.clone(),
                     event: Box::new(event),
