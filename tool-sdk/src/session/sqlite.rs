@@ -762,8 +762,10 @@ mod tests {
     use crate::model::Message;
 
     fn runtime() -> tokio::runtime::Runtime {
+        // Timers on: a test that waits for the background checkpoint sleeps between looks.
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
+            .enable_time()
             .build()
             .expect("a runtime")
     }
