@@ -17,6 +17,7 @@
 //! Every call into tool code (its metadata too) is contained: a panic anywhere becomes an
 //! `is_error` result, never a dead run or server.
 
+use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -144,15 +145,16 @@ impl<'a> From<&'a ToolInput> for RawInput<'a> {
 
 /// How one call ended.
 #[derive(Clone, Debug)]
-pub struct CallOutcome {
+pub struct CallOutcome<'a> {
     /// What the model gets: capped, `is_error` set for failures.
     pub output: ToolOutput,
     /// Why the call failed before or while running (`None` when the tool returned, even an
     /// `is_error` output); its message is capped like the output.
     pub error: Option<ToolError>,
     /// The input it ran with (after coercion and hooks), or as sent when it did not get that
-    /// far.
-    pub input: Value,
+    /// far. Borrowed from the caller's input while nothing changed it: the tool gets the only
+    /// copy.
+    pub input: Cow<'a, Value>,
     /// Whether the tool's `call` started.
     pub started: bool,
     /// Time from the start of the pipeline to the result.
@@ -163,19 +165,19 @@ pub struct CallOutcome {
 ///
 /// `ask` answers permission questions; `None` refuses calls that would ask, naming the rule
 /// that would allow them.
-pub async fn run_call(
+pub async fn run_call<'a>(
     registry: &ToolRegistry,
     name: &str,
-    input: RawInput<'_>,
+    input: RawInput<'a>,
     ctx: &ToolContext,
     policy: &CallPolicy,
     ask: Option<&dyn PermissionHandler>,
-) -> CallOutcome {
+) -> CallOutcome<'a> {
     let began = Instant::now();
     let mut road = Road {
         input: match input {
-            RawInput::Json(value) => value.clone(),
-            RawInput::Malformed { raw, .. } => Value::String(raw.to_owned()),
+            RawInput::Json(value) => Cow::Borrowed(value),
+            RawInput::Malformed { raw, .. } => Cow::Owned(Value::String(raw.to_owned())),
         },
         started: false,
         entry: None,
@@ -217,14 +219,14 @@ pub async fn run_call(
 }
 
 /// What a call carries along the road, kept when a stage fails or panics.
-struct Road {
-    input: Value,
+struct Road<'a> {
+    input: Cow<'a, Value>,
     started: bool,
     /// The tool, its validator and statistics, once resolved (looked up once per call).
     entry: Option<Arc<Entry>>,
 }
 
-impl Road {
+impl Road<'_> {
     async fn travel(
         &mut self,
         registry: &ToolRegistry,
@@ -248,7 +250,11 @@ impl Road {
                 tool.input_schema()
             )));
         }
-        self.input = entry.validate(std::mem::take(&mut self.input))?;
+        if !entry.is_valid(&self.input) {
+            // Coerced into a copy, or refused with every problem listed (the input stays as
+            // sent).
+            self.input = Cow::Owned(entry.validate(self.input.clone().into_owned())?);
+        }
         tool.validate_input(&self.input, ctx).await?;
 
         if let Some(gate) = &policy.gate {
@@ -269,7 +275,7 @@ impl Road {
         self.started = true;
         // Dropping the call's future on timeout or cancellation stops the tool; commands it
         // started with `ctx.command(..)` die with it.
-        let call = tool.call(self.input.clone(), ctx);
+        let call = tool.call(self.input.clone().into_owned(), ctx);
         tokio::pin!(call);
         let output = tokio::select! {
             _ = cancel.cancelled() => {
@@ -330,8 +336,27 @@ impl ToolRegistry {
         input: Value,
         ctx: &ToolContext,
         policy: &CallPolicy,
-    ) -> CallOutcome {
-        run_call(self, name, RawInput::Json(&input), ctx, policy, None).await
+    ) -> CallOutcome<'static> {
+        let outcome = run_call(self, name, RawInput::Json(&input), ctx, policy, None).await;
+        let CallOutcome {
+            output,
+            error,
+            input: used,
+            started,
+            duration,
+        } = outcome;
+        // Unchanged on the road: the caller's own input, not a copy of it.
+        let input = match used {
+            Cow::Owned(changed) => changed,
+            Cow::Borrowed(_) => input,
+        };
+        CallOutcome {
+            output,
+            error,
+            input: Cow::Owned(input),
+            started,
+            duration,
+        }
     }
 }
 

@@ -551,6 +551,11 @@ impl Entry {
         check_input(self, input)
     }
 
+    /// Whether `input` passes the schema as it is (no coercion, no copy).
+    pub(crate) fn is_valid(&self, input: &Value) -> bool {
+        self.validator.is_valid(input)
+    }
+
     /// [`ToolRegistry::record_call`] for a tool already looked up.
     pub(crate) fn record(&self, duration: Duration, failed: bool) {
         self.stats.record(duration, failed);

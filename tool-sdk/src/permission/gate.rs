@@ -21,6 +21,7 @@
 //!
 //! Approval only ever comes from rules, hooks or the user, never from the tool's arguments.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -84,13 +85,14 @@ impl PermissionGate {
             .clone()
     }
 
-    /// Runs the chain for one call. May rewrite `input` (hooks). `ask` is who answers when
-    /// the chain ends in a question; `None` refuses such calls, naming the rule that would
-    /// allow them.
+    /// Runs the chain for one call. May rewrite `input` (hooks): the rewritten input, checked
+    /// again by `revalidate`, replaces it (a borrowed input is only copied then). `ask` is who
+    /// answers when the chain ends in a question; `None` refuses such calls, naming the rule
+    /// that would allow them.
     pub async fn check(
         &self,
         tool: &dyn Tool,
-        input: &mut Value,
+        input: &mut Cow<'_, Value>,
         ctx: &ToolContext,
         revalidate: Revalidate<'_>,
         ask: Option<&dyn PermissionHandler>,
@@ -107,7 +109,7 @@ impl PermissionGate {
                 HookDecision::Allow => return Ok(()),
                 HookDecision::Deny(reason) => return Err(ToolError::permission_denied(reason)),
                 HookDecision::Rewrite(rewritten) => {
-                    *input = revalidate(rewritten).await?;
+                    *input = Cow::Owned(revalidate(rewritten).await?);
                     facts = CallFacts::for_tool(tool, input, working_dir);
                     if let Some(error) = self.denied(&facts, input, working_dir) {
                         return Err(error);
@@ -138,7 +140,7 @@ impl PermissionGate {
 
         let question = PermissionQuestion {
             tool: tool.name().to_owned(),
-            input: input.clone(),
+            input: input.clone().into_owned(),
             prompt: tool.permission_prompt(input),
             suggested_rule: Rule::for_call(&facts),
         };
