@@ -56,6 +56,7 @@ pub async fn glob(
         // count, merged when the thread ends: no lock per match, and no sort of every match.
         let merged = Mutex::new(Newest::default());
         let seen = AtomicUsize::new(0);
+        let mtimes = Mtimes::new(&root);
         let mut walk = walker(&root);
         if let Some(prefix) = literal_prefix(relative_pattern(&pattern, absolute)) {
             // `src/**/*.rs` can only match under `src`: skip every other subtree. The walk
@@ -67,7 +68,8 @@ pub async fn glob(
             });
         }
         walk.build_parallel().run(|| {
-            let (seen, progress, target, root) = (&seen, &progress, &target, &root);
+            let (seen, progress, target, root, mtimes) =
+                (&seen, &progress, &target, &root, &mtimes);
             let mut collector = Collector {
                 newest: Newest::default(),
                 into: &merged,
@@ -78,7 +80,9 @@ pub async fn glob(
                     Err(state) => return state,
                 };
                 if target.is_match(&entry, root) {
-                    collector.newest.offer(modified(entry.path()), entry.path());
+                    collector
+                        .newest
+                        .offer(mtimes.of(entry.path()), entry.path());
                 }
                 WalkState::Continue
             })
@@ -174,6 +178,87 @@ impl Target {
             Self::Relative(glob) => glob.is_match(full.strip_prefix(root).unwrap_or(full)),
             Self::Absolute(glob) => glob.is_match(full),
         }
+    }
+}
+
+/// Reads the modification times of files beneath the search root. On Linux it asks for the
+/// mtime alone (`statx`), by the path relative to a handle on the root: the kernel then walks
+/// only the components below the root, not the whole absolute path again for every file.
+struct Mtimes {
+    root: PathBuf,
+    #[cfg(target_os = "linux")]
+    dir: Option<std::os::fd::OwnedFd>,
+}
+
+impl Mtimes {
+    fn new(root: &Path) -> Self {
+        #[cfg(target_os = "linux")]
+        let dir = {
+            use rustix::fs::{Mode, OFlags, open};
+            // Without the handle every file is read by its full path, as `modified` does.
+            open(
+                root,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok()
+        };
+        Self {
+            root: root.to_path_buf(),
+            #[cfg(target_os = "linux")]
+            dir,
+        }
+    }
+
+    /// The file's modification time, or the epoch when it cannot be read.
+    fn of(&self, path: &Path) -> SystemTime {
+        #[cfg(target_os = "linux")]
+        if let Some(time) = self.by_statx(path) {
+            return time;
+        }
+        modified(path)
+    }
+
+    /// `None` when this way does not apply (no root handle, a path outside the root, a kernel
+    /// without statx, an error): the caller falls back to a plain `stat`.
+    #[cfg(target_os = "linux")]
+    fn by_statx(&self, path: &Path) -> Option<SystemTime> {
+        use rustix::fs::{AtFlags, StatxFlags, statx};
+        use std::os::unix::ffi::OsStrExt;
+        use std::time::Duration;
+
+        let dir = self.dir.as_ref()?;
+        // The walker builds every path as the root joined with names, so a byte prefix test is
+        // enough (and cheaper than comparing components).
+        let below = path
+            .as_os_str()
+            .as_bytes()
+            .strip_prefix(self.root.as_os_str().as_bytes())?;
+        let relative = below.strip_prefix(b"/").unwrap_or(below);
+        if relative.is_empty() || relative.starts_with(b"/") {
+            return None;
+        }
+        // Only regular files get here (symlinks are not followed by the walk), so not
+        // following a final symlink changes nothing; DONT_SYNC spares network filesystems a
+        // round trip for a time that only orders the list.
+        let stat = statx(
+            dir,
+            std::ffi::OsStr::from_bytes(relative),
+            AtFlags::SYMLINK_NOFOLLOW | AtFlags::STATX_DONT_SYNC,
+            StatxFlags::MTIME,
+        )
+        .ok()?;
+        if !StatxFlags::from_bits_retain(stat.stx_mask).contains(StatxFlags::MTIME) {
+            return None;
+        }
+        let (secs, nanos) = (stat.stx_mtime.tv_sec, stat.stx_mtime.tv_nsec);
+        let whole = Duration::from_secs(secs.unsigned_abs());
+        let at = if secs >= 0 {
+            SystemTime::UNIX_EPOCH.checked_add(whole)
+        } else {
+            SystemTime::UNIX_EPOCH.checked_sub(whole)
+        };
+        at?.checked_add(Duration::from_nanos(u64::from(nanos)))
     }
 }
 
