@@ -1,10 +1,11 @@
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
-use globset::GlobBuilder;
+use globset::{GlobBuilder, GlobMatcher};
 use ignore::{WalkBuilder, WalkState};
 
 use crate::{CancellationToken, ToolContext, ToolError, tool};
@@ -47,19 +48,15 @@ pub async fn glob(
     }
     let relative = pattern.strip_prefix("./").unwrap_or(&pattern);
     let absolute = Path::new(relative).is_absolute();
-    let matcher = GlobBuilder::new(relative)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()
-        .map_err(|e| ToolError::invalid_input(format!("invalid glob pattern: {e}")))?
-        .compile_matcher();
+    let target = Target::new(relative, absolute)?;
 
     let progress = ctx.clone();
-    let mut files = run_blocking(ctx, move |cancel| {
-        // Walked on every core, as fd does; each match's mtime is read by the thread that
-        // found it. The order is fixed afterwards by sorting.
-        let found = Mutex::new(Vec::new());
+    let newest = run_blocking(ctx, move |cancel| {
+        // Walked on every core, as fd does. Each thread keeps its own newest MAX_FILES and a
+        // count, merged when the thread ends: no lock per match, and no sort of every match.
+        let merged = Mutex::new(Newest::default());
         let seen = AtomicUsize::new(0);
+        let mtimes = Mtimes::new(&root);
         let mut walk = walker(&root);
         if let Some(prefix) = literal_prefix(relative_pattern(&pattern, absolute)) {
             // `src/**/*.rs` can only match under `src`: skip every other subtree. The walk
@@ -71,22 +68,21 @@ pub async fn glob(
             });
         }
         walk.build_parallel().run(|| {
-            let (found, seen, progress, matcher, root) =
-                (&found, &seen, &progress, &matcher, &root);
+            let (seen, progress, target, root, mtimes) =
+                (&seen, &progress, &target, &root, &mtimes);
+            let mut collector = Collector {
+                newest: Newest::default(),
+                into: &merged,
+            };
             Box::new(move |entry| {
                 let entry = match next_file(entry, cancel, seen, progress, "Looked at") {
                     Ok(entry) => entry,
                     Err(state) => return state,
                 };
-                let full = entry.path();
-                let candidate = if absolute {
-                    full
-                } else {
-                    full.strip_prefix(root).unwrap_or(full)
-                };
-                if matcher.is_match(candidate) {
-                    let file = (modified(full), full.to_path_buf());
-                    found.lock().unwrap_or_else(|p| p.into_inner()).push(file);
+                if target.is_match(&entry, root) {
+                    collector
+                        .newest
+                        .offer(mtimes.of(entry.path()), entry.path());
                 }
                 WalkState::Continue
             })
@@ -94,18 +90,17 @@ pub async fn glob(
         if cancel.is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        Ok(found.into_inner().unwrap_or_else(|p| p.into_inner()))
+        Ok(merged.into_inner().unwrap_or_else(|p| p.into_inner()))
     })
     .await?;
 
-    if files.is_empty() {
+    if newest.total == 0 {
         return Ok("No files found".to_owned());
     }
-    sort_newest_first(&mut files);
-    let total = files.len();
-    let mut text = files
+    let total = newest.total;
+    let mut text = newest
+        .into_sorted()
         .iter()
-        .take(MAX_FILES)
         .map(|(_, path)| path.display().to_string())
         .collect::<Vec<_>>()
         .join("\n");
@@ -117,6 +112,219 @@ pub async fn glob(
         ));
     }
     Ok(text)
+}
+
+/// What a walked file is matched against. `**/*.c` and `drivers/**/*.h` only look at the
+/// file name (and, for the second, that the file lies under `drivers`), as fd does: cheaper
+/// than running the whole pattern over every relative path, with the same answers.
+enum Target {
+    /// The file name matches; for `dir/**/name`, the file also lies under `dir`.
+    Name {
+        name: GlobMatcher,
+        under: Option<PathBuf>,
+    },
+    /// The path relative to the root matches.
+    Relative(GlobMatcher),
+    /// The absolute path matches (the pattern is absolute).
+    Absolute(GlobMatcher),
+}
+
+impl Target {
+    fn new(relative: &str, absolute: bool) -> Result<Self, ToolError> {
+        let compile = |pattern: &str| {
+            GlobBuilder::new(pattern)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map(|glob| glob.compile_matcher())
+                .map_err(|e| ToolError::invalid_input(format!("invalid glob pattern: {e}")))
+        };
+        // Checked whole first, so a bad pattern is reported as the user wrote it.
+        let whole = compile(relative)?;
+        if absolute {
+            return Ok(Self::Absolute(whole));
+        }
+        // `**/name` matches `name` at any depth, the root included; `dir/**/name` the same
+        // beneath `dir`. Only when `name` cannot span directories (no `/`) and `dir` is plain.
+        let (under, name) = match relative.split_once("**/") {
+            Some(("", name)) => (None, name),
+            Some((dir, name)) => match literal_prefix(Some(relative)) {
+                Some(prefix) if dir.strip_suffix('/') == prefix.to_str() => {
+                    (Some(prefix.to_path_buf()), name)
+                }
+                _ => return Ok(Self::Relative(whole)),
+            },
+            None => return Ok(Self::Relative(whole)),
+        };
+        if name.is_empty() || name.contains('/') || name.contains("**") {
+            return Ok(Self::Relative(whole));
+        }
+        Ok(Self::Name {
+            name: compile(name)?,
+            under,
+        })
+    }
+
+    fn is_match(&self, entry: &ignore::DirEntry, root: &Path) -> bool {
+        let full = entry.path();
+        match self {
+            Self::Name { name, under } => {
+                name.is_match(entry.file_name())
+                    && under.as_ref().is_none_or(|dir| {
+                        let path = full.strip_prefix(root).unwrap_or(full);
+                        path.starts_with(dir) && path != dir
+                    })
+            }
+            Self::Relative(glob) => glob.is_match(full.strip_prefix(root).unwrap_or(full)),
+            Self::Absolute(glob) => glob.is_match(full),
+        }
+    }
+}
+
+/// Reads the modification times of files beneath the search root. On Linux it asks for the
+/// mtime alone (`statx`), by the path relative to a handle on the root: the kernel then walks
+/// only the components below the root, not the whole absolute path again for every file.
+struct Mtimes {
+    root: PathBuf,
+    #[cfg(target_os = "linux")]
+    dir: Option<std::os::fd::OwnedFd>,
+}
+
+impl Mtimes {
+    fn new(root: &Path) -> Self {
+        #[cfg(target_os = "linux")]
+        let dir = {
+            use rustix::fs::{Mode, OFlags, open};
+            // Without the handle every file is read by its full path, as `modified` does.
+            open(
+                root,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok()
+        };
+        Self {
+            root: root.to_path_buf(),
+            #[cfg(target_os = "linux")]
+            dir,
+        }
+    }
+
+    /// The file's modification time, or the epoch when it cannot be read.
+    fn of(&self, path: &Path) -> SystemTime {
+        #[cfg(target_os = "linux")]
+        if let Some(time) = self.by_statx(path) {
+            return time;
+        }
+        modified(path)
+    }
+
+    /// `None` when this way does not apply (no root handle, a path outside the root, a kernel
+    /// without statx, an error): the caller falls back to a plain `stat`.
+    #[cfg(target_os = "linux")]
+    fn by_statx(&self, path: &Path) -> Option<SystemTime> {
+        use rustix::fs::{AtFlags, StatxFlags, statx};
+        use std::os::unix::ffi::OsStrExt;
+        use std::time::Duration;
+
+        let dir = self.dir.as_ref()?;
+        // The walker builds every path as the root joined with names, so a byte prefix test is
+        // enough (and cheaper than comparing components).
+        let below = path
+            .as_os_str()
+            .as_bytes()
+            .strip_prefix(self.root.as_os_str().as_bytes())?;
+        let relative = below.strip_prefix(b"/").unwrap_or(below);
+        if relative.is_empty() || relative.starts_with(b"/") {
+            return None;
+        }
+        // Only regular files get here (symlinks are not followed by the walk), so not
+        // following a final symlink changes nothing; DONT_SYNC spares network filesystems a
+        // round trip for a time that only orders the list.
+        let stat = statx(
+            dir,
+            std::ffi::OsStr::from_bytes(relative),
+            AtFlags::SYMLINK_NOFOLLOW | AtFlags::STATX_DONT_SYNC,
+            StatxFlags::MTIME,
+        )
+        .ok()?;
+        if !StatxFlags::from_bits_retain(stat.stx_mask).contains(StatxFlags::MTIME) {
+            return None;
+        }
+        let (secs, nanos) = (stat.stx_mtime.tv_sec, stat.stx_mtime.tv_nsec);
+        let whole = Duration::from_secs(secs.unsigned_abs());
+        let at = if secs >= 0 {
+            SystemTime::UNIX_EPOCH.checked_add(whole)
+        } else {
+            SystemTime::UNIX_EPOCH.checked_sub(whole)
+        };
+        at?.checked_add(Duration::from_nanos(u64::from(nanos)))
+    }
+}
+
+/// The newest MAX_FILES files seen, and how many were seen in all.
+#[derive(Default)]
+struct Newest {
+    /// Ordered so that the greatest is the one to drop first: the oldest, and of equal
+    /// times the last by path (the reverse of the order shown).
+    kept: BinaryHeap<(Reverse<SystemTime>, PathBuf)>,
+    total: usize,
+}
+
+impl Newest {
+    /// Counts the file, and keeps it if it is among the newest so far. The path is only
+    /// copied when it is kept.
+    fn offer(&mut self, time: SystemTime, path: &Path) {
+        self.total += 1;
+        self.keep(time, path, Path::to_path_buf);
+    }
+
+    fn keep<P>(&mut self, time: SystemTime, path: P, own: impl FnOnce(P) -> PathBuf)
+    where
+        P: AsRef<Path>,
+    {
+        if self.kept.len() < MAX_FILES {
+            self.kept.push((Reverse(time), own(path)));
+            return;
+        }
+        if let Some(mut last) = self.kept.peek_mut() {
+            let newer = Reverse(time)
+                .cmp(&last.0)
+                .then_with(|| path.as_ref().cmp(&last.1))
+                .is_lt();
+            if newer {
+                *last = (Reverse(time), own(path));
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Newest) {
+        self.total += other.total;
+        for (Reverse(time), path) in other.kept {
+            self.keep(time, path, |path| path);
+        }
+    }
+
+    /// The kept files, newest first; equal times by path.
+    fn into_sorted(self) -> Vec<(Reverse<SystemTime>, PathBuf)> {
+        self.kept.into_sorted_vec()
+    }
+}
+
+/// One walker thread's files, handed to the shared total when the thread is done.
+struct Collector<'a> {
+    newest: Newest,
+    into: &'a Mutex<Newest>,
+}
+
+impl Drop for Collector<'_> {
+    fn drop(&mut self) {
+        let mine = std::mem::take(&mut self.newest);
+        self.into
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .merge(mine);
+    }
 }
 
 /// The pattern as matched against paths relative to the root (`None` for absolute ones).
@@ -253,5 +461,54 @@ mod tests {
             literal_prefix(relative_pattern("./src/*.rs", false)),
             Some(Path::new("src"))
         );
+    }
+
+    #[test]
+    fn newest_keeps_the_same_files_as_sorting_them_all() {
+        use std::time::Duration;
+        let files: Vec<(SystemTime, PathBuf)> = (0..450)
+            .map(|i| {
+                // Many equal times, so ties by path decide too.
+                let time = SystemTime::UNIX_EPOCH + Duration::from_secs((i * 7 % 13) as u64);
+                (time, PathBuf::from(format!("d{}/f{i}", i % 5)))
+            })
+            .collect();
+        let mut all = files.clone();
+        sort_newest_first(&mut all);
+        // As the walker threads do: each keeps its own, then they are merged.
+        let mut merged = Newest::default();
+        for chunk in files.chunks(170) {
+            let mut mine = Newest::default();
+            for (time, path) in chunk {
+                mine.offer(*time, path);
+            }
+            merged.merge(mine);
+        }
+        assert_eq!(merged.total, 450);
+        let kept: Vec<_> = merged
+            .into_sorted()
+            .into_iter()
+            .map(|(Reverse(time), path)| (time, path))
+            .collect();
+        assert_eq!(kept, all[..MAX_FILES]);
+    }
+
+    #[test]
+    fn name_only_matching_where_the_pattern_allows_it() {
+        let name = |p: &str| match Target::new(p, false).unwrap() {
+            Target::Name { under, .. } => Some(under),
+            _ => None,
+        };
+        assert_eq!(name("**/*.c"), Some(None));
+        assert_eq!(name("**/Kconfig"), Some(None));
+        assert_eq!(name("drivers/**/*.h"), Some(Some(PathBuf::from("drivers"))));
+        assert_eq!(name("a/b/**/*.h"), Some(Some(PathBuf::from("a/b"))));
+        assert_eq!(name("*.c"), None);
+        assert_eq!(name("**/src/*.c"), None);
+        assert_eq!(name("a/**/b/**/c"), None);
+        assert_eq!(name("{a,b}/**/c"), None);
+        assert_eq!(name("a*/**/c"), None);
+        assert_eq!(name("**/**"), None);
+        assert!(Target::new("**/{a,", false).is_err());
     }
 }
