@@ -34,7 +34,13 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
         InputShape::Params => {
             let ident = format_ident!("{}Input", struct_ident);
             let (definition, field_schemas) = input_struct(tool, &ident, &struct_ident, krate);
-            let schema = quote!(#private::params_schema_for::<#ident>());
+            let name = ident.to_string();
+            let schema = quote! {
+                #private::params_schema(
+                    #name,
+                    <#ident as #private::schemars::JsonSchema>::json_schema,
+                )
+            };
             (quote!(#ident), definition, field_schemas, schema)
         }
         InputShape::Struct(index) => {

@@ -21,14 +21,46 @@ pub use crate::registry::ToolRegistration;
 use crate::{ContentBlock, ToolError, ToolOutput};
 use serde_json::Value;
 
-/// The canonical schema of the input struct generated from parameters. Its doc comment is
-/// for Rust readers, so it is left out: the tool's description already tells the model.
-pub fn params_schema_for<T: schemars::JsonSchema>() -> Value {
-    let mut schema = crate::schema::schema_for::<T>();
-    if let Some(root) = schema.as_object_mut() {
+/// The canonical schema of the input struct generated from parameters, from its
+/// `JsonSchema::json_schema` and name. Its doc comment is for Rust readers, so it is left out:
+/// the tool's description already tells the model.
+///
+/// What [`crate::schema::schema_for`] gets from schemars' generic `into_root_schema_for`,
+/// done here once for every tool: a generated struct never refers to itself, so the root needs
+/// only its `$schema` and `$defs` added (in the same key order, the `title` added and then
+/// dropped as there).
+pub fn params_schema(
+    name: &str,
+    json_schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+) -> Value {
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let mut schema = json_schema(&mut generator);
+    let meta_schema = generator.settings().meta_schema.clone();
+    let definitions_key = generator
+        .settings()
+        .definitions_path
+        .trim_start_matches('/')
+        .to_owned();
+    let mut definitions = generator.take_definitions(false);
+    let object = schema.ensure_object();
+    object.entry("title").or_insert_with(|| name.into());
+    if let Some(meta_schema) = meta_schema {
+        object.insert("$schema".into(), meta_schema.into());
+    }
+    if !definitions.is_empty()
+        && let Some(target) = object
+            .entry(definitions_key)
+            .or_insert_with(|| Value::Object(Default::default()))
+            .as_object_mut()
+    {
+        target.append(&mut definitions);
+    }
+    let mut value = schema.to_value();
+    if let Some(root) = value.as_object_mut() {
+        root.remove("title");
         root.remove("description");
     }
-    schema
+    value
 }
 
 /// A tool's input schema, built on first use and kept in the tool's own `static`.

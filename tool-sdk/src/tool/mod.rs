@@ -132,11 +132,7 @@ pub trait Tool: Send + Sync + 'static {
 
     /// What the user is shown when asked to allow this call.
     fn permission_prompt(&self, input: &Value) -> PermissionPrompt {
-        PermissionPrompt {
-            title: self.display_title(input),
-            summary: None,
-            content: input.clone(),
-        }
+        PermissionPrompt::for_input(self.display_title(input), input)
     }
 
     /// How a finished call is shown to the user (never sent to the model).
@@ -151,6 +147,17 @@ pub trait Tool: Send + Sync + 'static {
 /// The default [`Tool::validate_input`]: every schema-valid input passes.
 fn no_check<'a>() -> BoxFuture<'a, Result<(), ToolError>> {
     Box::pin(std::future::ready(Ok(())))
+}
+
+impl PermissionPrompt {
+    /// The default [`Tool::permission_prompt`]: the title and the input as it is.
+    fn for_input(title: String, input: &Value) -> Self {
+        PermissionPrompt {
+            title,
+            summary: None,
+            content: input.clone(),
+        }
+    }
 }
 
 impl ResultDisplay {
