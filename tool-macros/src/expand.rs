@@ -34,7 +34,13 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
         InputShape::Params => {
             let ident = format_ident!("{}Input", struct_ident);
             let (definition, field_schemas) = input_struct(tool, &ident, &struct_ident, krate);
-            let schema = quote!(#private::params_schema_for::<#ident>());
+            let name = ident.to_string();
+            let schema = quote! {
+                #private::params_schema(
+                    #name,
+                    <#ident as #private::schemars::JsonSchema>::json_schema,
+                )
+            };
             (quote!(#ident), definition, field_schemas, schema)
         }
         InputShape::Struct(index) => {
@@ -200,7 +206,7 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
                 fn input_schema(&self) -> &#private::serde_json::Value {
                     static SCHEMA: ::std::sync::OnceLock<#private::serde_json::Value> =
                         ::std::sync::OnceLock::new();
-                    SCHEMA.get_or_init(|| #input_schema)
+                    #private::schema_once(&SCHEMA, || #input_schema)
                 }
 
                 fn annotations(&self) -> #krate::ToolAnnotations {
@@ -243,12 +249,14 @@ fn allow_unknown_fields(tool: &ToolFn) -> bool {
         .is_some_and(|hint| hint.value)
 }
 
-/// `struct ReadToolInput { ... }` for the parameter form, and the `__private::FieldSchema`
-/// impls its schema is built from (to go where the schema probe's traits are in scope).
+/// `struct ReadToolInput { ... }` for the parameter form, and its `JsonSchema` impl (to go
+/// where the schema probe's traits are in scope).
 ///
-/// Each field's schema is that of its type, but reached through `FieldSchemaOf` so that the
-/// derive does not require `JsonSchema` of the type: if the type is not `JsonSchema`, the one
-/// error is the assertion's, which says what to derive.
+/// The impl is written out rather than derived: the derive would require `JsonSchema` of each
+/// field's type (if the type is not `JsonSchema`, the one error must be the assertion's, which
+/// says what to derive), and it would compile schemars' generic code once per field. Instead
+/// each field's schema functions are looked up by the probe (`SchemaFns`, generic only in the
+/// type) and one non-generic fn in `__private` builds the schema the derive would.
 fn input_struct(
     tool: &ToolFn,
     ident: &Ident,
@@ -258,40 +266,58 @@ fn input_struct(
     let private = quote!(#krate::__private);
     let vis = &tool.func.vis;
     let serde_crate = format!("{krate}::__private::serde").replace(' ', "");
-    let schemars_crate = format!("{krate}::__private::schemars").replace(' ', "");
     let doc = format!("The input of [`{struct_ident}`]: the arguments the model sends.");
     let mut fields = Vec::new();
     let mut defaults = Vec::new();
     let mut field_schemas = Vec::new();
-    for (index, param) in tool.params.iter().enumerate() {
+    for param in &tool.params {
         let ParamKind::Arg { doc, options } = &param.kind else {
             continue;
         };
         let field = &param.ident;
         let ty = &param.ty;
-        let with = format!("{krate}::__private::FieldSchemaOf<{ident}, {index}>").replace(' ', "");
-        let mut attrs = vec![quote!(#[schemars(with = #with)])];
-        field_schemas.push(quote! {
-            impl #private::FieldSchema<#index> for #ident {
-                fn schema_fns() -> #private::SchemaFns {
-                    (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag().fns::<#ty>()
-                }
-            }
-        });
+        let mut attrs = Vec::new();
         if let Some(doc) = doc {
             attrs.push(quote!(#[doc = #doc]));
         }
-        if let Some(description) = &options.description {
-            attrs.push(quote!(#[schemars(description = #description)]));
-        }
-        if let Some(rename) = &options.rename {
-            attrs.push(quote!(#[serde(rename = #rename)]));
-        } else if field.to_string().starts_with("r#") {
-            // serde already strips `r#`; schemars does too. Nothing to add.
-        }
-        match &options.default {
-            None => {}
-            Some(darling::util::Override::Inherit) => attrs.push(quote!(#[serde(default)])),
+        // Title and description as schemars' derive takes them from `#[doc = ...]`: one
+        // leading space dropped, then split by its (const) rule.
+        let split = |part| {
+            let doc = doc
+                .as_deref()
+                .map(|doc| doc.strip_prefix(' ').unwrap_or(doc));
+            match doc {
+                Some(doc) => quote!({
+                    const PART: &str =
+                        #private::schemars::_private::get_title_and_description(#doc).#part;
+                    PART
+                }),
+                None => quote!(""),
+            }
+        };
+        let title = split(syn::Index::from(0));
+        let description = match &options.description {
+            Some(description) => quote!(#description),
+            None => split(syn::Index::from(1)),
+        };
+        let name = match &options.rename {
+            Some(rename) => {
+                attrs.push(quote!(#[serde(rename = #rename)]));
+                rename.value()
+            }
+            // serde and schemars both strip `r#`.
+            None => unraw(field),
+        };
+        let default = match &options.default {
+            None => quote!(::core::option::Option::None),
+            Some(darling::util::Override::Inherit) => {
+                attrs.push(quote!(#[serde(default)]));
+                quote!(::core::option::Option::Some(|| {
+                    #private::schemars::_schemars_maybe_to_value!(
+                        <#ty as ::core::default::Default>::default()
+                    )
+                }))
+            }
             Some(darling::util::Override::Explicit(DefaultExpr(expr))) => {
                 let default_fn = format_ident!("__tool_default_{}", unraw(field));
                 let path = format!("{ident}::{default_fn}");
@@ -303,8 +329,20 @@ fn input_struct(
                     }
                 });
                 attrs.push(quote!(#[serde(default = #path)]));
+                quote!(::core::option::Option::Some(|| {
+                    #private::schemars::_schemars_maybe_to_value!(#ident::#default_fn())
+                }))
             }
-        }
+        };
+        field_schemas.push(quote! {
+            #private::FieldSchema {
+                name: #name,
+                title: #title,
+                description: #description,
+                fns: (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag().fns::<#ty>(),
+                default: #default,
+            }
+        });
         fields.push(quote! {
             #(#attrs)*
             pub #field: #ty,
@@ -319,12 +357,12 @@ fn input_struct(
     });
     // `deny_unknown_fields` also closes the schema (`additionalProperties: false`), which is
     // what the validator refuses unknown keys by, with a did-you-mean.
-    let deny_unknown = (!allow_unknown_fields(tool)).then(|| quote!(deny_unknown_fields));
+    let deny = !allow_unknown_fields(tool);
+    let deny_unknown = deny.then(|| quote!(deny_unknown_fields));
     let definition = quote! {
         #[doc = #doc]
-        #[derive(#krate::__private::serde::Deserialize, #krate::__private::schemars::JsonSchema)]
+        #[derive(#krate::__private::serde::Deserialize)]
         #[serde(crate = #serde_crate, #deny_unknown)]
-        #[schemars(crate = #schemars_crate)]
         #[allow(missing_docs)]
         #vis struct #ident {
             #(#fields)*
@@ -332,7 +370,30 @@ fn input_struct(
 
         #default_impl
     };
-    (definition, quote!(#(#field_schemas)*))
+    let name = ident.to_string();
+    let schema_impl = quote! {
+        impl #private::schemars::JsonSchema for #ident {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                ::std::borrow::Cow::Borrowed(#name)
+            }
+
+            fn schema_id() -> ::std::borrow::Cow<'static, str> {
+                ::std::borrow::Cow::Borrowed(::core::concat!(::core::module_path!(), "::", #name))
+            }
+
+            fn json_schema(
+                __tool_generator: &mut #private::schemars::SchemaGenerator,
+            ) -> #private::schemars::Schema {
+                #private::params_json_schema(
+                    __tool_generator,
+                    #doc,
+                    #deny,
+                    &[#(#field_schemas),*],
+                )
+            }
+        }
+    };
+    (definition, schema_impl)
 }
 
 /// A default expression as a value of the field's type: string literals become `String`s.

@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 use std::convert::Infallible;
 use std::fmt::Display;
+use std::sync::OnceLock;
 
 pub use inventory;
 pub use schemars;
@@ -20,14 +21,54 @@ pub use crate::registry::ToolRegistration;
 use crate::{ContentBlock, ToolError, ToolOutput};
 use serde_json::Value;
 
-/// The canonical schema of the input struct generated from parameters. Its doc comment is
-/// for Rust readers, so it is left out: the tool's description already tells the model.
-pub fn params_schema_for<T: schemars::JsonSchema>() -> Value {
-    let mut schema = crate::schema::schema_for::<T>();
-    if let Some(root) = schema.as_object_mut() {
+/// The canonical schema of the input struct generated from parameters, from its
+/// `JsonSchema::json_schema` and name. Its doc comment is for Rust readers, so it is left out:
+/// the tool's description already tells the model.
+///
+/// What [`crate::schema::schema_for`] gets from schemars' generic `into_root_schema_for`,
+/// done here once for every tool: a generated struct never refers to itself, so the root needs
+/// only its `$schema` and `$defs` added (in the same key order, the `title` added and then
+/// dropped as there).
+pub fn params_schema(
+    name: &str,
+    json_schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+) -> Value {
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let mut schema = json_schema(&mut generator);
+    let meta_schema = generator.settings().meta_schema.clone();
+    let definitions_key = generator
+        .settings()
+        .definitions_path
+        .trim_start_matches('/')
+        .to_owned();
+    let mut definitions = generator.take_definitions(false);
+    let object = schema.ensure_object();
+    object.entry("title").or_insert_with(|| name.into());
+    if let Some(meta_schema) = meta_schema {
+        object.insert("$schema".into(), meta_schema.into());
+    }
+    if !definitions.is_empty()
+        && let Some(target) = object
+            .entry(definitions_key)
+            .or_insert_with(|| Value::Object(Default::default()))
+            .as_object_mut()
+    {
+        target.append(&mut definitions);
+    }
+    let mut value = schema.to_value();
+    if let Some(root) = value.as_object_mut() {
+        root.remove("title");
         root.remove("description");
     }
-    schema
+    value
+}
+
+/// A tool's input schema, built on first use and kept in the tool's own `static`.
+///
+/// Not generic (the builder is a plain `fn`), so the `OnceLock` machinery is compiled once
+/// here rather than once per tool.
+pub fn schema_once(cell: &'static OnceLock<Value>, build: fn() -> Value) -> &'static Value {
+    cell.get_or_init(build)
 }
 
 /// Makes the root of an `#[input]` type's schema refuse keys it does not name, as a generated
@@ -182,14 +223,11 @@ impl<T: ?Sized> InputSchema<T> for SchemaTag {}
 /// Compile-time check that an `#[input]` type is `JsonSchema`.
 pub fn assert_input_schema<T: ?Sized, S: InputSchema<T>>(_probe: S) {}
 
-/// A type's `JsonSchema` functions, looked up where the type is concrete.
+/// A type's `JsonSchema` functions, looked up where the type is concrete. Generic only in the
+/// field's type, so a crate of tools compiles them once per type it uses, not once per field.
 #[derive(Clone, Copy)]
 pub struct SchemaFns {
-    inline_schema: fn() -> bool,
-    schema_name: fn() -> Cow<'static, str>,
-    schema_id: fn() -> Cow<'static, str>,
-    json_schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
-    non_optional_json_schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    subschema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
     is_option: fn() -> bool,
 }
 
@@ -197,13 +235,9 @@ impl SchemaTag {
     /// `T`'s functions.
     pub fn fns<T: schemars::JsonSchema + ?Sized>(self) -> SchemaFns {
         SchemaFns {
-            inline_schema: T::inline_schema,
-            schema_name: T::schema_name,
-            schema_id: T::schema_id,
-            json_schema: T::json_schema,
-            // Hidden methods, but the derive asks for them: whether a field is an `Option`
-            // (and so not required) is only known through them.
-            non_optional_json_schema: T::_schemars_private_non_optional_json_schema,
+            subschema: |generator| generator.subschema_for::<T>(),
+            // A hidden method, but the derive asks for it too: whether a field is an `Option`
+            // (and so not required) is only known through it.
             is_option: T::_schemars_private_is_option,
         }
     }
@@ -223,11 +257,7 @@ impl NoSchemaTag {
     /// Stand-ins, never called: code that picks this tag does not compile.
     pub fn fns<T: ?Sized>(self) -> SchemaFns {
         SchemaFns {
-            inline_schema: || true,
-            schema_name: || Cow::Borrowed("unknown"),
-            schema_id: || Cow::Borrowed("unknown"),
-            json_schema: |_| schemars::Schema::default(),
-            non_optional_json_schema: |_| schemars::Schema::default(),
+            subschema: |_| schemars::Schema::default(),
             is_option: || false,
         }
     }
@@ -238,43 +268,51 @@ impl NoSchemaTag {
     }
 }
 
-/// One field of a generated input struct, whose `JsonSchema` functions are looked up in the
-/// tool's expansion (where the field's type is concrete); `N` is the field's position.
-pub trait FieldSchema<const N: usize> {
-    /// The field type's functions.
-    fn schema_fns() -> SchemaFns;
+/// One field of a generated input struct, as its `JsonSchema` impl describes it.
+pub struct FieldSchema {
+    /// The key the model sends.
+    pub name: &'static str,
+    /// From the field's doc comment, as schemars' derive splits it.
+    pub title: &'static str,
+    /// From `#[arg(description = ...)]` or the doc comment.
+    pub description: &'static str,
+    /// The field type's functions ([`SchemaTag::fns`]).
+    pub fns: SchemaFns,
+    /// For a field with a default (which makes it optional): the default as JSON, when it is
+    /// `Serialize`.
+    pub default: Option<fn() -> Option<Value>>,
 }
 
-/// The schema of field `N` of input struct `S`: exactly that of the field's type, without a
-/// `JsonSchema` bound on it (`#[schemars(with = "FieldSchemaOf<S, N>")]`).
-pub struct FieldSchemaOf<S: ?Sized, const N: usize>(std::marker::PhantomData<S>);
+/// The schema of a generated input struct, exactly as `#[derive(JsonSchema)]` would write it
+/// (same keys, same order), but from a table: the derive would need a `JsonSchema` bound on
+/// each field's type (whose error is rustc's, not ours) or a distinct wrapper type per field,
+/// and each such type compiles its own copy of schemars' generic `subschema_for`.
+pub fn params_json_schema(
+    generator: &mut schemars::SchemaGenerator,
+    description: &str,
+    deny_unknown_fields: bool,
+    fields: &[FieldSchema],
+) -> schemars::Schema {
+    use schemars::_private::{insert_metadata_property_if_nonempty, insert_object_property};
 
-impl<S: FieldSchema<N> + ?Sized, const N: usize> schemars::JsonSchema for FieldSchemaOf<S, N> {
-    fn inline_schema() -> bool {
-        (S::schema_fns().inline_schema)()
+    let mut schema = if deny_unknown_fields {
+        schemars::json_schema!({ "type": "object", "additionalProperties": false })
+    } else {
+        schemars::json_schema!({ "type": "object" })
+    };
+    for field in fields {
+        let mut property = (field.fns.subschema)(generator);
+        insert_metadata_property_if_nonempty(&mut property, "title", field.title);
+        insert_metadata_property_if_nonempty(&mut property, "description", field.description);
+        if let Some(default) = field.default.and_then(|default| default()) {
+            property.insert("default".into(), default);
+        }
+        let optional = generator.contract().is_deserialize()
+            && (field.default.is_some() || (field.fns.is_option)());
+        insert_object_property(&mut schema, field.name, optional, property);
     }
-
-    fn schema_name() -> Cow<'static, str> {
-        (S::schema_fns().schema_name)()
-    }
-
-    fn schema_id() -> Cow<'static, str> {
-        (S::schema_fns().schema_id)()
-    }
-
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        (S::schema_fns().json_schema)(generator)
-    }
-
-    fn _schemars_private_non_optional_json_schema(
-        generator: &mut schemars::SchemaGenerator,
-    ) -> schemars::Schema {
-        (S::schema_fns().non_optional_json_schema)(generator)
-    }
-
-    fn _schemars_private_is_option() -> bool {
-        (S::schema_fns().is_option)()
-    }
+    insert_metadata_property_if_nonempty(&mut schema, "description", description);
+    schema
 }
 
 // ---- Return values: `Result<T, E>` or plain `T` ----

@@ -116,7 +116,7 @@ pub trait Tool: Send + Sync + 'static {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<(), ToolError>> {
         let _ = (input, ctx);
-        Box::pin(std::future::ready(Ok(())))
+        no_check()
     }
 
     /// Runs the tool on a schema-valid input.
@@ -132,19 +132,41 @@ pub trait Tool: Send + Sync + 'static {
 
     /// What the user is shown when asked to allow this call.
     fn permission_prompt(&self, input: &Value) -> PermissionPrompt {
-        PermissionPrompt {
-            title: self.display_title(input),
-            summary: None,
-            content: input.clone(),
-        }
+        PermissionPrompt::for_input(self.display_title(input), input)
     }
 
     /// How a finished call is shown to the user (never sent to the model).
     fn result_display(&self, input: &Value, output: &ToolOutput) -> ResultDisplay {
+        ResultDisplay::of_output(self.display_title(input), output)
+    }
+}
+
+// The defaults above are compiled once for every type that implements `Tool` (a crate of 100
+// `#[tool]`s has 100 copies of each), so their bodies only call out to these, compiled once.
+
+/// The default [`Tool::validate_input`]: every schema-valid input passes.
+fn no_check<'a>() -> BoxFuture<'a, Result<(), ToolError>> {
+    Box::pin(std::future::ready(Ok(())))
+}
+
+impl PermissionPrompt {
+    /// The default [`Tool::permission_prompt`]: the title and the input as it is.
+    fn for_input(title: String, input: &Value) -> Self {
+        PermissionPrompt {
+            title,
+            summary: None,
+            content: input.clone(),
+        }
+    }
+}
+
+impl ResultDisplay {
+    /// The default [`Tool::result_display`]: the output's text and its line count.
+    fn of_output(title: String, output: &ToolOutput) -> Self {
         let text = output.to_text();
         let lines = text.lines().count();
         ResultDisplay {
-            title: self.display_title(input),
+            title,
             summary: match (output.is_error, lines) {
                 (true, _) => "failed".to_owned(),
                 (false, 1) => "1 line".to_owned(),
