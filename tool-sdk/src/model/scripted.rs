@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use super::{
     Message, MessageContent, Model, ModelError, ModelEvent, ModelRequest, ModelResponse,
-    ModelStream, StopReason, ToolUse, Usage,
+    ModelStream, StopReason, ToolInput, ToolUse, Usage,
 };
+use crate::tool::ContentBlock;
 
 /// One scripted assistant turn: text, tool calls, or an error.
 #[derive(Clone, Debug, PartialEq)]
@@ -324,30 +325,60 @@ fn approximate_tokens(message: &Message) -> u64 {
         .div_ceil(4)
 }
 
-/// The length of a block: its text, or its JSON (counted, not built).
+/// About the length of a block's JSON: its strings, keys and numbers, without building it
+/// (escapes and the tags' exact size left out: it is an estimate, and a cheap one, since the
+/// whole history is measured at every step).
 fn block_chars(block: &MessageContent) -> u64 {
-    match block {
-        MessageContent::Text { text } => text.len() as u64,
-        other => {
-            let mut counter = ByteCounter(0);
-            match serde_json::to_writer(&mut counter, other) {
-                Ok(()) => counter.0,
-                Err(_) => 0,
-            }
+    const FRAME: u64 = 16;
+    let chars = match block {
+        MessageContent::Text { text } => return text.len() as u64,
+        MessageContent::Image { media_type, data } => media_type.len() + data.len(),
+        MessageContent::ToolUse(call) => {
+            let input = match &call.input {
+                ToolInput::Parsed(value) => json_chars(value) as usize,
+                ToolInput::Malformed { raw, .. } => raw.len(),
+            };
+            call.id.len() + call.name.len() + input
         }
-    }
+        MessageContent::ToolResult {
+            tool_use_id,
+            content,
+            ..
+        } => {
+            let blocks: usize = content
+                .iter()
+                .map(|block| match block {
+                    ContentBlock::Text { text } => text.len(),
+                    ContentBlock::Image { media_type, data } => media_type.len() + data.len(),
+                })
+                .sum();
+            tool_use_id.len() + blocks
+        }
+        MessageContent::Thinking {
+            thinking,
+            signature,
+        } => thinking.len() + signature.len(),
+        MessageContent::RedactedThinking { data } => data.len(),
+    };
+    chars as u64 + FRAME
 }
 
-/// A writer that only counts what it is given.
-struct ByteCounter(u64);
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+/// About the length of a value's compact JSON.
+fn json_chars(value: &Value) -> u64 {
+    match value {
+        Value::Null => 4,
+        Value::Bool(_) => 5,
+        Value::Number(number) => match number.as_u64() {
+            Some(n) => u64::from(n.checked_ilog10().unwrap_or(0)) + 1,
+            None => 8,
+        },
+        Value::String(text) => text.len() as u64 + 2,
+        Value::Array(items) => 2 + items.iter().map(|item| json_chars(item) + 1).sum::<u64>(),
+        Value::Object(map) => {
+            2 + map
+                .iter()
+                .map(|(key, item)| key.len() as u64 + 4 + json_chars(item))
+                .sum::<u64>()
+        }
     }
 }
