@@ -300,10 +300,10 @@ async fn parallel_read_only_calls_overlap_and_results_keep_order() {
         .unwrap();
     assert_eq!(result.text, "Both met.");
     assert_eq!(result.tool_calls, 2);
-    let results = last_results(&result.messages);
+    let results = last_results(&result.messages.to_vec());
     assert_eq!(results[0].1, "met ada");
     assert_eq!(results[1].1, "met bob");
-    assert_transcript_valid(&result.messages);
+    assert_transcript_valid(&result.messages.to_vec());
 }
 
 #[tokio::test]
@@ -337,7 +337,7 @@ async fn a_mutating_call_runs_alone_and_order_is_kept() {
         2,
         "a and b overlapped"
     );
-    let texts: Vec<String> = last_results(&result.messages)
+    let texts: Vec<String> = last_results(&result.messages.to_vec())
         .into_iter()
         .map(|r| r.1)
         .collect();
@@ -385,7 +385,7 @@ async fn every_failing_step_becomes_an_error_result_the_model_sees() {
         .await
         .unwrap();
     let result = agent.prompt("try things").await.unwrap();
-    assert_transcript_valid(&result.messages);
+    assert_transcript_valid(&result.messages.to_vec());
     let first_results = {
         let index = result
             .messages
@@ -394,7 +394,7 @@ async fn every_failing_step_becomes_an_error_result_the_model_sees() {
                 m.role == Role::User && matches!(m.content[0], MessageContent::ToolResult { .. })
             })
             .unwrap();
-        last_results(&result.messages[..=index])
+        last_results(&result.messages.to_vec()[..=index])
     };
     let (_, unknown, is_error) = &first_results[0];
     assert!(is_error);
@@ -421,7 +421,7 @@ async fn every_failing_step_becomes_an_error_result_the_model_sees() {
     assert!(!is_error);
     assert!(capped.contains("200 characters cut"), "{capped}");
 
-    let (_, malformed, is_error) = &last_results(&result.messages)[0];
+    let (_, malformed, is_error) = &last_results(&result.messages.to_vec())[0];
     assert!(is_error);
     assert!(
         malformed.contains("the arguments are not valid JSON: EOF while parsing"),
@@ -444,7 +444,7 @@ async fn a_timeout_stops_the_tool_and_kills_its_child_process() {
     ]);
     let agent = Agent::create(config(model)).await.unwrap();
     let result = agent.prompt("hang").await.unwrap();
-    let (_, text, is_error) = &last_results(&result.messages)[0];
+    let (_, text, is_error) = &last_results(&result.messages.to_vec())[0];
     assert!(is_error);
     assert!(text.contains("timed out after 300ms"), "{text}");
     let pid = std::fs::read_to_string(&pid_file).unwrap();
@@ -504,7 +504,7 @@ async fn a_timeout_kills_the_grandchildren_of_a_tools_command() {
     ]);
     let agent = Agent::create(family(model)).await.unwrap();
     let result = agent.prompt("hang").await.unwrap();
-    let (_, text, is_error) = &last_results(&result.messages)[0];
+    let (_, text, is_error) = &last_results(&result.messages.to_vec())[0];
     assert!(*is_error && text.contains("timed out after 2s"), "{text}");
     assert_dies(&pid_file, "the grandchild `sleep 300`").await;
     std::fs::remove_file(pid_file).ok();
@@ -559,8 +559,8 @@ async fn cancelling_mid_run_answers_pending_calls_and_keeps_the_transcript_valid
     }
     let result = result.unwrap();
     assert_eq!(result.error, Some(AgentError::Cancelled));
-    assert_transcript_valid(&result.messages);
-    let results = last_results(&result.messages);
+    assert_transcript_valid(&result.messages.to_vec());
+    let results = last_results(&result.messages.to_vec());
     assert_eq!(results.len(), 2);
     for (_, text, is_error) in &results {
         assert!(is_error);
@@ -665,7 +665,7 @@ async fn mutating_calls_ask_and_prompt_refuses_them_saying_which_rule_allows_the
     .await
     .unwrap();
     let result = agent.prompt("write").await.unwrap();
-    let (_, text, is_error) = &last_results(&result.messages)[0];
+    let (_, text, is_error) = &last_results(&result.messages.to_vec())[0];
     assert!(is_error);
     assert!(
         text.contains("`write_note` needs the user's permission"),
@@ -714,7 +714,7 @@ async fn deny_rules_beat_allow_rules_and_hooks_can_deny_or_rewrite() {
     .await
     .unwrap();
     let result = agent.prompt("write three").await.unwrap();
-    let texts: Vec<String> = last_results(&result.messages)
+    let texts: Vec<String> = last_results(&result.messages.to_vec())
         .into_iter()
         .map(|r| r.1)
         .collect();
@@ -742,7 +742,7 @@ async fn deny_rules_beat_allow_rules_and_hooks_can_deny_or_rewrite() {
         .await
         .unwrap();
     let result = agent.prompt("write").await.unwrap();
-    let (_, text, _) = &last_results(&result.messages)[0];
+    let (_, text, _) = &last_results(&result.messages.to_vec())[0];
     assert_eq!(
         text,
         "Permission denied: the rule `write_note` forbids this call"
@@ -762,7 +762,7 @@ async fn a_hook_rewrite_is_validated_again() {
         .await
         .unwrap();
     let result = agent.prompt("write").await.unwrap();
-    let (_, text, is_error) = &last_results(&result.messages)[0];
+    let (_, text, is_error) = &last_results(&result.messages.to_vec())[0];
     assert!(is_error);
     assert!(text.contains("/text: must be string, got 5"), "{text}");
 }
@@ -790,7 +790,7 @@ async fn a_handler_answers_and_allow_always_is_remembered() {
     .unwrap();
     let result = refused.prompt("write").await.unwrap();
     assert_eq!(
-        last_results(&result.messages)[0].1,
+        last_results(&result.messages.to_vec())[0].1,
         "Permission denied: only a"
     );
     assert!(refused.remembered_rules().is_empty());
@@ -816,7 +816,7 @@ async fn a_handler_answers_and_allow_always_is_remembered() {
     // "Allow always" on a tool without a path or command to narrow it remembers the whole
     // tool, so neither the second `a` nor `b` asks again.
     assert_eq!(asked.load(Ordering::SeqCst), 1);
-    assert_eq!(last_results(&result.messages)[0].1, "wrote b");
+    assert_eq!(last_results(&result.messages.to_vec())[0].1, "wrote b");
     let remembered: Vec<String> = agent
         .remembered_rules()
         .iter()
@@ -941,7 +941,7 @@ async fn task_runs_a_sub_agent_with_restricted_tools_and_forwards_its_events() {
         panic!()
     };
     assert_eq!(result.text, "The sub-agent counted to 2.");
-    let (_, report, is_error) = &last_results(&result.messages)[0];
+    let (_, report, is_error) = &last_results(&result.messages.to_vec())[0];
     assert!(!is_error, "{report}");
     assert!(report.starts_with("Counted to 2."), "{report}");
     assert!(report.contains("1 tool call(s)"), "{report}");

@@ -286,7 +286,7 @@ async fn a_dollar_budget_stops_mid_turn_and_the_stored_session_resumes() {
     assert_eq!(costs.len(), 2);
     assert!(close(result.cost_usd.unwrap(), 0.002));
     assert_eq!(runs.0.load(Ordering::SeqCst), 1);
-    let results = last_results(&result.messages);
+    let results = last_results(&result.messages.to_vec());
     assert_eq!(results.len(), 2);
     assert!(results.iter().all(|(_, text, is_error)| *is_error
         && text.contains("did not run")
@@ -408,7 +408,7 @@ async fn a_read_only_call_started_while_the_turn_streamed_finishes_past_the_limi
     // result is the model's to see; no second request was sent.
     assert_eq!(runs.0.load(Ordering::SeqCst), 1);
     assert_eq!(result.tool_calls, 1);
-    let results = last_results(&result.messages);
+    let results = last_results(&result.messages.to_vec());
     assert_eq!(
         results,
         [(

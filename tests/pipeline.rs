@@ -175,7 +175,7 @@ async fn permissions_follow_what_a_tool_declares_not_its_name() {
         config,
     )
     .await;
-    let results = results(&run(&agent).await.messages);
+    let results = results(&run(&agent).await.messages.to_vec());
     assert!(
         results[0].1,
         "a tool named Edit gets no edit permissions: {results:?}"
@@ -196,7 +196,7 @@ async fn rules_read_declared_paths_whatever_the_tool_is_called() {
     ];
     let config = AgentConfig::new().allow("Edit(src/**)");
     let agent = agent(vec![Arc::new(SaveFileTool)], turns, config).await;
-    let results = results(&run(&agent).await.messages);
+    let results = results(&run(&agent).await.messages.to_vec());
     assert_eq!(results[0], ("saved src/a.rs".to_owned(), false));
     assert!(results[1].1, "{results:?}");
     assert!(
@@ -222,7 +222,7 @@ async fn tools_that_only_touch_agent_state_never_ask() {
             AgentConfig::new().with_permission_mode(mode),
         )
         .await;
-        let results = results(&run(&agent).await.messages);
+        let results = results(&run(&agent).await.messages.to_vec());
         assert_eq!(results[0], ("remembered n".to_owned(), false), "{mode:?}");
         assert!(
             !results[1].1,
@@ -244,7 +244,7 @@ async fn plan_mode_names_exit_plan_mode_only_when_the_model_has_it() {
         ];
         let config = AgentConfig::new().with_permission_mode(PermissionMode::Plan);
         let agent = agent(tools, turns, config).await;
-        let results = results(&run(&agent).await.messages);
+        let results = results(&run(&agent).await.messages.to_vec());
         assert!(results[0].1);
         assert!(results[0].0.contains("plan mode is on"), "{results:?}");
         assert_eq!(
@@ -272,7 +272,7 @@ async fn a_panic_in_tool_metadata_is_contained() {
     .await;
     let result = run(&agent).await;
     assert_eq!(result.text, "done");
-    let results = results(&result.messages);
+    let results = results(&result.messages.to_vec());
     assert_eq!(results.len(), 2, "every tool_use is answered: {results:?}");
     assert!(
         results[0].1 && results[0].0.contains("exploded"),
@@ -310,7 +310,7 @@ async fn the_whole_result_is_capped_errors_included() {
         }
     }
     let result = result.unwrap();
-    let results = results(&result.messages);
+    let results = results(&result.messages.to_vec());
     let limit = 50_000 + 200;
     assert!(
         results[0].0.chars().count() < limit,
@@ -418,7 +418,7 @@ async fn timeouts_below_a_second_are_exact() {
         .with_tool_timeouts(Duration::from_millis(300), Duration::from_millis(300));
     let agent = agent(vec![Arc::new(HangTool)], turns, config).await;
     let started = std::time::Instant::now();
-    let results = results(&run(&agent).await.messages);
+    let results = results(&run(&agent).await.messages.to_vec());
     assert!(
         results[0].0.contains("timed out after 300ms"),
         "{results:?}"
@@ -447,7 +447,7 @@ async fn a_call_cancelled_at_the_permission_prompt_says_it_never_ran() {
             _ => {}
         }
     }
-    let results = results(&result.unwrap().messages);
+    let results = results(&result.unwrap().messages.to_vec());
     assert!(results[0].1);
     assert!(
         results[0]

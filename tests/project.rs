@@ -226,7 +226,7 @@ async fn claude_code_settings_decide_what_runs_without_asking() {
     .await
     .unwrap();
     let result = agent.prompt("Save a, delete b.").await.unwrap();
-    let outcomes = results(&result.messages);
+    let outcomes = results(&result.messages.to_vec());
     assert_eq!(outcomes[0], ("saved a".to_owned(), false));
     assert!(outcomes[1].1, "{outcomes:?}");
     assert!(outcomes[1].0.contains("delete_note"), "{outcomes:?}");
@@ -245,7 +245,7 @@ async fn claude_code_settings_decide_what_runs_without_asking() {
     .await
     .unwrap();
     let result = agent.prompt("Save a.").await.unwrap();
-    assert!(results(&result.messages)[0].1);
+    assert!(results(&result.messages.to_vec())[0].1);
 }
 
 #[tokio::test]
@@ -324,7 +324,10 @@ async fn a_config_file_turns_both_on() {
         .await
         .unwrap();
     let result = agent.prompt("Save x.").await.unwrap();
-    assert_eq!(results(&result.messages)[0], ("saved x".to_owned(), false));
+    assert_eq!(
+        results(&result.messages.to_vec())[0],
+        ("saved x".to_owned(), false)
+    );
     let system = model.requests()[0].system.clone().unwrap();
     assert!(system.contains("App claude: no unsafe."), "{system}");
 }

@@ -399,7 +399,7 @@ fn killed_mid_tool_the_call_is_sealed_as_maybe_done_and_never_rerun() {
                 }
             ]
         );
-        assert_well_formed(&outcome.messages);
+        assert_well_formed(&outcome.messages.to_vec());
         assert_eq!(side_effects(dir), 1, "the call was not run again");
 
         // What the resumed run did is stored too.
@@ -455,7 +455,7 @@ fn killed_before_the_next_request_the_stored_result_is_kept() {
         assert_eq!(model.requests().len(), 1);
         assert_eq!(model.requests()[0].messages, messages);
         assert_eq!(outcome.messages.len(), 4);
-        assert_well_formed(&outcome.messages);
+        assert_well_formed(&outcome.messages.to_vec());
         assert_eq!(side_effects(dir), 1, "the stored call was not run again");
 
         // Nothing left to continue now.
@@ -923,7 +923,7 @@ async fn a_fork_shares_the_history_up_to_its_point_and_goes_its_own_way() {
 
     let outcome = fork.prompt("other way").await.unwrap();
     assert_eq!(outcome.text, "forked answer");
-    assert_well_formed(&outcome.messages);
+    assert_well_formed(&outcome.messages.to_vec());
     assert_eq!(side_effects(dir), 1, "forking ran nothing");
 
     // Independent after the fork: neither sees the other's new messages, in memory or stored.
@@ -1389,7 +1389,7 @@ fn a_deferred_approval_is_answered_by_another_process_and_the_run_goes_on() {
         assert_eq!(outcome.text, "Changed and noted.");
         // The approved call ran once, then the call behind it: in call order.
         assert_eq!(lines(dir), ["ran", "noted"]);
-        assert_well_formed(&outcome.messages);
+        assert_well_formed(&outcome.messages.to_vec());
         let sent = &model.requests()[0].messages;
         assert_eq!(sent.len(), 3);
         assert_eq!(
@@ -1456,7 +1456,7 @@ fn killed_while_an_approved_call_runs_it_is_sealed_and_the_calls_behind_it_still
                 result("call_2", "noted", false),
             ]
         );
-        assert_well_formed(&outcome.messages);
+        assert_well_formed(&outcome.messages.to_vec());
     });
 }
 
@@ -1523,7 +1523,7 @@ async fn a_denied_deferred_approval_sends_the_model_the_message() {
         })
         .collect();
     assert!(said.contains("not on Fridays"), "{said}");
-    assert_well_formed(&outcome.messages);
+    assert_well_formed(&outcome.messages.to_vec());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

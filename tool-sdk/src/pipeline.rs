@@ -173,48 +173,92 @@ pub async fn run_call<'a>(
     policy: &CallPolicy,
     ask: Option<&dyn PermissionHandler>,
 ) -> CallOutcome<'a> {
-    let began = Instant::now();
-    let mut road = Road {
-        input: match input {
-            RawInput::Json(value) => Cow::Borrowed(value),
-            RawInput::Malformed { raw, .. } => Cow::Owned(Value::String(raw.to_owned())),
-        },
-        started: false,
-        entry: None,
+    let (value, malformed) = match input {
+        RawInput::Json(value) => (Cow::Borrowed(value), None),
+        RawInput::Malformed { raw, error } => (
+            Cow::Owned(Value::String(raw.to_owned())),
+            Some((raw, error)),
+        ),
     };
-    let travelled = AssertUnwindSafe(road.travel(registry, name, input, ctx, policy, ask))
-        .catch_unwind()
-        .await;
-    let result = match travelled {
-        Ok(result) => result,
-        Err(panic) => Err(ToolError::failed(format!(
-            "the tool panicked: {}",
-            panic_message(panic.as_ref())
-        ))),
+    let travel = Travel {
+        registry,
+        name,
+        malformed,
+        ctx,
+        policy,
+        ask,
+        keep_input: true,
     };
-    let duration = began.elapsed();
-    let failed = result.as_ref().map_or(true, |output| output.is_error);
-    if let Some(entry) = &road.entry {
-        entry.record(duration, failed);
-    }
-    let (output, error) = match result {
-        Ok(output) => (cap(output, policy), None),
-        Err(error) => {
-            let error = cap_error(error, policy.max_result_chars);
-            let mut output = ToolOutput::from(error.clone());
-            if matches!(error, ToolError::Cancelled) && !road.started {
-                output =
-                    ToolOutput::error("The call was cancelled before it started; it did not run.");
-            }
-            (output, Some(error))
+    travel.run(value).await
+}
+
+/// One call's way down the road, and what it needs besides the input.
+struct Travel<'r> {
+    registry: &'r ToolRegistry,
+    name: &'r str,
+    /// The model's text and why it is not a JSON object, when it is not.
+    malformed: Option<(&'r str, &'r str)>,
+    ctx: &'r ToolContext,
+    policy: &'r CallPolicy,
+    ask: Option<&'r dyn PermissionHandler>,
+    /// Whether the outcome must carry the input the tool ran with. When it need not (and no
+    /// post hook looks at it), the tool is handed the input itself, not a copy.
+    keep_input: bool,
+}
+
+impl Travel<'_> {
+    async fn run<'a>(self, input: Cow<'a, Value>) -> CallOutcome<'a> {
+        let Travel {
+            registry,
+            name,
+            malformed,
+            ctx,
+            policy,
+            ask,
+            keep_input,
+        } = self;
+        let began = Instant::now();
+        let mut road = Road {
+            input,
+            started: false,
+            entry: None,
+            keep_input: keep_input || !policy.post_hooks.is_empty(),
+        };
+        let travelled = AssertUnwindSafe(road.travel(registry, name, malformed, ctx, policy, ask))
+            .catch_unwind()
+            .await;
+        let result = match travelled {
+            Ok(result) => result,
+            Err(panic) => Err(ToolError::failed(format!(
+                "the tool panicked: {}",
+                panic_message(panic.as_ref())
+            ))),
+        };
+        let duration = began.elapsed();
+        let failed = result.as_ref().map_or(true, |output| output.is_error);
+        if let Some(entry) = &road.entry {
+            entry.record(duration, failed);
         }
-    };
-    CallOutcome {
-        output,
-        error,
-        input: road.input,
-        started: road.started,
-        duration,
+        let (output, error) = match result {
+            Ok(output) => (cap(output, policy), None),
+            Err(error) => {
+                let error = cap_error(error, policy.max_result_chars);
+                let mut output = ToolOutput::from(error.clone());
+                if matches!(error, ToolError::Cancelled) && !road.started {
+                    output = ToolOutput::error(
+                        "The call was cancelled before it started; it did not run.",
+                    );
+                }
+                (output, Some(error))
+            }
+        };
+        CallOutcome {
+            output,
+            error,
+            input: road.input,
+            started: road.started,
+            duration,
+        }
     }
 }
 
@@ -224,6 +268,8 @@ struct Road<'a> {
     started: bool,
     /// The tool, its validator and statistics, once resolved (looked up once per call).
     entry: Option<Arc<Entry>>,
+    /// Whether `input` is still needed once the tool has it.
+    keep_input: bool,
 }
 
 impl Road<'_> {
@@ -231,7 +277,7 @@ impl Road<'_> {
         &mut self,
         registry: &ToolRegistry,
         name: &str,
-        raw: RawInput<'_>,
+        malformed: Option<(&str, &str)>,
         ctx: &ToolContext,
         policy: &CallPolicy,
         ask: Option<&dyn PermissionHandler>,
@@ -242,7 +288,7 @@ impl Road<'_> {
         }
         let entry = &**self.entry.insert(registry.entry(name)?);
         let tool = entry.tool.as_ref();
-        if let RawInput::Malformed { raw, error } = raw {
+        if let Some((raw, error)) = malformed {
             let shown: String = raw.chars().take(500).collect();
             return Err(ToolError::invalid_input(format!(
                 "the arguments are {error}: {shown}\nSend a JSON object that matches \
@@ -265,9 +311,12 @@ impl Road<'_> {
                     Ok(input)
                 })
             };
+            // The check first: one that needs no wait ends before the token is looked at
+            // (polling it first would register a waiter on it, for nothing).
             tokio::select! {
-                _ = cancel.cancelled() => return Err(ToolError::Cancelled),
+                biased;
                 checked = gate.check(tool, &mut self.input, ctx, &revalidate, ask) => checked?,
+                _ = cancel.cancelled() => return Err(ToolError::Cancelled),
             }
         }
 
@@ -275,20 +324,27 @@ impl Road<'_> {
         self.started = true;
         // Dropping the call's future on timeout or cancellation stops the tool; commands it
         // started with `ctx.command(..)` die with it.
-        let call = tool.call(self.input.clone().into_owned(), ctx);
+        let input = match self.keep_input {
+            true => self.input.clone().into_owned(),
+            // Left as `null`: nobody reads it after this.
+            false => std::mem::take(&mut self.input).into_owned(),
+        };
+        let call = tool.call(input, ctx);
         tokio::pin!(call);
+        // The call first, as for the gate above; the token was checked on the way in.
         let output = tokio::select! {
-            _ = cancel.cancelled() => {
-                // The tool sees the same token: a moment to wind down on its own (tell a
-                // server, remove a temp file), then it is dropped all the same.
-                let _ = tokio::time::timeout(CANCEL_GRACE, &mut call).await;
-                return Err(ToolError::Cancelled);
-            }
+            biased;
             finished = tokio::time::timeout(limit, &mut call) => {
                 match finished {
                     Ok(result) => result?,
                     Err(_) => return Err(ToolError::Timeout(limit)),
                 }
+            }
+            _ = cancel.cancelled() => {
+                // The tool sees the same token: a moment to wind down on its own (tell a
+                // server, remove a temp file), then it is dropped all the same.
+                let _ = tokio::time::timeout(CANCEL_GRACE, &mut call).await;
+                return Err(ToolError::Cancelled);
             }
         };
         for hook in &policy.post_hooks {
@@ -312,7 +368,7 @@ impl ToolRegistry {
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let outcome = self
-            .call_with(name, input, ctx, &CallPolicy::default())
+            .call_owned(name, input, ctx, &CallPolicy::default())
             .await;
         match outcome.error {
             Some(error) => Err(error),
@@ -323,9 +379,30 @@ impl ToolRegistry {
     /// [`execute`](Self::execute), with an error turned into the `is_error` result the model
     /// gets.
     pub async fn call(&self, name: &str, input: Value, ctx: &ToolContext) -> ToolOutput {
-        self.call_with(name, input, ctx, &CallPolicy::default())
+        self.call_owned(name, input, ctx, &CallPolicy::default())
             .await
             .output
+    }
+
+    /// A call whose caller does not look at the outcome's input: the tool gets `input`
+    /// itself, not a copy.
+    async fn call_owned(
+        &self,
+        name: &str,
+        input: Value,
+        ctx: &ToolContext,
+        policy: &CallPolicy,
+    ) -> CallOutcome<'static> {
+        let travel = Travel {
+            registry: self,
+            name,
+            malformed: None,
+            ctx,
+            policy,
+            ask: None,
+            keep_input: false,
+        };
+        travel.run(Cow::Owned(input)).await
     }
 
     /// Runs one call with this policy; with a permission gate, calls that would ask are

@@ -135,7 +135,7 @@ impl Ledger {
 /// stored ones, then outcomes of calls that ran), and the calls that started early.
 pub(super) type StoppedTurn<'a> = (
     AgentError,
-    &'a [ToolUse],
+    &'a [&'a ToolUse],
     HashMap<String, MessageContent>,
     Vec<Outcome>,
     &'a [String],

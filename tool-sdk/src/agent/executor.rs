@@ -21,7 +21,7 @@ use crate::permission::{
 };
 use crate::pipeline::{CallOutcome, RawInput, contain, run_call};
 use crate::session::{PendingApproval, Record, SessionError};
-use crate::tool::{BoxFuture, ResultDisplay, ToolOutput};
+use crate::tool::{BoxFuture, ResultDisplay, ToolContext, ToolOutput};
 
 /// One call's result block, its error line for the run result, and why the session store
 /// could not take its records (which ends the run).
@@ -41,7 +41,7 @@ pub(crate) struct Outcome {
 /// fewer than the calls.
 pub(crate) async fn execute(
     agent: &Arc<AgentInner>,
-    calls: &[ToolUse],
+    calls: &[&ToolUse],
     answers: &HashMap<String, PermissionAnswer>,
     emit: &Emit,
     cancel: &CancellationToken,
@@ -89,17 +89,33 @@ pub(crate) async fn execute(
             break;
         }
         let limit = agent.config.max_concurrent_tools.max(1);
+        let turn = agent.turn_context(emit);
         // Futures built up front: a closure inside the stream combinator would trip the
         // compiler's higher-ranked lifetime check for `Send`. Each call's span is made here,
         // a child of the run's, though the calls then run together.
         let calls: Vec<_> = batch
             .iter()
             .map(|call| {
-                run_one(agent, call, answers.get(&call.id), emit, cancel, None)
-                    .instrument(spans::execute_tool(call))
+                run_one(
+                    agent,
+                    &turn,
+                    call,
+                    answers.get(&call.id),
+                    emit,
+                    cancel,
+                    None,
+                )
+                .instrument(spans::execute_tool(call))
             })
             .collect();
-        let run = futures::stream::iter(calls).buffered(limit).collect();
+        // Under the limit, all at once: `join_all` keeps them in one allocation, where the
+        // stream would make a task node for each.
+        let run = async move {
+            match calls.len() <= limit {
+                true => futures::future::join_all(calls).await,
+                false => futures::stream::iter(calls).buffered(limit).collect().await,
+            }
+        };
         let mut results: Vec<Outcome> = match read_only {
             true => with_starts_stored_soon(agent, run).await,
             false => run.await,
@@ -177,7 +193,8 @@ pub(crate) async fn run_one_held(
     let span = spans::execute_tool(call);
     match journal.record(agent, started).await {
         Ok(()) => {
-            run_one(agent, call, None, emit, cancel, Some(journal))
+            let turn = agent.turn_context(emit);
+            run_one(agent, &turn, call, None, emit, cancel, Some(journal))
                 .instrument(span)
                 .await
         }
@@ -247,6 +264,7 @@ fn not_started(agent: &AgentInner, call: &ToolUse, error: &SessionError, emit: &
 /// store, or to `journal` when the call started before its turn was stored.
 async fn run_one(
     agent: &Arc<AgentInner>,
+    turn: &ToolContext,
     call: &ToolUse,
     answer: Option<&PermissionAnswer>,
     emit: &Emit,
@@ -256,7 +274,7 @@ async fn run_one(
     let span = tracing::Span::current();
     let tool = announce(agent, call, emit);
 
-    let ctx = agent.tool_context(&call.id, emit, cancel);
+    let ctx = agent.tool_context(turn, &call.id, emit, cancel);
     let asker = EventAsker {
         call_id: &call.id,
         emit,

@@ -190,8 +190,9 @@ impl Eq for AgentError {}
 pub struct RunResult {
     /// The model's final text.
     pub text: String,
-    /// The whole conversation after the run.
-    pub messages: Vec<Message>,
+    /// The whole conversation after the run: the agent's own, shared rather than copied
+    /// (cheap to clone; `to_vec` for a `Vec`).
+    pub messages: History,
     /// Tokens used by the run.
     pub usage: Usage,
     /// What [`usage`](Self::usage) cost, in USD; `None` when the model's price is unknown
@@ -871,13 +872,9 @@ impl AgentInner {
         self.specs.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// The context of one call.
-    pub(crate) fn tool_context(
-        self: &Arc<Self>,
-        call_id: &str,
-        emit: &Emit,
-        cancel: &CancellationToken,
-    ) -> ToolContext {
+    /// What the calls of one turn share in their contexts: the agent's, plus the turn's file
+    /// checkpointer and sub-agent runner (made once a turn, not once a call).
+    pub(crate) fn turn_context(self: &Arc<Self>, emit: &Emit) -> ToolContext {
         let shared = self.call_context.get_or_init(|| {
             ToolContext::new(self.working_dir.clone())
                 .with_session_id(self.session_id.clone())
@@ -887,10 +884,8 @@ impl AgentInner {
                 .with_session_values(self.session.clone())
                 .with_sandbox(self.sandbox.clone())
         });
-        let context = shared
+        shared
             .clone()
-            .with_tool_call_id(call_id)
-            .with_cancellation(cancel.child_token())
             .with_file_checkpointer(Arc::new(CallCheckpointer {
                 checkpoints: self.checkpoints.clone(),
                 message: self.call_message.load(Ordering::Relaxed),
@@ -898,7 +893,21 @@ impl AgentInner {
             .with_subagents(Arc::new(subagent::Subagents::new(
                 self.clone(),
                 emit.clone(),
-            )));
+            )))
+    }
+
+    /// The context of one call, from its turn's.
+    pub(crate) fn tool_context(
+        &self,
+        turn: &ToolContext,
+        call_id: &str,
+        emit: &Emit,
+        cancel: &CancellationToken,
+    ) -> ToolContext {
+        let context = turn
+            .clone()
+            .with_tool_call_id(call_id)
+            .with_cancellation(cancel.child_token());
         // Progress is an event that only informs: no sink when nobody listens.
         if !emit.listening() {
             return context;

@@ -137,7 +137,7 @@ impl AgentInner {
     pub(crate) async fn take_output(
         &self,
         spec: &OutputSpec,
-        calls: Vec<ToolUse>,
+        calls: &[&ToolUse],
         text: &str,
         refused: &mut u32,
         messages: &mut History,
@@ -146,7 +146,7 @@ impl AgentInner {
     ) -> Result<OutputStep, AgentError> {
         let (answers, others): (Vec<ToolUse>, Vec<ToolUse>) = calls
             .iter()
-            .cloned()
+            .map(|call| (*call).clone())
             .partition(|call| call.name == OutputFormat::TOOL_NAME);
         let checked = match answers.first() {
             // Text only: the answer is the text (OpenAI's structured output).
@@ -176,7 +176,10 @@ impl AgentInner {
                     .await?;
                     answered.insert(call.id.clone(), block);
                 }
-                return Ok(OutputStep::Run { calls, answered });
+                return Ok(OutputStep::Run {
+                    calls: calls.iter().map(|call| (*call).clone()).collect(),
+                    answered,
+                });
             }
             Some(call) => match call.input.parsed() {
                 Some(input) => spec.check(input.clone()),

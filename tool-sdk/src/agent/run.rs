@@ -5,6 +5,7 @@ use std::borrow::Cow;
 
 use super::early::EarlyCalls;
 use super::*;
+use crate::model::ToolUse;
 
 impl AgentInner {
     /// One run: the loop of model turns and tool calls. `None` asks the model to answer the
@@ -64,7 +65,7 @@ impl AgentInner {
         {
             result.error = Some(error);
         }
-        result.messages = messages.to_vec();
+        result.messages = messages.clone();
         result.files_modified = self.files.written().split_off(written_before);
         result.duration = started.elapsed();
         result
@@ -209,11 +210,12 @@ impl AgentInner {
             });
             emit(AgentEvent::Usage(result.usage));
 
-            let assistant = Message {
+            // Shared with the history: the calls below are borrowed from it, not copied.
+            let assistant = Arc::new(Message {
                 role: Role::Assistant,
                 content: response.content,
-            };
-            let calls: Vec<_> = assistant.tool_uses().cloned().collect();
+            });
+            let calls: Vec<&ToolUse> = assistant.tool_uses().collect();
             let text = assistant.text();
             if calls.is_empty() {
                 result.text = text.clone();
@@ -222,8 +224,8 @@ impl AgentInner {
             // and goes to the store with the start of its first calls (one commit): no call
             // runs before its turn is stored.
             if !assistant.content.is_empty() {
-                self.stage(|| Record::model_turn(assistant.clone()));
-                messages.push(assistant);
+                self.stage(|| Record::model_turn(Message::clone(&assistant)));
+                messages.push_shared(assistant.clone());
             }
             self.stage(|| Record::Usage {
                 usage: response.usage,
@@ -232,16 +234,20 @@ impl AgentInner {
             // the turn; they end before the typed answer is looked at or other calls run.
             let started: Vec<String> = early.started().to_vec();
             let mut outcomes = early.finish().await;
+            let to_answer: Vec<ToolUse>;
             let (calls, answered) = match output {
                 None => (calls, HashMap::new()),
                 Some(spec) => {
                     match self
-                        .take_output(spec, calls, &text, &mut refused, messages, result, emit)
+                        .take_output(spec, &calls, &text, &mut refused, messages, result, emit)
                         .await?
                     {
                         output::OutputStep::Accepted => return Ok(()),
                         output::OutputStep::Retry => continue,
-                        output::OutputStep::Run { calls, answered } => (calls, answered),
+                        output::OutputStep::Run { calls, answered } => {
+                            to_answer = calls;
+                            (to_answer.iter().collect(), answered)
+                        }
                     }
                 }
             };
@@ -278,7 +284,7 @@ impl AgentInner {
                 false => calls
                     .iter()
                     .filter(|call| !answered.contains_key(&call.id) && !started.contains(&call.id))
-                    .cloned()
+                    .copied()
                     .collect(),
             };
             outcomes.extend(executor::execute(self, &to_run, &HashMap::new(), emit, cancel).await);
@@ -294,7 +300,7 @@ impl AgentInner {
     /// stopped for deferred approvals: then no message is added, the turn stays open.
     pub(super) fn take_outcomes(
         &self,
-        calls: &[crate::model::ToolUse],
+        calls: &[&ToolUse],
         mut known: HashMap<String, crate::model::MessageContent>,
         outcomes: Vec<executor::Outcome>,
         messages: &mut History,
@@ -401,16 +407,16 @@ impl AgentInner {
                 )),
             };
         };
-        let to_run: Vec<_> = turn
-            .calls
+        let calls: Vec<&ToolUse> = turn.calls.iter().collect();
+        let to_run: Vec<&ToolUse> = calls
             .iter()
             .filter(|call| !turn.results.contains_key(&call.id))
-            .cloned()
+            .copied()
             .collect();
         result.tool_calls += to_run.len();
         self.note_call_message(messages);
         let outcomes = executor::execute(self, &to_run, &turn.answers, emit, cancel).await;
-        self.take_outcomes(&turn.calls, turn.results, outcomes, messages, result)
+        self.take_outcomes(&calls, turn.results, outcomes, messages, result)
     }
 
     /// One model turn, streamed; calls that may start early are handed to `early` as their

@@ -129,7 +129,8 @@ impl History {
         self.push_shared(Arc::new(message));
     }
 
-    fn push_shared(&mut self, message: Arc<Message>) {
+    /// Appends a message the caller keeps a handle on.
+    pub(crate) fn push_shared(&mut self, message: Arc<Message>) {
         let claimed = self.log.claimed.compare_exchange(
             self.len,
             self.len + 1,

@@ -189,12 +189,19 @@ impl FileStateTracker {
 /// Cheap to clone: each call gets its own copy with its own tool call id.
 #[derive(Clone)]
 pub struct ToolContext {
-    session_id: Arc<str>,
-    agent_id: AgentId,
     tool_call_id: Arc<str>,
-    working_dir: Arc<Path>,
     cancellation: CancellationToken,
     updates: Option<UpdateSink>,
+    /// What the calls of an agent share: one handle to copy per call, not one per field.
+    shared: Arc<Shared>,
+}
+
+/// The part of a [`ToolContext`] that is the same for every call of a turn.
+#[derive(Clone)]
+struct Shared {
+    session_id: Arc<str>,
+    agent_id: AgentId,
+    working_dir: Arc<Path>,
     state: Arc<StateMap>,
     files: Arc<FileStateTracker>,
     subagents: Option<Arc<dyn SubagentRunner>>,
@@ -277,10 +284,10 @@ impl Default for ToolContext {
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
-            .field("session_id", &self.session_id)
-            .field("agent_id", &self.agent_id)
+            .field("session_id", &self.shared.session_id)
+            .field("agent_id", &self.shared.agent_id)
             .field("tool_call_id", &self.tool_call_id)
-            .field("working_dir", &self.working_dir)
+            .field("working_dir", &self.shared.working_dir)
             .field("cancelled", &self.cancellation.is_cancelled())
             .finish_non_exhaustive()
     }
@@ -290,65 +297,72 @@ impl ToolContext {
     /// A context rooted at `working_dir`, with a fresh session.
     pub fn new(working_dir: impl Into<PathBuf>) -> Self {
         ToolContext {
-            session_id: Arc::from("session"),
-            agent_id: AgentId::Main,
             tool_call_id: Arc::from(""),
-            working_dir: Arc::from(working_dir.into()),
             cancellation: CancellationToken::new(),
             updates: None,
-            state: Arc::new(StateMap::new()),
-            files: Arc::new(FileStateTracker::default()),
-            subagents: None,
-            session: Arc::new(SessionValues::default()),
-            sandbox: None,
-            checkpointer: None,
+            shared: Arc::new(Shared {
+                session_id: Arc::from("session"),
+                agent_id: AgentId::Main,
+                working_dir: Arc::from(working_dir.into()),
+                state: Arc::new(StateMap::new()),
+                files: Arc::new(FileStateTracker::default()),
+                subagents: None,
+                session: Arc::new(SessionValues::default()),
+                sandbox: None,
+                checkpointer: None,
+            }),
         }
+    }
+
+    /// The shared part, to change: copied first if other contexts hold it too.
+    fn shared_mut(&mut self) -> &mut Shared {
+        Arc::make_mut(&mut self.shared)
     }
 
     /// Lets the file tools (Write, Edit, NotebookEdit) note each file's content before they
     /// change it, so the change can be undone (agents set one; see
     /// [`crate::session::FileCheckpoints`]).
     pub fn with_file_checkpointer(mut self, checkpointer: Arc<dyn FileCheckpointer>) -> Self {
-        self.checkpointer = Some(checkpointer);
+        self.shared_mut().checkpointer = Some(checkpointer);
         self
     }
 
     /// Where file tools note a file's content before changing it, if anywhere.
     pub fn file_checkpointer(&self) -> Option<&dyn FileCheckpointer> {
-        self.checkpointer.as_deref()
+        self.shared.checkpointer.as_deref()
     }
 
     /// Confines file tools to these directories (agents always set one).
     pub fn with_sandbox(mut self, sandbox: Arc<crate::sandbox::Sandbox>) -> Self {
-        self.sandbox = Some(sandbox);
+        self.shared_mut().sandbox = Some(sandbox);
         self
     }
 
     /// The directories file tools may use, inside an agent.
     pub fn sandbox(&self) -> Option<&crate::sandbox::Sandbox> {
-        self.sandbox.as_deref()
+        self.shared.sandbox.as_deref()
     }
 
     /// Sets the per-session values (shared by all calls of one agent).
     pub fn with_session_values(mut self, store: Arc<SessionValues>) -> Self {
-        self.session = store;
+        self.shared_mut().session = store;
         self
     }
 
     /// The session's value of type `T`, kept between calls: see [`SessionValues`].
     pub fn session<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
-        self.session.get::<T>()
+        self.shared.session.get::<T>()
     }
 
     /// Sets who runs sub-agents for tools such as Task.
     pub fn with_subagents(mut self, runner: Arc<dyn SubagentRunner>) -> Self {
-        self.subagents = Some(runner);
+        self.shared_mut().subagents = Some(runner);
         self
     }
 
     /// Who runs sub-agents, inside an agent.
     pub fn subagents(&self) -> Option<&dyn SubagentRunner> {
-        self.subagents.as_deref()
+        self.shared.subagents.as_deref()
     }
 
     /// A command that runs in the working directory, in its own process group, which is
@@ -356,18 +370,18 @@ impl ToolContext {
     /// waited for: a tool that is timed out or cancelled leaves no process behind, neither the
     /// command nor what it started. See [`ToolCommand`](crate::ToolCommand).
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> crate::process::ToolCommand {
-        crate::process::ToolCommand::new(program, &self.working_dir)
+        crate::process::ToolCommand::new(program, &self.shared.working_dir)
     }
 
     /// Sets the session id.
     pub fn with_session_id(mut self, id: impl Into<Arc<str>>) -> Self {
-        self.session_id = id.into();
+        self.shared_mut().session_id = id.into();
         self
     }
 
     /// Sets the agent the calls come from.
     pub fn with_agent_id(mut self, id: AgentId) -> Self {
-        self.agent_id = id;
+        self.shared_mut().agent_id = id;
         self
     }
 
@@ -385,13 +399,13 @@ impl ToolContext {
 
     /// Sets the app state tools read with [`State<T>`].
     pub fn with_state(mut self, state: impl Into<Arc<StateMap>>) -> Self {
-        self.state = state.into();
+        self.shared_mut().state = state.into();
         self
     }
 
     /// Sets the file-state tracker (shared across a session).
     pub fn with_file_tracker(mut self, files: Arc<FileStateTracker>) -> Self {
-        self.files = files;
+        self.shared_mut().files = files;
         self
     }
 
@@ -403,12 +417,12 @@ impl ToolContext {
 
     /// The session's id.
     pub fn session_id(&self) -> &str {
-        &self.session_id
+        &self.shared.session_id
     }
 
     /// The agent the call comes from.
     pub fn agent_id(&self) -> &AgentId {
-        &self.agent_id
+        &self.shared.agent_id
     }
 
     /// The tool_use id of this call (empty outside an agent).
@@ -418,12 +432,12 @@ impl ToolContext {
 
     /// The directory relative paths are resolved against.
     pub fn working_dir(&self) -> &Path {
-        &self.working_dir
+        &self.shared.working_dir
     }
 
     /// Resolves `path` against the working directory.
     pub fn resolve(&self, path: impl AsRef<Path>) -> PathBuf {
-        self.working_dir.join(path)
+        self.shared.working_dir.join(path)
     }
 
     /// The token that fires when the call should stop.
@@ -457,17 +471,17 @@ impl ToolContext {
 
     /// The app state of type `T`, if the app provided one.
     pub fn state<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.state.get::<T>()
+        self.shared.state.get::<T>()
     }
 
     /// All app state.
     pub fn state_map(&self) -> &StateMap {
-        &self.state
+        &self.shared.state
     }
 
     /// What was read in this session, and when.
     pub fn files(&self) -> &FileStateTracker {
-        &self.files
+        &self.shared.files
     }
 }
 
@@ -480,4 +494,35 @@ pub trait FileCheckpointer: Send + Sync {
     /// error stops the change: a change that could not be undone is not made.
     fn before_change(&self, path: &Path, previous: Option<&[u8]>, new: &[u8])
     -> Result<(), String>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_copy_changed_leaves_the_original_as_it_was() {
+        let base = ToolContext::new("/work")
+            .with_session_id("one")
+            .with_tool_call_id("call_1");
+        let copy = base
+            .clone()
+            .with_session_id("two")
+            .with_agent_id(AgentId::Sub("helper".into()))
+            .with_tool_call_id("call_2");
+        assert_eq!(base.session_id(), "one");
+        assert_eq!(base.agent_id(), &AgentId::Main);
+        assert_eq!(base.tool_call_id(), "call_1");
+        assert_eq!(copy.session_id(), "two");
+        assert_eq!(copy.tool_call_id(), "call_2");
+        assert_eq!(copy.working_dir(), Path::new("/work"));
+    }
+
+    #[test]
+    fn copies_share_the_session_values() {
+        let base = ToolContext::new("/work");
+        let copy = base.clone().with_tool_call_id("call_1");
+        *base.session::<Mutex<u32>>().lock().unwrap() = 7;
+        assert_eq!(*copy.session::<Mutex<u32>>().lock().unwrap(), 7);
+    }
 }
