@@ -683,3 +683,57 @@ async fn registry_timeout_stops_a_slow_tool() {
     assert_eq!(error, ToolError::Timeout(Duration::from_millis(50)));
     assert!(error.message_for_model().contains("timed out after 50ms"));
 }
+
+// ---- the generated input struct reads its fields as serde's derive would ----
+
+#[test]
+fn the_generated_input_struct_deserialises_through_serde() {
+    let input: SearchToolInput =
+        serde_json::from_value(json!({"query": "q", "type": "fn"})).unwrap();
+    assert_eq!(
+        (input.query, input.kind, input.scope, input.verbose),
+        ("q".to_owned(), "fn".to_owned(), "all".to_owned(), false)
+    );
+    let input: ShapesToolInput = serde_json::from_value(json!({
+        "stop": {"name": "Lisbon"}, "mode": "train", "type": "trip"
+    }))
+    .unwrap();
+    assert!(input.stops.is_none());
+    assert_eq!(input.nights, 3);
+
+    let unknown =
+        serde_json::from_value::<SearchToolInput>(json!({"query": "q", "type": "fn", "depth": 2}))
+            .err()
+            .expect("refused")
+            .to_string();
+    assert_eq!(
+        unknown,
+        "unknown field `depth`, expected one of `query`, `type`, `scope`, `verbose`"
+    );
+    let missing = serde_json::from_value::<SearchToolInput>(json!({"query": "q"}))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert_eq!(missing, "missing field `type`");
+    let not_an_object = serde_json::from_value::<SearchToolInput>(json!("q"))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert_eq!(
+        not_an_object,
+        r#"invalid type: string "q", expected struct SearchToolInput"#
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_field_is_named_in_the_error_the_model_gets() {
+    // Past the schema (called directly): the parse itself says which field is wrong.
+    let error = SearchTool
+        .call(json!({"query": 3, "type": "fn"}), &ctx())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        ToolError::invalid_input("field `query`: invalid type: integer `3`, expected a string")
+    );
+}

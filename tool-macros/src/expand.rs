@@ -265,11 +265,12 @@ fn input_struct(
 ) -> (TokenStream, TokenStream) {
     let private = quote!(#krate::__private);
     let vis = &tool.func.vis;
-    let serde_crate = format!("{krate}::__private::serde").replace(' ', "");
     let doc = format!("The input of [`{struct_ident}`]: the arguments the model sends.");
     let mut fields = Vec::new();
     let mut defaults = Vec::new();
     let mut field_schemas = Vec::new();
+    let mut names = Vec::new();
+    let mut takes = Vec::new();
     for param in &tool.params {
         let ParamKind::Arg { doc, options } = &param.kind else {
             continue;
@@ -301,17 +302,33 @@ fn input_struct(
             None => split(syn::Index::from(1)),
         };
         let name = match &options.rename {
-            Some(rename) => {
-                attrs.push(quote!(#[serde(rename = #rename)]));
-                rename.value()
-            }
+            Some(rename) => rename.value(),
             // serde and schemars both strip `r#`.
             None => unraw(field),
         };
+        let object = local("__tool_object");
+        takes.push(match &options.default {
+            None => quote! {
+                #field: #private::take_field::<#ty>(&mut #object, #name)?
+            },
+            Some(darling::util::Override::Inherit) => quote! {
+                #field: #private::take_field_or::<#ty>(
+                    &mut #object,
+                    #name,
+                    <#ty as ::core::default::Default>::default,
+                )?
+            },
+            Some(darling::util::Override::Explicit(_)) => {
+                let default_fn = format_ident!("__tool_default_{}", unraw(field));
+                quote! {
+                    #field: #private::take_field_or::<#ty>(&mut #object, #name, #ident::#default_fn)?
+                }
+            }
+        });
+        names.push(name.clone());
         let default = match &options.default {
             None => quote!(::core::option::Option::None),
             Some(darling::util::Override::Inherit) => {
-                attrs.push(quote!(#[serde(default)]));
                 quote!(::core::option::Option::Some(|| {
                     #private::schemars::_schemars_maybe_to_value!(
                         <#ty as ::core::default::Default>::default()
@@ -320,7 +337,6 @@ fn input_struct(
             }
             Some(darling::util::Override::Explicit(DefaultExpr(expr))) => {
                 let default_fn = format_ident!("__tool_default_{}", unraw(field));
-                let path = format!("{ident}::{default_fn}");
                 let value = default_value(expr);
                 defaults.push(quote_spanned! {expr.span()=>
                     #[doc(hidden)]
@@ -328,7 +344,6 @@ fn input_struct(
                         #value
                     }
                 });
-                attrs.push(quote!(#[serde(default = #path)]));
                 quote!(::core::option::Option::Some(|| {
                     #private::schemars::_schemars_maybe_to_value!(#ident::#default_fn())
                 }))
@@ -348,29 +363,51 @@ fn input_struct(
             pub #field: #ty,
         });
     }
-    let default_impl = (!defaults.is_empty()).then(|| {
-        quote! {
-            impl #ident {
-                #(#defaults)*
-            }
-        }
-    });
-    // `deny_unknown_fields` also closes the schema (`additionalProperties: false`), which is
-    // what the validator refuses unknown keys by, with a did-you-mean.
+    // Unknown keys refused: the schema is closed too (`additionalProperties: false`), which is
+    // what the validator refuses them by, with a did-you-mean.
     let deny = !allow_unknown_fields(tool);
-    let deny_unknown = deny.then(|| quote!(deny_unknown_fields));
+    let name = ident.to_string();
+    let (input, object, deserializer) = (
+        local("__tool_input"),
+        local("__tool_object"),
+        local("__tool_deserializer"),
+    );
+    // Parsed field by field through shared helpers (generic only in each field's type), not
+    // by a derive: serde's would compile its visitor and field enum once per tool.
     let definition = quote! {
         #[doc = #doc]
-        #[derive(#krate::__private::serde::Deserialize)]
-        #[serde(crate = #serde_crate, #deny_unknown)]
         #[allow(missing_docs)]
         #vis struct #ident {
             #(#fields)*
         }
 
-        #default_impl
+        impl #ident {
+            /// Reads the input the model sent: an object with these fields.
+            #[doc(hidden)]
+            fn __tool_parse(
+                #input: #private::serde_json::Value,
+            ) -> ::core::result::Result<Self, #krate::ToolError> {
+                #[allow(unused_mut)]
+                let mut #object =
+                    #private::input_object(#input, #name, &[#(#names),*], #deny)?;
+                ::core::result::Result::Ok(Self { #(#takes),* })
+            }
+
+            #(#defaults)*
+        }
+
+        impl<'de> #private::serde::Deserialize<'de> for #ident {
+            fn deserialize<D: #private::serde::Deserializer<'de>>(
+                #deserializer: D,
+            ) -> ::core::result::Result<Self, D::Error> {
+                let #input =
+                    <#private::serde_json::Value as #private::serde::Deserialize>::deserialize(
+                        #deserializer,
+                    )?;
+                Self::__tool_parse(#input).map_err(#private::deserialize_error)
+            }
+        }
     };
-    let name = ident.to_string();
     let schema_impl = quote! {
         impl #private::schemars::JsonSchema for #ident {
             fn schema_name() -> ::std::borrow::Cow<'static, str> {
@@ -460,7 +497,7 @@ fn call_body(
     }
     let parse = match plan.input {
         InputShape::Params => quote! {
-            let #input_ty { #(#fields),* } = #private::parse_input(#input)?;
+            let #input_ty { #(#fields),* } = #input_ty::__tool_parse(#input)?;
         },
         InputShape::Struct(_) => quote! {
             let #args: #input_ty = #private::parse_input(#input)?;
@@ -533,8 +570,9 @@ fn assertions(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     for param in &tool.params {
         let ty = &param.ty;
         match param.kind {
+            // That the type is `Deserialize` is checked where its field is read
+            // (`take_field`, with the same message).
             ParamKind::Arg { .. } => checks.push(quote_spanned! {ty.span()=>
-                #private::assert_argument::<#ty>();
                 #private::assert_argument_schema::<#ty, _>(
                     (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag(),
                 );
