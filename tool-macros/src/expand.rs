@@ -349,12 +349,21 @@ fn input_struct(
                 }))
             }
         };
+        // The probe is checked where it is used: one look-up per field, not two.
+        let probe = local("__tool_probe");
+        let checked = quote_spanned! {ty.span()=>
+            #private::assert_argument_schema::<#ty, _>(#probe);
+        };
         field_schemas.push(quote! {
             #private::FieldSchema {
                 name: #name,
                 title: #title,
                 description: #description,
-                fns: (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag().fns::<#ty>(),
+                fns: {
+                    let #probe = (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag();
+                    #checked
+                    #probe.fns::<#ty>()
+                },
                 default: #default,
             }
         });
@@ -570,13 +579,10 @@ fn assertions(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     for param in &tool.params {
         let ty = &param.ty;
         match param.kind {
-            // That the type is `Deserialize` is checked where its field is read
-            // (`take_field`, with the same message).
-            ParamKind::Arg { .. } => checks.push(quote_spanned! {ty.span()=>
-                #private::assert_argument_schema::<#ty, _>(
-                    (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag(),
-                );
-            }),
+            // Checked where they are used: that the type is `Deserialize` where its field
+            // is read (`take_field`), that it is `JsonSchema` where its schema is looked up
+            // (`input_struct`).
+            ParamKind::Arg { .. } => {}
             ParamKind::Input => checks.push(quote_spanned! {ty.span()=>
                 #private::assert_input::<#ty>();
                 #private::assert_input_schema::<#ty, _>(

@@ -278,8 +278,10 @@ impl<T: ?Sized> Tag<T> {
 // one assertion per type turns a failed probe into a single message that says what to derive.
 
 /// Picked for `JsonSchema` types.
+#[derive(Clone, Copy)]
 pub struct SchemaTag;
 /// Picked for anything else: the schema assertion then fails to compile.
+#[derive(Clone, Copy)]
 pub struct NoSchemaTag;
 
 /// Specific impl.
