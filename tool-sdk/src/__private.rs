@@ -153,7 +153,7 @@ pub fn take_field<T: ToolArgument>(
     object: &mut serde_json::Map<String, Value>,
     name: &'static str,
 ) -> Result<T, ToolError> {
-    match object.remove(name) {
+    match take_value(object, name) {
         Some(value) => T::deserialize(value).map_err(|error| field_error(name, &error)),
         None => T::deserialize(Missing(name)).map_err(|error| field_error(name, &error)),
     }
@@ -165,10 +165,19 @@ pub fn take_field_or<T: ToolArgument>(
     name: &'static str,
     default: fn() -> T,
 ) -> Result<T, ToolError> {
-    match object.remove(name) {
+    match take_value(object, name) {
         Some(value) => T::deserialize(value).map_err(|error| field_error(name, &error)),
         None => Ok(default()),
     }
+}
+
+/// Moves a field's value out of the input, leaving `null` behind. A scan, not a hash look-up:
+/// tools have a handful of fields, and removing from the map would hash every name.
+fn take_value(object: &mut serde_json::Map<String, Value>, name: &str) -> Option<Value> {
+    object
+        .iter_mut()
+        .find(|(key, _)| key.as_str() == name)
+        .map(|(_, value)| value.take())
 }
 
 fn field_error(name: &str, error: &dyn Display) -> ToolError {

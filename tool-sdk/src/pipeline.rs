@@ -472,15 +472,20 @@ pub(crate) fn cap(mut output: ToolOutput, policy: &CallPolicy) -> ToolOutput {
             }
         }
     }
-    let total: usize = output
-        .content
-        .iter()
-        .map(|block| match block {
-            ContentBlock::Text { text } => text.chars().count(),
-            ContentBlock::Image { .. } => 0,
-        })
-        .sum();
-    if total <= policy.max_result_chars {
+    let chars = |count: fn(&str) -> usize| -> usize {
+        output
+            .content
+            .iter()
+            .map(|block| match block {
+                ContentBlock::Text { text } => count(text),
+                ContentBlock::Image { .. } => 0,
+            })
+            .sum()
+    };
+    // A text has no more characters than bytes: most results fit without counting them.
+    if chars(str::len) <= policy.max_result_chars
+        || chars(|text| text.chars().count()) <= policy.max_result_chars
+    {
         return output;
     }
     let mut text = String::new();
@@ -547,6 +552,20 @@ mod tests {
         assert!(capped.contains("900 characters cut"), "{capped}");
         let short = cap(ToolOutput::text("short"), &policy(100));
         assert_eq!(short.to_text(), "short");
+    }
+
+    #[test]
+    fn cap_counts_characters_not_bytes() {
+        // 120 bytes, 60 characters: under a limit of 100 characters.
+        let text = "é".repeat(60);
+        let kept = cap(ToolOutput::text(text.clone()), &policy(100));
+        assert_eq!(kept.to_text(), text);
+        let cut = cap(ToolOutput::text("é".repeat(200)), &policy(100));
+        assert!(
+            cut.to_text().contains("100 characters cut"),
+            "{}",
+            cut.to_text()
+        );
     }
 
     #[test]

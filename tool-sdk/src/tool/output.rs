@@ -66,7 +66,8 @@ impl ToolOutput {
     pub fn json(value: Value) -> Self {
         let text = match &value {
             Value::String(s) => s.clone(),
-            other => other.to_string(),
+            // Straight into a buffer: `Display` would go through the formatting machinery.
+            other => serde_json::to_string(other).unwrap_or_default(),
         };
         ToolOutput {
             content: vec![ContentBlock::text(text)],
