@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Writes two crates of 100 tools each, the same tools, for the compile-time benchmark:
 one with tool-sdk's #[tool], one with rmcp's #[tool_router]/#[tool] (a Parameters struct per
-tool, as rmcp wants). Usage: gen_compile_crates.py OUT_DIR REPO_ROOT
+tool, as rmcp wants); COMPILE_TOOLS=n writes n tools instead.
+Usage: gen_compile_crates.py OUT_DIR REPO_ROOT
            gen_compile_crates.py --touch CRATE_DIR N   (edits tool N's body, for incremental)
 """
 import os
 import re
 import sys
 
-N = 100
+N = int(os.environ.get("COMPILE_TOOLS", "100"))
+# Distinct names for distinct sizes: crates of one name share their outputs in one target dir.
+PACKAGE = "hundred-tools" if N == 100 else f"tools-{N}"
 
 OURS_TOOL = '''
 /// Looks something up (tool {i}).
@@ -66,7 +69,7 @@ def write(path, text):
 def generate(out, repo):
     ours = os.path.join(out, "ours")
     write(os.path.join(ours, "Cargo.toml"), f'''[package]
-name = "hundred-tools-ours"
+name = "{PACKAGE}-ours"
 version = "0.0.0"
 edition = "2024"
 publish = false
@@ -76,13 +79,13 @@ publish = false
 [dependencies]
 tool-sdk = {{ path = "{repo}/tool-sdk" }}
 ''')
-    body = "//! 100 tools with tool-sdk's #[tool].\n#![allow(missing_docs)]\n\nuse tool_sdk::tool;\n"
+    body = f"//! {N} tools with tool-sdk's #[tool].\n#![allow(missing_docs)]\n\nuse tool_sdk::tool;\n"
     body += "".join(OURS_TOOL.format(i=i) for i in range(N))
     write(os.path.join(ours, "src", "lib.rs"), body)
 
     rmcp = os.path.join(out, "rmcp")
-    write(os.path.join(rmcp, "Cargo.toml"), '''[package]
-name = "hundred-tools-rmcp"
+    write(os.path.join(rmcp, "Cargo.toml"), f'''[package]
+name = "{PACKAGE}-rmcp"
 version = "0.0.0"
 edition = "2024"
 publish = false
@@ -90,11 +93,11 @@ publish = false
 [workspace]
 
 [dependencies]
-rmcp = { version = "=3.9.0", default-features = false, features = ["server", "macros"] }
+rmcp = {{ version = "=3.9.0", default-features = false, features = ["server", "macros"] }}
 schemars = "1"
-serde = { version = "1", features = ["derive"] }
+serde = {{ version = "1", features = ["derive"] }}
 ''')
-    body = ("//! The same 100 tools with rmcp's #[tool_router] and #[tool].\n#![allow(missing_docs)]\n\n"
+    body = (f"//! The same {N} tools with rmcp's #[tool_router] and #[tool].\n#![allow(missing_docs)]\n\n"
             "use rmcp::handler::server::wrapper::Parameters;\nuse schemars::JsonSchema;\n"
             "use rmcp::{ServerHandler, tool, tool_router};\nuse serde::Deserialize;\n\n"
             "fn ten() -> u64 {\n    10\n}\n")

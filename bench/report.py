@@ -513,7 +513,7 @@ w("## Compile time of a crate with 100 tools")
 w("")
 comp = {}
 for kind in ["ours", "rmcp"]:
-    for mode in ["clean", "incremental"]:
+    for mode in ["clean", "incremental", "incremental-1"]:
         d = load(f"compile-{kind}-{mode}.json")
         if d:
             comp[(kind, mode)] = d["results"][0]["median"]
@@ -534,6 +534,23 @@ else:
         o, m = comp.get(("ours", mode)), comp.get(("rmcp", mode))
         w(f"| {mode} | {'n/a' if o is None else f'{o:.2f} s'} | {'n/a' if m is None else f'{m:.2f} s'} | {'n/a' if None in (o, m) else f'{o / m:.2f}×'} |")
     w("")
+    one = {kind: comp.get((kind, "incremental-1")) for kind in ["ours", "rmcp"]}
+    hundred = {kind: comp.get((kind, "incremental")) for kind in ["ours", "rmcp"]}
+    if None not in list(one.values()) + list(hundred.values()):
+        # t(n) = fixed + n * per_tool, from the 1-tool and 100-tool crates.
+        per = {k: (hundred[k] - one[k]) / 99 for k in one}
+        fixed = {k: one[k] - per[k] for k in one}
+        w("The incremental rebuild split in two, from the same rebuild of a crate of one tool "
+          "(`t(n) = fixed + n × per tool`): what each tool costs, and what depending on the "
+          "crate costs whatever the tools (cargo checking the dependency graph, rustc loading "
+          "it).")
+        w("")
+        w("| incremental | tool-sdk | rmcp | ratio ours/rmcp |")
+        w("|---|---|---|---|")
+        w(f"| crate of 1 tool | {one['ours']:.2f} s | {one['rmcp']:.2f} s | {one['ours'] / one['rmcp']:.2f}× |")
+        w(f"| per tool | {per['ours'] * 1000:.1f} ms | {per['rmcp'] * 1000:.1f} ms | {per['ours'] / per['rmcp']:.2f}× |")
+        w(f"| fixed | {fixed['ours']:.2f} s | {fixed['rmcp']:.2f} s | {fixed['ours'] / fixed['rmcp']:.2f}× |")
+        w("")
     o, m = comp.get(("ours", "clean")), comp.get(("rmcp", "clean"))
     oi, mi = comp.get(("ours", "incremental")), comp.get(("rmcp", "incremental"))
     if None not in (o, m, oi, mi):
