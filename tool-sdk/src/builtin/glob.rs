@@ -63,8 +63,8 @@ pub async fn glob(
             // still starts at the root, so hidden and ignored directories stay skipped.
             let (root, prefix) = (root.clone(), prefix.to_path_buf());
             walk.filter_entry(move |entry| {
-                let path = entry.path().strip_prefix(&root).unwrap_or(entry.path());
-                prefix.starts_with(path) || path.starts_with(&prefix)
+                let path = below(entry.path(), &root);
+                within(&prefix, path) || within(path, &prefix)
             });
         }
         walk.build_parallel().run(|| {
@@ -171,11 +171,11 @@ impl Target {
             Self::Name { name, under } => {
                 name.is_match(entry.file_name())
                     && under.as_ref().is_none_or(|dir| {
-                        let path = full.strip_prefix(root).unwrap_or(full);
-                        path.starts_with(dir) && path != dir
+                        let path = below(full, root);
+                        within(path, dir) && path != dir
                     })
             }
-            Self::Relative(glob) => glob.is_match(full.strip_prefix(root).unwrap_or(full)),
+            Self::Relative(glob) => glob.is_match(below(full, root)),
             Self::Absolute(glob) => glob.is_match(full),
         }
     }
@@ -325,6 +325,46 @@ impl Drop for Collector<'_> {
             .unwrap_or_else(|p| p.into_inner())
             .merge(mine);
     }
+}
+
+/// `path` relative to `root`, or `path` itself when it is not beneath it.
+///
+/// The walker builds every path as the root joined with plain names, so on Unix comparing
+/// bytes is enough, and much cheaper than `Path::strip_prefix`'s component by component (it
+/// runs for every entry of the walk).
+fn below<'a>(path: &'a Path, root: &Path) -> &'a Path {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let root = root.as_os_str().as_bytes();
+        if let Some(rest) = path.as_os_str().as_bytes().strip_prefix(root) {
+            let rest = match rest {
+                [] => Some(rest),
+                [b'/', rest @ ..] => Some(rest),
+                _ if root.ends_with(b"/") => Some(rest),
+                // `/a/bc` is not beneath `/a/b`.
+                _ => None,
+            };
+            if let Some(rest) = rest {
+                return Path::new(std::ffi::OsStr::from_bytes(rest));
+            }
+        }
+    }
+    path.strip_prefix(root).unwrap_or(path)
+}
+
+/// Whether `path` is `dir` or lies beneath it, for relative paths made of plain names (as
+/// `below` and `literal_prefix` give): on Unix by bytes, for the same reason as `below`.
+fn within(path: &Path, dir: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let (path, dir) = (path.as_os_str().as_bytes(), dir.as_os_str().as_bytes());
+        path.strip_prefix(dir)
+            .is_some_and(|rest| rest.is_empty() || rest[0] == b'/' || dir.is_empty())
+    }
+    #[cfg(not(unix))]
+    path.starts_with(dir)
 }
 
 /// The pattern as matched against paths relative to the root (`None` for absolute ones).
@@ -491,6 +531,21 @@ mod tests {
             .map(|(Reverse(time), path)| (time, path))
             .collect();
         assert_eq!(kept, all[..MAX_FILES]);
+    }
+
+    #[test]
+    fn paths_below_the_root_and_within_a_directory() {
+        let p = Path::new;
+        assert_eq!(below(p("/a/b/c/d.rs"), p("/a/b")), p("c/d.rs"));
+        assert_eq!(below(p("/a/b/c/d.rs"), p("/a/b/")), p("c/d.rs"));
+        assert_eq!(below(p("/a/b"), p("/a/b")), p(""));
+        assert_eq!(below(p("/a/bc/d.rs"), p("/a/b")), p("/a/bc/d.rs"));
+        assert!(within(p("drivers/net/x.h"), p("drivers")));
+        assert!(within(p("drivers"), p("drivers")));
+        assert!(within(p("drivers"), p("")));
+        assert!(!within(p("driversx/y.h"), p("drivers")));
+        assert!(!within(p("drivers"), p("drivers/net")));
+        assert!(within(p("drivers/net"), p("drivers/net")));
     }
 
     #[test]
