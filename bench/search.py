@@ -121,7 +121,11 @@ for tree, root in trees.items():
         fd_set = set(l.rstrip("/") for l in fd_out.splitlines() if l)
         comparison = {"ours_total": total, "peer": len(fd_set),
                       "shown_subset": set(shown) <= fd_set, "equal": total == len(fd_set) and set(shown) <= fd_set}
-        times = hyperfine(f"{tree} glob {name}", [("ours", ours_cmd), ("fd", fd_cmd)])
+        # fd made to read every file's mtime, as Glob must to sort newest first (a date no
+        # file can be past keeps them all).
+        fd_mtime_cmd = fd_cmd[:2] + ["--changed-before", "2200-01-01"] + fd_cmd[2:]
+        times = hyperfine(f"{tree} glob {name}",
+                          [("ours", ours_cmd), ("fd", fd_cmd), ("fd_mtime", fd_mtime_cmd)])
         results.append({"tree": tree, "tool": "Glob", "case": name, "times": times, "vs_fd": comparison})
         print(f"{tree} Glob {name}: ours {times['ours']['median']:.3f}s fd {times['fd']['median']:.3f}s "
               f"equal={comparison['equal']}", flush=True)
