@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 out="$1"
 runs="${COMPILE_RUNS:-3}"
 for tools in 100 1; do
-  B="$PWD/target/bench/compile"
-  [ "$tools" = 100 ] || B="$PWD/target/bench/compile-$tools"
+  B="$PWD/target/bench/compile" suffix=""
+  [ "$tools" = 100 ] || { B="$PWD/target/bench/compile-$tools"; suffix="-$tools"; }
   COMPILE_TOOLS="$tools" python3 bench/gen_compile_crates.py "$B" "$PWD"
   for kind in ${COMPILE_KINDS:-ours rmcp}; do
     dir="$B/$kind"
@@ -27,10 +27,8 @@ for tools in 100 1; do
     fi
     echo "== compile: $kind, $tools tool(s) (dependencies, untimed)"
     cargo build --quiet --manifest-path "$manifest"
-    pkg="hundred-tools-$kind"  # the 100-tool crate (gen_compile_crates.py)
-    suffix=""
-    [ "$tools" = 100 ] || suffix="-$tools"
     if [ "$tools" = 100 ]; then
+      pkg="$(sed -n 's/^name = "\(.*\)"$/\1/p' "$manifest")"
       hyperfine --runs "$runs" --export-json "$out/compile-$kind-clean.json" \
         --prepare "cargo clean --quiet -p $pkg --manifest-path $manifest" \
         -n "$kind clean" "cargo build --quiet --manifest-path $manifest"

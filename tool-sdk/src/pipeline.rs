@@ -472,7 +472,7 @@ pub(crate) fn cap(mut output: ToolOutput, policy: &CallPolicy) -> ToolOutput {
             }
         }
     }
-    let chars = |count: fn(&str) -> usize| -> usize {
+    let total = |count: fn(&str) -> usize| -> usize {
         output
             .content
             .iter()
@@ -483,8 +483,8 @@ pub(crate) fn cap(mut output: ToolOutput, policy: &CallPolicy) -> ToolOutput {
             .sum()
     };
     // A text has no more characters than bytes: most results fit without counting them.
-    if chars(str::len) <= policy.max_result_chars
-        || chars(|text| text.chars().count()) <= policy.max_result_chars
+    if total(str::len) <= policy.max_result_chars
+        || total(|text| text.chars().count()) <= policy.max_result_chars
     {
         return output;
     }

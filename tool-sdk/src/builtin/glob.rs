@@ -224,18 +224,11 @@ impl Mtimes {
     #[cfg(target_os = "linux")]
     fn by_statx(&self, path: &Path) -> Option<SystemTime> {
         use rustix::fs::{AtFlags, StatxFlags, statx};
-        use std::os::unix::ffi::OsStrExt;
         use std::time::Duration;
 
         let dir = self.dir.as_ref()?;
-        // The walker builds every path as the root joined with names, so a byte prefix test is
-        // enough (and cheaper than comparing components).
-        let below = path
-            .as_os_str()
-            .as_bytes()
-            .strip_prefix(self.root.as_os_str().as_bytes())?;
-        let relative = below.strip_prefix(b"/").unwrap_or(below);
-        if relative.is_empty() || relative.starts_with(b"/") {
+        let relative = below(path, &self.root);
+        if relative.as_os_str().is_empty() || relative.is_absolute() {
             return None;
         }
         // Only regular files get here (symlinks are not followed by the walk), so not
@@ -243,7 +236,7 @@ impl Mtimes {
         // round trip for a time that only orders the list.
         let stat = statx(
             dir,
-            std::ffi::OsStr::from_bytes(relative),
+            relative,
             AtFlags::SYMLINK_NOFOLLOW | AtFlags::STATX_DONT_SYNC,
             StatxFlags::MTIME,
         )
