@@ -163,15 +163,15 @@ pub struct SessionSettings {
     /// keeps the conversation in memory only. A store set with
     /// [`AgentConfig::with_session_store`] takes precedence.
     pub store: Option<String>,
-    /// Runs a session in one process at a time: the agent takes the session's lease for this
-    /// long and renews it while it lives (`lease_secs` in a file). `None` takes no lease. See
-    /// [`AgentConfig::with_session_lease`].
+    /// Runs a session in one process at a time: the agent takes the session's lease and
+    /// renews it while it lives (`lease_secs` in a file: absent for the default, seconds for
+    /// a ttl of one's own, `0` for none). See [`SessionLeasing`].
     #[serde(
         rename = "lease_secs",
-        with = "optional_seconds",
-        skip_serializing_if = "Option::is_none"
+        with = "leasing_seconds",
+        skip_serializing_if = "SessionLeasing::is_auto"
     )]
-    pub lease: Option<Duration>,
+    pub lease: SessionLeasing,
     /// Permission questions wait in the store for an answer instead of being asked
     /// (`defer_approvals` in a file): see [`AgentConfig::with_deferred_approvals`].
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -180,7 +180,39 @@ pub struct SessionSettings {
 
 impl SessionSettings {
     fn is_empty(&self) -> bool {
-        self.store.is_none() && self.lease.is_none() && !self.defer_approvals
+        self.store.is_none() && self.lease.is_auto() && !self.defer_approvals
+    }
+}
+
+/// Whether an agent with a session store takes its session's lease
+/// ([`SessionLease`](crate::session::SessionLease)), so that two processes never run one
+/// session at once: the second is refused with
+/// [`SessionError::Busy`](crate::session::SessionError::Busy), which names the holder.
+///
+/// The lease is renewed every third of its ttl while the agent lives and released when it is
+/// dropped. A holder that died on this host (its process is gone) is taken over at once; one
+/// on another host, `ttl` after its last renewal. A holder that stalled past its ttl and
+/// found its session taken over cannot store another record (every append checks the lease
+/// in its own transaction), so its run stops before its next tool call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SessionLeasing {
+    /// A lease of [`SessionLeasing::DEFAULT_TTL`] when the store has leases (both of this
+    /// crate's do); with a store that has none, the agent runs without one.
+    #[default]
+    Auto,
+    /// A lease of this ttl; a store without leases is an error.
+    Ttl(Duration),
+    /// No lease: the app keeps processes apart itself.
+    Off,
+}
+
+impl SessionLeasing {
+    /// The ttl of [`SessionLeasing::Auto`]'s lease: long enough for a stalled database or a
+    /// busy machine, short enough that a crash on another host holds the session up briefly.
+    pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
+
+    fn is_auto(&self) -> bool {
+        *self == SessionLeasing::Auto
     }
 }
 
@@ -635,16 +667,33 @@ impl AgentConfig {
         self
     }
 
-    /// Runs the session in one process at a time: creating, resuming or forking the agent
-    /// takes the session's lease (see [`SessionLease`](crate::session::SessionLease)) for
-    /// `ttl`, renewed every third of it while the agent lives and released when it is dropped.
-    /// Another agent, in this process or another (on another machine, with a shared
-    /// PostgreSQL store), is refused with [`SessionError::Busy`](crate::session::SessionError::Busy)
-    /// until then; if this process dies, the session can be taken `ttl` after the last
-    /// renewal. A lease that is lost (the process stalled past `ttl` and another took over)
-    /// stops the run before it stores anything more. A store without leases is an error.
+    /// Runs the session in one process at a time with a lease of `ttl` rather than the
+    /// default [`SessionLeasing::DEFAULT_TTL`] (agents take one by default when their store
+    /// has leases: see [`SessionLeasing`]). Creating, resuming or forking the agent takes the
+    /// session's lease (see [`SessionLease`](crate::session::SessionLease)), renewed every
+    /// third of `ttl` while the agent lives and released when it is dropped. Another agent,
+    /// in this process or another (on another machine, with a shared PostgreSQL store), is
+    /// refused with [`SessionError::Busy`](crate::session::SessionError::Busy) until then;
+    /// if this process dies, the session can be taken at once from this host, and `ttl` after
+    /// the last renewal from another. A lease that is lost (the process stalled past `ttl`
+    /// and another took over) stops the run before it stores anything more. A store without
+    /// leases is an error.
     pub fn with_session_lease(mut self, ttl: Duration) -> Self {
-        self.session.lease = Some(ttl);
+        if ttl.is_zero() {
+            self.problems.push(
+                "a session lease of 0 s would expire as it is taken: give a ttl of a few \
+                 seconds or more, or call `without_session_lease()` to take none"
+                    .into(),
+            );
+        }
+        self.session.lease = SessionLeasing::Ttl(ttl);
+        self
+    }
+
+    /// Takes no session lease: two processes may then run one session at once and interleave
+    /// their records, so only for apps that keep them apart themselves.
+    pub fn without_session_lease(mut self) -> Self {
+        self.session.lease = SessionLeasing::Off;
         self
     }
 
@@ -756,21 +805,40 @@ impl AgentConfig {
     }
 }
 
+/// [`SessionLeasing`] as `lease_secs`: absent for `Auto`, `0` for `Off`, else the ttl.
+mod leasing_seconds {
+    use serde::{Deserializer, Serializer};
+
+    use super::SessionLeasing;
+
+    pub(super) fn serialize<S: Serializer>(
+        value: &SessionLeasing,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            SessionLeasing::Ttl(ttl) => super::seconds::serialize(ttl, serializer),
+            SessionLeasing::Off => serializer.serialize_u64(0),
+            SessionLeasing::Auto => serializer.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<SessionLeasing, D::Error> {
+        let ttl = super::optional_seconds::deserialize(deserializer)?;
+        Ok(match ttl {
+            None => SessionLeasing::Auto,
+            Some(ttl) if ttl.is_zero() => SessionLeasing::Off,
+            Some(ttl) => SessionLeasing::Ttl(ttl),
+        })
+    }
+}
+
 /// [`seconds`], for a setting that may be absent.
 mod optional_seconds {
     use std::time::Duration;
 
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(
-        value: &Option<Duration>,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        match value {
-            Some(value) => super::seconds::serialize(value, serializer),
-            None => serializer.serialize_none(),
-        }
-    }
+    use serde::{Deserialize, Deserializer};
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,

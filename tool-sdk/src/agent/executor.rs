@@ -93,7 +93,7 @@ pub(crate) async fn execute(
         // Futures built up front: a closure inside the stream combinator would trip the
         // compiler's higher-ranked lifetime check for `Send`. Each call's span is made here,
         // a child of the run's, though the calls then run together.
-        let calls: Vec<_> = batch
+        let runs: Vec<_> = batch
             .iter()
             .map(|call| {
                 run_one(
@@ -111,9 +111,9 @@ pub(crate) async fn execute(
         // Under the limit, all at once: `join_all` keeps them in one allocation, where the
         // stream would make a task node for each.
         let run = async move {
-            match calls.len() <= limit {
-                true => futures::future::join_all(calls).await,
-                false => futures::stream::iter(calls).buffered(limit).collect().await,
+            match runs.len() <= limit {
+                true => futures::future::join_all(runs).await,
+                false => futures::stream::iter(runs).buffered(limit).collect().await,
             }
         };
         let mut results: Vec<Outcome> = match read_only {
@@ -121,7 +121,20 @@ pub(crate) async fn execute(
             false => run.await,
         };
         let deferred = results.iter().any(|outcome| outcome.deferred.is_some());
+        let unstored = results
+            .iter()
+            .find_map(|outcome| outcome.store_error.clone());
         outcomes.append(&mut results);
+        if let Some(error) = unstored {
+            // The run cannot record what it does: nothing after this batch starts (see
+            // `recorder`).
+            outcomes.extend(
+                calls[end..]
+                    .iter()
+                    .map(|call| not_started(agent, call, &error, emit)),
+            );
+            break;
+        }
         if deferred {
             // A later call may depend on the one waiting (a mutating call waits for the calls
             // before it): they all wait.

@@ -74,12 +74,15 @@ mod hooks;
 mod mcp;
 mod output;
 mod project;
+mod recorder;
 mod run;
 mod spans;
 mod stored;
 mod subagent;
 
-pub use config::{AgentConfig, ModelSpec, ProviderKind, SessionSettings, SubagentConfig};
+pub use config::{
+    AgentConfig, ModelSpec, ProviderKind, SessionLeasing, SessionSettings, SubagentConfig,
+};
 pub use context::{CompactDecision, CompactRequest, ContextSettings, IMAGE_TOKENS, PreCompact};
 pub use events::{AgentEvent, PermissionRequest};
 pub use executor::READ_ONLY_COMMIT_DELAY;
@@ -261,8 +264,9 @@ pub(crate) struct AgentInner {
     /// Held from taking the staged records until the store has them, so that records reach
     /// the store in the order they were staged even when calls running together flush.
     pub(crate) flushing: tokio::sync::Mutex<()>,
-    /// The session's lease, when the config asks for one.
-    pub(crate) hold: Option<hold::SessionHold>,
+    /// The one writer of the session's records (`store` is it, as a store): fenced by the
+    /// session's lease, stopped by its first failure.
+    pub(crate) recorder: Option<Arc<recorder::Recorder>>,
     pub(crate) agent_id: AgentId,
     /// The content of files before the tools changed them, for [`Agent::rewind_files`];
     /// shared with sub-agents.
@@ -302,9 +306,10 @@ impl Agent {
         let mut inner = AgentInner::build(config).await?;
         if let Some(store) = store {
             let session = store.create(NewSession::new(&inner.working_dir)).await?;
-            if let Some(ttl) = inner.config.session.lease {
-                inner.hold = Some(hold::SessionHold::take(&store, &session.id, ttl).await?);
-            }
+            let hold =
+                hold::SessionHold::take(&store, &session.id, inner.config.session.lease).await?;
+            let recorder = Arc::new(recorder::Recorder::new(store, hold));
+            let store: Arc<dyn SessionStore> = recorder.clone();
             inner.session_id = Arc::from(session.id);
             inner.checkpoints = Arc::new(FileCheckpoints::stored(
                 store.clone(),
@@ -312,6 +317,7 @@ impl Agent {
                 &[],
             ));
             inner.store = Some(store);
+            inner.recorder = Some(recorder);
         }
         Ok(Agent {
             inner: Arc::new(inner),
@@ -757,9 +763,6 @@ impl AgentInner {
         if records.is_empty() {
             return Ok(());
         }
-        if let Some(hold) = &self.hold {
-            hold.check()?;
-        }
         store.append_all(&self.session_id, &records).await
     }
 
@@ -853,7 +856,7 @@ impl AgentInner {
             store: None,
             staged: std::sync::Mutex::default(),
             flushing: tokio::sync::Mutex::default(),
-            hold: None,
+            recorder: None,
             agent_id,
             checkpoints: Arc::new(FileCheckpoints::in_memory()),
             call_message: Arc::new(AtomicUsize::new(0)),

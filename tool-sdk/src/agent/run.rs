@@ -59,11 +59,23 @@ impl AgentInner {
         }
         let written_before = self.files.written().len();
         let mut result = RunResult::default();
-        if let Err(error) = self
-            .turns(prompt, output, &mut messages, &mut result, &emit, &cancel)
-            .await
-        {
+        // A run goes on only from the conversation as stored: one that an earlier failure
+        // left behind in memory is taken back from the store first.
+        let ran = match self.reload_if_unstored(&mut messages).await {
+            Ok(()) => {
+                self.turns(prompt, output, &mut messages, &mut result, &emit, &cancel)
+                    .await
+            }
+            Err(error) => Err(error),
+        };
+        if let Err(error) = ran {
             result.error = Some(error);
+        }
+        // A record that could not be stored stopped the run before its next effect; what
+        // memory holds beyond the store goes, so the two agree again (or, if the store still
+        // fails, at the start of the next run).
+        if let Err(error) = self.reload_if_unstored(&mut messages).await {
+            tracing::warn!(%error, "the conversation could not be read back from the store");
         }
         result.messages = messages.clone();
         result.files_modified = self.files.written().split_off(written_before);
@@ -361,6 +373,32 @@ impl AgentInner {
             self.call_message
                 .store(messages.len().saturating_sub(1), Ordering::Relaxed);
         }
+    }
+
+    /// After an append failed ([`recorder`](super::recorder)), takes the conversation back
+    /// from the store: what memory holds beyond it is dropped, calls whose start was stored
+    /// and whose result was not are answered as a resume answers them, and appends go through
+    /// again. Does nothing when every append succeeded.
+    async fn reload_if_unstored(&self, messages: &mut History) -> Result<(), AgentError> {
+        let Some(recorder) = &self.recorder else {
+            return Ok(());
+        };
+        if !recorder.failed() {
+            return Ok(());
+        }
+        // Staged for the run that failed: they belong to a history that was not stored.
+        self.staged
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        let restored = restore(&recorder.load(&self.session_id).await?);
+        recorder.recovered();
+        recorder
+            .append_all(&self.session_id, &restored.seals)
+            .await?;
+        self.restore_context(&restored);
+        *messages = restored.messages.into();
+        Ok(())
     }
 
     /// The session as stored, with the seals a crash needs stored first.

@@ -68,10 +68,9 @@ impl Agent {
     ) -> Result<Agent, AgentError> {
         let session = store.get(id).await?;
         // Taken before the session is read: another process may be running it.
-        let hold = match config.session.lease {
-            Some(ttl) => Some(hold::SessionHold::take(&store, id, ttl).await?),
-            None => None,
-        };
+        let hold = hold::SessionHold::take(&store, id, config.session.lease).await?;
+        let recorder = Arc::new(recorder::Recorder::new(store, hold));
+        let store: Arc<dyn SessionStore> = recorder.clone();
         let records = store.load(id).await?;
         let restored = restore(&records);
         // Stored before anything else runs, so the next resume finds the same results.
@@ -87,7 +86,7 @@ impl Agent {
             &records,
         ));
         inner.store = Some(store);
-        inner.hold = hold;
+        inner.recorder = Some(recorder);
         inner.restore_context(&restored);
         inner.messages = tokio::sync::Mutex::new(restored.messages.into());
         inner.session_start = std::sync::Mutex::new(Some(SessionSource::Resume));

@@ -137,6 +137,38 @@ pub trait SessionStore: Send + Sync {
     fn release<'a>(&'a self, lease: &'a SessionLease) -> BoxFuture<'a, Result<(), SessionError>> {
         Box::pin(async move { Err(no_leases(lease.session())) })
     }
+
+    /// [`append_all`](Self::append_all), fenced by `lease`: the records are stored only if
+    /// `lease` is still the session's lease, checked in the same transaction as the insert, so
+    /// that a holder that stalled past its ttl (and whose session another process took over
+    /// since) cannot add a word. Fails with [`SessionError::LeaseLost`] then, storing nothing.
+    ///
+    /// The default appends without the check: a store that implements leases should override
+    /// it (both of this crate's do), or its leases stay advisory.
+    fn append_leased<'a>(
+        &'a self,
+        lease: &'a SessionLease,
+        records: &'a [Record],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.append_all(lease.session(), records)
+    }
+
+    /// [`acquire`](Self::acquire), also taking the lease over from `dead`, the holder of a
+    /// live lease that the caller knows has died (a process of this host that no longer
+    /// exists): a lease held by anyone else is [`SessionError::Busy`] as usual. The check and
+    /// the taking are one transaction, so a lease renewed or taken meanwhile is left alone.
+    ///
+    /// The default only acquires: the dead holder's lease is then taken when it expires.
+    fn take_over<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+        dead: &'a str,
+    ) -> BoxFuture<'a, Result<SessionLease, SessionError>> {
+        let _ = dead;
+        self.acquire(id, holder, ttl)
+    }
 }
 
 fn no_leases(id: &str) -> SessionError {
@@ -194,6 +226,24 @@ impl<T: SessionStore + ?Sized> SessionStore for Arc<T> {
 
     fn release<'a>(&'a self, lease: &'a SessionLease) -> BoxFuture<'a, Result<(), SessionError>> {
         (**self).release(lease)
+    }
+
+    fn append_leased<'a>(
+        &'a self,
+        lease: &'a SessionLease,
+        records: &'a [Record],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        (**self).append_leased(lease, records)
+    }
+
+    fn take_over<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+        dead: &'a str,
+    ) -> BoxFuture<'a, Result<SessionLease, SessionError>> {
+        (**self).take_over(id, holder, ttl, dead)
     }
 }
 

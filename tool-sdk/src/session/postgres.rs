@@ -327,28 +327,15 @@ impl SessionStore for PostgresStore {
         id: &'a str,
         records: &'a [Record],
     ) -> BoxFuture<'a, Result<(), SessionError>> {
-        Box::pin(async move {
-            let rows = records
-                .iter()
-                .map(|record| {
-                    serde_json::to_string(record)
-                        .map(|body| (record.kind(), body))
-                        .map_err(|error| {
-                            SessionError::Storage(format!(
-                                "the record cannot be written as JSON: {error}"
-                            ))
-                        })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            if rows.is_empty() {
-                return Ok(());
-            }
-            let title = records.iter().find_map(|record| match record {
-                Record::UserMessage { message } => Some(title_of(message)),
-                _ => None,
-            });
-            retrying!(self, client => self.try_append(&mut client, id, &rows, &title))
-        })
+        self.append_rows(id, records, None)
+    }
+
+    fn append_leased<'a>(
+        &'a self,
+        lease: &'a SessionLease,
+        records: &'a [Record],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.append_rows(lease.session(), records, Some(lease))
     }
 
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Record>, SessionError>> {
@@ -369,22 +356,17 @@ impl SessionStore for PostgresStore {
         holder: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<SessionLease, SessionError>> {
-        Box::pin(async move {
-            // A lease freed between taking and reading it is tried again; three rounds lost
-            // in a row to other processes means it changes hands too fast to say who holds
-            // it.
-            for _ in 0..3 {
-                let taken =
-                    retrying!(self, client => self.try_acquire(&mut client, id, holder, ttl))?;
-                if let Some(lease) = taken {
-                    return Ok(lease);
-                }
-            }
-            Err(SessionError::Storage(format!(
-                "{}: the lease of session `{id}` changed hands too often to be taken",
-                self.inner.shown
-            )))
-        })
+        self.take_lease(id, holder, ttl, None)
+    }
+
+    fn take_over<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+        dead: &'a str,
+    ) -> BoxFuture<'a, Result<SessionLease, SessionError>> {
+        self.take_lease(id, holder, ttl, Some(dead))
     }
 
     fn renew<'a>(
@@ -415,6 +397,63 @@ impl SessionStore for PostgresStore {
 /// are [`Attempt::Retry`] when the connection was closed: nothing was committed. A COMMIT that
 /// fails is not retried: whether it took effect is unknown.
 impl PostgresStore {
+    /// [`SessionStore::acquire`], or [`SessionStore::take_over`] from `dead`.
+    fn take_lease<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+        dead: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<SessionLease, SessionError>> {
+        Box::pin(async move {
+            // A lease freed between taking and reading it is tried again; three rounds lost
+            // in a row to other processes means it changes hands too fast to say who holds
+            // it.
+            for _ in 0..3 {
+                let taken = retrying!(self, client => self.try_acquire(&mut client, id, holder, ttl, dead))?;
+                if let Some(lease) = taken {
+                    return Ok(lease);
+                }
+            }
+            Err(SessionError::Storage(format!(
+                "{}: the lease of session `{id}` changed hands too often to be taken",
+                self.inner.shown
+            )))
+        })
+    }
+
+    /// Appends `records` to session `id`; with a `fence`, only while that lease is still the
+    /// session's (checked inside the append's transaction).
+    fn append_rows<'a>(
+        &'a self,
+        id: &'a str,
+        records: &'a [Record],
+        fence: Option<&'a SessionLease>,
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        Box::pin(async move {
+            let rows = records
+                .iter()
+                .map(|record| {
+                    serde_json::to_string(record)
+                        .map(|body| (record.kind(), body))
+                        .map_err(|error| {
+                            SessionError::Storage(format!(
+                                "the record cannot be written as JSON: {error}"
+                            ))
+                        })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            if rows.is_empty() {
+                return Ok(());
+            }
+            let title = records.iter().find_map(|record| match record {
+                Record::UserMessage { message } => Some(title_of(message)),
+                _ => None,
+            });
+            retrying!(self, client => self.try_append(&mut client, id, &rows, &title, fence))
+        })
+    }
+
     fn retry_or_fail(&self, error: tokio_postgres::Error) -> Attempt {
         match error.is_closed() {
             true => Attempt::Retry(error),
@@ -478,6 +517,7 @@ impl PostgresStore {
         id: &str,
         rows: &[(&str, String)],
         title: &Option<String>,
+        fence: Option<&SessionLease>,
     ) -> Result<(), Attempt> {
         let retry = |error| self.retry_or_fail(error);
         let transaction = client.transaction().await.map_err(retry)?;
@@ -502,6 +542,23 @@ impl PostgresStore {
             return Err(Attempt::Fail(SessionError::UnknownSession {
                 id: id.to_owned(),
             }));
+        }
+        if let Some(lease) = fence {
+            // FOR SHARE: a taker's UPDATE of the lease waits for this commit, and one that
+            // committed first has changed the token, so the row is not found.
+            let ours = transaction
+                .query_opt(
+                    "SELECT 1 FROM leases WHERE session_id = $1 AND token = $2 FOR SHARE",
+                    &[&id, &lease.token()],
+                )
+                .await
+                .map_err(retry)?;
+            if ours.is_none() {
+                return Err(Attempt::Fail(SessionError::LeaseLost {
+                    id: id.to_owned(),
+                    holder: lease.holder().to_owned(),
+                }));
+            }
         }
         for (kind, body) in rows {
             transaction
@@ -572,6 +629,7 @@ impl PostgresStore {
         id: &str,
         holder: &str,
         ttl: Duration,
+        dead: Option<&str>,
     ) -> Result<Option<SessionLease>, Attempt> {
         let retry = |error| self.retry_or_fail(error);
         // Counted from before the database reads its clock, so the lease never outlives
@@ -579,8 +637,9 @@ impl PostgresStore {
         let since = Instant::now();
         let token = new_token();
         let transaction = client.transaction().await.map_err(retry)?;
-        // One statement: a live lease is kept (the WHERE fails), an expired one is replaced,
-        // and a concurrent taker waits on the row and then sees the winner's.
+        // One statement: a live lease is kept (the WHERE fails) unless its holder is `dead`,
+        // an expired one is replaced, and a concurrent taker waits on the row and then sees
+        // the winner's.
         let taken = transaction
             .query_opt(
                 "INSERT INTO leases (session_id, holder, token, expires_at)
@@ -589,9 +648,9 @@ impl PostgresStore {
                     holder = excluded.holder,
                     token = excluded.token,
                     expires_at = excluded.expires_at
-                 WHERE leases.expires_at <= now()
+                 WHERE leases.expires_at <= now() OR leases.holder = $5
                  RETURNING token",
-                &[&id, &holder, &token, &ttl.as_secs_f64()],
+                &[&id, &holder, &token, &ttl.as_secs_f64(), &dead],
             )
             .await;
         match taken {

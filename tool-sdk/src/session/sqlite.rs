@@ -235,15 +235,124 @@ fn append_now(
     last_append: &Mutex<Option<LastAppend>>,
     id: &str,
     rows: &[Row],
+    fence: Option<&str>,
 ) -> Result<bool, Inserted> {
     connection.busy_timeout(Duration::ZERO)?;
     let appended = match begin_immediate(connection) {
         Err(error) if error.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) => Ok(false),
         Err(error) => Err(Inserted::Failed(error)),
-        Ok(()) => commit_rows(connection, last_append, id, rows).map(|()| true),
+        Ok(()) => commit_rows(connection, last_append, id, rows, fence).map(|()| true),
     };
     connection.busy_timeout(BUSY_TIMEOUT)?;
     appended
+}
+
+impl SqliteStore {
+    /// Appends `records` to session `id`; with a `fence`, only while that lease is still the
+    /// session's (checked inside the append's transaction).
+    fn append_rows<'a>(
+        &'a self,
+        id: &'a str,
+        records: &'a [Record],
+        fence: Option<&'a SessionLease>,
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        // Serialised here, on the caller's thread, so the blocking job owns plain strings.
+        let rows: Result<Vec<Row>, _> = records.iter().map(Row::of).collect();
+        let id = id.to_owned();
+        Box::pin(async move {
+            let rows = rows?;
+            if rows.is_empty() {
+                return Ok(());
+            }
+            let token = fence.map(|lease| lease.token().to_owned());
+            let holder = fence.map(|lease| lease.holder().to_owned());
+            let pages = rows.iter().map(|row| row.body.len()).sum::<usize>() / 4096 + 1;
+            let now = self.connection.try_lock().ok().map(|mut connection| {
+                append_now(
+                    &mut connection,
+                    &self.last_append,
+                    &id,
+                    &rows,
+                    token.as_deref(),
+                )
+                .map_err(|error| error.into_session_error(&id, holder.as_deref(), &self.path))
+            });
+            match now {
+                Some(Ok(true)) => {}
+                Some(Err(error)) => return Err(error),
+                // The connection is busy, or another process holds the write lock: wait in
+                // the blocking pool.
+                None | Some(Ok(false)) => {
+                    let last_append = self.last_append.clone();
+                    self.with_connection(move |connection, path| {
+                        begin_immediate(connection)
+                            .map_err(Inserted::Failed)
+                            .and_then(|()| {
+                                commit_rows(connection, &last_append, &id, &rows, token.as_deref())
+                            })
+                            .map_err(|error| error.into_session_error(&id, holder.as_deref(), path))
+                    })
+                    .await?
+                }
+            }
+            self.wrote(pages);
+            Ok(())
+        })
+    }
+
+    /// [`SessionStore::acquire`], or [`SessionStore::take_over`] from `dead`.
+    fn take_lease(
+        &self,
+        id: &str,
+        holder: &str,
+        ttl: Duration,
+        dead: Option<&str>,
+    ) -> BoxFuture<'static, Result<SessionLease, SessionError>> {
+        let (id, holder) = (id.to_owned(), holder.to_owned());
+        let dead = dead.map(str::to_owned);
+        self.with_connection(move |connection, path| {
+            let fail = |error| storage_error(path, error);
+            // Counted from before the store's clock is read, so the lease never outlives
+            // what the caller believes.
+            let since = Instant::now();
+            // IMMEDIATE: the write lock is taken before the lease is read, so two processes
+            // cannot both see the session free and both take it.
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(fail)?;
+            let known = transaction
+                .query_row("SELECT 1 FROM sessions WHERE id = ?1", params![id], |_| {
+                    Ok(())
+                })
+                .optional()
+                .map_err(fail)?;
+            if known.is_none() {
+                return Err(SessionError::UnknownSession { id });
+            }
+            let now = millis(SystemTime::now());
+            match live_lease(&transaction, &id, now).map_err(fail)? {
+                // A holder known to be dead is no reason to wait out its ttl.
+                Some(SessionError::Busy { holder: live, .. })
+                    if dead.as_deref() == Some(live.as_str()) => {}
+                Some(busy) => return Err(busy),
+                None => {}
+            }
+            let token = new_token();
+            transaction
+                .execute(
+                    "INSERT INTO leases (session_id, holder, token, expires_at)
+                     VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (session_id) DO UPDATE SET
+                        holder = excluded.holder,
+                        token = excluded.token,
+                        expires_at = excluded.expires_at",
+                    params![id, holder, token, now.saturating_add(ttl_millis(ttl))],
+                )
+                .map_err(fail)?;
+            transaction.commit().map_err(fail)?;
+            Ok(SessionLease::new(id, holder, token, ttl, since))
+        })
+    }
 }
 
 impl SessionStore for SqliteStore {
@@ -300,48 +409,15 @@ impl SessionStore for SqliteStore {
         id: &'a str,
         records: &'a [Record],
     ) -> BoxFuture<'a, Result<(), SessionError>> {
-        // Serialised here, on the caller's thread, so the blocking job owns plain strings.
-        let rows: Result<Vec<Row>, _> = records.iter().map(Row::of).collect();
-        let id = id.to_owned();
-        Box::pin(async move {
-            let rows = rows?;
-            if rows.is_empty() {
-                return Ok(());
-            }
-            let pages = rows.iter().map(|row| row.body.len()).sum::<usize>() / 4096 + 1;
-            let now = self.connection.try_lock().ok().map(|mut connection| {
-                append_now(&mut connection, &self.last_append, &id, &rows).map_err(|error| {
-                    match error {
-                        Inserted::Unknown => SessionError::UnknownSession { id: id.clone() },
-                        Inserted::Failed(error) => storage_error(&self.path, error),
-                    }
-                })
-            });
-            match now {
-                Some(Ok(true)) => {}
-                Some(Err(error)) => return Err(error),
-                // The connection is busy, or another process holds the write lock: wait in
-                // the blocking pool.
-                None | Some(Ok(false)) => {
-                    let last_append = self.last_append.clone();
-                    self.with_connection(move |connection, path| {
-                        let fail = |error| storage_error(path, error);
-                        begin_immediate(connection).map_err(fail)?;
-                        commit_rows(connection, &last_append, &id, &rows).map_err(|error| {
-                            match error {
-                                Inserted::Unknown => {
-                                    SessionError::UnknownSession { id: id.clone() }
-                                }
-                                Inserted::Failed(error) => fail(error),
-                            }
-                        })
-                    })
-                    .await?
-                }
-            }
-            self.wrote(pages);
-            Ok(())
-        })
+        self.append_rows(id, records, None)
+    }
+
+    fn append_leased<'a>(
+        &'a self,
+        lease: &'a SessionLease,
+        records: &'a [Record],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.append_rows(lease.session(), records, Some(lease))
     }
 
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Record>, SessionError>> {
@@ -398,45 +474,17 @@ impl SessionStore for SqliteStore {
         holder: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<SessionLease, SessionError>> {
-        let (id, holder) = (id.to_owned(), holder.to_owned());
-        self.with_connection(move |connection, path| {
-            let fail = |error| storage_error(path, error);
-            // Counted from before the store's clock is read, so the lease never outlives
-            // what the caller believes.
-            let since = Instant::now();
-            // IMMEDIATE: the write lock is taken before the lease is read, so two processes
-            // cannot both see the session free and both take it.
-            let transaction = connection
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(fail)?;
-            let known = transaction
-                .query_row("SELECT 1 FROM sessions WHERE id = ?1", params![id], |_| {
-                    Ok(())
-                })
-                .optional()
-                .map_err(fail)?;
-            if known.is_none() {
-                return Err(SessionError::UnknownSession { id });
-            }
-            let now = millis(SystemTime::now());
-            if let Some(busy) = live_lease(&transaction, &id, now).map_err(fail)? {
-                return Err(busy);
-            }
-            let token = new_token();
-            transaction
-                .execute(
-                    "INSERT INTO leases (session_id, holder, token, expires_at)
-                     VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT (session_id) DO UPDATE SET
-                        holder = excluded.holder,
-                        token = excluded.token,
-                        expires_at = excluded.expires_at",
-                    params![id, holder, token, now.saturating_add(ttl_millis(ttl))],
-                )
-                .map_err(fail)?;
-            transaction.commit().map_err(fail)?;
-            Ok(SessionLease::new(id, holder, token, ttl, since))
-        })
+        self.take_lease(id, holder, ttl, None)
+    }
+
+    fn take_over<'a>(
+        &'a self,
+        id: &'a str,
+        holder: &'a str,
+        ttl: Duration,
+        dead: &'a str,
+    ) -> BoxFuture<'a, Result<SessionLease, SessionError>> {
+        self.take_lease(id, holder, ttl, Some(dead))
     }
 
     fn renew<'a>(
@@ -541,7 +589,39 @@ impl Row {
 
 enum Inserted {
     Unknown,
+    /// The lease that fenced the append is no longer the session's.
+    Fenced,
     Failed(rusqlite::Error),
+}
+
+impl Inserted {
+    fn into_session_error(self, id: &str, holder: Option<&str>, path: &Path) -> SessionError {
+        match self {
+            Inserted::Unknown => SessionError::UnknownSession { id: id.to_owned() },
+            Inserted::Fenced => SessionError::LeaseLost {
+                id: id.to_owned(),
+                holder: holder.unwrap_or_default().to_owned(),
+            },
+            Inserted::Failed(error) => storage_error(path, error),
+        }
+    }
+}
+
+/// Fails with [`Inserted::Fenced`] when `fence` (a lease's token) is no longer the lease of
+/// session `id`: another process took the session over. Read inside the append's
+/// transaction, which holds the file's write lock, so no taker can come between.
+fn fenced(connection: &Connection, id: &str, fence: Option<&str>) -> Result<(), Inserted> {
+    let Some(token) = fence else {
+        return Ok(());
+    };
+    let ours = connection
+        .prepare_cached("SELECT 1 FROM leases WHERE session_id = ?1 AND token = ?2")?
+        .query_row(params![id, token], |_| Ok(()))
+        .optional()?;
+    match ours {
+        Some(()) => Ok(()),
+        None => Err(Inserted::Fenced),
+    }
 }
 
 impl From<rusqlite::Error> for Inserted {
@@ -560,13 +640,16 @@ fn commit_rows(
     last_append: &Mutex<Option<LastAppend>>,
     id: &str,
     rows: &[Row],
+    fence: Option<&str>,
 ) -> Result<(), Inserted> {
     let mut last_append = last_append.lock().unwrap_or_else(|p| p.into_inner());
     let known = last_append.take();
-    let committed = insert_rows(connection, known, id, rows).and_then(|appended| {
-        connection.prepare_cached("COMMIT")?.execute([])?;
-        Ok(appended)
-    });
+    let committed = fenced(connection, id, fence)
+        .and_then(|()| insert_rows(connection, known, id, rows))
+        .and_then(|appended| {
+            connection.prepare_cached("COMMIT")?.execute([])?;
+            Ok(appended)
+        });
     match committed {
         Ok(appended) => {
             *last_append = Some(appended);
