@@ -227,9 +227,9 @@ async fn session_hooks_see_a_start_once_a_resume_and_an_end() {
     agent.prompt("a").await.unwrap();
     agent.prompt("b").await.unwrap();
     agent.close().await;
-    let resumed = Agent::resume(hooked(&model), agent.session_id())
-        .await
-        .unwrap();
+    let id = agent.session_id().to_owned();
+    drop(agent);
+    let resumed = Agent::resume(hooked(&model), &id).await.unwrap();
     assert_eq!(resumed.prompt("c").await.unwrap().text, "three");
     assert_eq!(
         *seen.lock().unwrap(),

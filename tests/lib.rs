@@ -3,4 +3,5 @@
 //! tests run against.
 
 pub mod mcp_peers;
+pub mod stepping;
 pub mod stream_server;

@@ -489,6 +489,59 @@ async fn leases_keep_one_holder(store: &dyn SessionStore) {
     // Leases are per session.
     let other = store.create(NewSession::new("/w")).await.unwrap();
     store.acquire(&other.id, "pid 5 on e", ttl).await.unwrap();
+
+    // Appends are fenced by the lease, in their own transaction: a holder whose lease lapsed
+    // and was taken stores nothing more, while the taker's appends go in.
+    let fenced = store.create(NewSession::new("/w")).await.unwrap();
+    let stale = store
+        .acquire(&fenced.id, "pid 7 on g", Duration::from_millis(100))
+        .await
+        .unwrap();
+    let said = |text: &str| [Record::user(Message::user(text))];
+    store
+        .append_leased(&stale, &said("while held"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let taker = store.acquire(&fenced.id, "pid 8 on h", ttl).await.unwrap();
+    let error = store
+        .append_leased(&stale, &said("after the takeover"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        SessionError::LeaseLost {
+            id: fenced.id.clone(),
+            holder: "pid 7 on g".into()
+        }
+    );
+    store
+        .append_leased(&taker, &said("the taker's"))
+        .await
+        .unwrap();
+    assert_eq!(
+        texts(&store.load(&fenced.id).await.unwrap()),
+        ["while held", "the taker's"]
+    );
+
+    // A live lease is taken over from a holder named as gone, and only from that one.
+    let error = store
+        .take_over(&fenced.id, "pid 9 on i", ttl, "pid 7 on g")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, SessionError::Busy { holder, .. } if holder == "pid 8 on h"),
+        "{error:?}"
+    );
+    let heir = store
+        .take_over(&fenced.id, "pid 9 on i", ttl, "pid 8 on h")
+        .await
+        .unwrap();
+    assert_eq!(heir.holder(), "pid 9 on i");
+    assert!(matches!(
+        store.append_leased(&taker, &said("late")).await,
+        Err(SessionError::LeaseLost { .. })
+    ));
 }
 
 #[tokio::test]
@@ -852,4 +905,86 @@ async fn agents_on_postgres_resume_each_others_sessions_one_at_a_time() {
         host_a.load(&id).await.unwrap(),
         host_b.load(&id).await.unwrap()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_restarted_mid_turn_never_runs_a_call_twice() {
+    use std::sync::atomic::Ordering;
+
+    use tests::stepping::{assert_each_ran_once, noted, registry, step_turn, steps_done};
+    use tool_sdk::agent::{Agent, AgentConfig};
+    use tool_sdk::model::ScriptedModel;
+    use tool_sdk::session::restore;
+
+    let server = Arc::new(Server::start());
+    let store: Arc<dyn SessionStore> =
+        Arc::new(PostgresStore::connect(&server.url()).await.unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().to_path_buf();
+    // While step 1's turn streams, the server goes away for 1.2 s: the commit of its
+    // read-only call's batch fails, and the mutating call after it must not start.
+    let restarted = Arc::new(std::sync::Mutex::new(None));
+    let stopped = std::sync::atomic::AtomicBool::new(false);
+    let model = {
+        let (dir, server, restarted) = (dir.clone(), server.clone(), restarted.clone());
+        ScriptedModel::new([]).with_responder(move |request| {
+            let mut restarted = restarted.lock().unwrap();
+            if steps_done(request.messages.iter()) == 1 && !stopped.swap(true, Ordering::SeqCst) {
+                server.stop();
+                let server = server.clone();
+                *restarted = Some(std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(1200));
+                    server.resume();
+                }));
+            }
+            step_turn(&dir, 3, request)
+        })
+    };
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_registry(registry())
+            .with_working_dir(&dir)
+            .with_session_store(store.clone())
+            .with_model(model)
+            .allow("note_step"),
+    )
+    .await
+    .unwrap();
+    let id = agent.session_id().to_owned();
+    let error = agent.prompt("Note every step.").await.unwrap_err();
+    assert!(
+        error.to_string().contains("postgresql://"),
+        "the run stops, naming the store: {error}"
+    );
+    assert_eq!(noted(&dir), [0], "step 1's mutating call did not start");
+    let restart = restarted
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the server was stopped");
+    tokio::task::spawn_blocking(move || restart.join().unwrap())
+        .await
+        .unwrap();
+    // The server back, the next run first takes the conversation back from the store.
+    let mut outcome = agent.continue_run().await;
+    let mut runs = 2;
+    loop {
+        assert_eq!(
+            agent.messages().await,
+            restore(&store.load(&id).await.unwrap()).messages,
+            "after run {runs}: the agent's conversation is the stored one"
+        );
+        match outcome {
+            Ok(result) => {
+                assert_eq!(result.text, "All noted.");
+                break;
+            }
+            Err(error) => {
+                assert!(runs < 3, "the server is back, yet: {error}");
+                runs += 1;
+                outcome = agent.continue_run().await;
+            }
+        }
+    }
+    assert_each_ran_once(&noted(&dir), 3, "a server restarted mid-turn");
 }

@@ -84,8 +84,11 @@ impl AgentInner {
     }
 
     /// The prompt, then model turns and tool calls until the model stops, a limit is hit or
-    /// the run is cancelled. Each step is stored before the conversation in memory takes it,
-    /// so the two never disagree; a step that cannot be stored ends the run.
+    /// the run is cancelled. Each step is stored before any effect that follows it (a call
+    /// starts only once its turn and its start are stored); a record that cannot be stored
+    /// ends the run before its next effect, and [`run_in_span`](Self::run_in_span) then takes
+    /// the conversation in memory back from the store (or, if the store is still down, the
+    /// next run does before anything else): no run goes on from a history the store lacks.
     async fn turns(
         self: &Arc<Self>,
         prompt: Option<String>,

@@ -7,24 +7,32 @@
 //! it was last renewed. Anyone else asking gets [`SessionError::Busy`], which names the holder
 //! and says when its lease runs out.
 //!
-//! How an agent uses it:
+//! How an agent uses it (by default: see [`SessionLeasing`]):
 //!
 //! - it acquires the lease, as [`SessionLease::this_process`], when it creates or resumes a
 //!   session, and refuses to run if that fails (a second `acquire` of a held lease fails even
-//!   for the same holder, so two agents in one process cannot share a session by mistake);
+//!   for the same holder, so two agents in one process cannot share a session by mistake). A
+//!   lease whose holder is gone, a process of this host that no longer exists or an agent of
+//!   this process since dropped, is taken over at once ([`SessionStore::take_over`]);
 //! - while it runs it renews the lease every [`SessionLease::renew_every`] (a third of the
 //!   ttl), so that two renewals may fail to arrive before the lease lapses; a renewal that
 //!   fails with [`SessionError::Busy`] or [`SessionError::LeaseLost`] means another process
 //!   took the session over, and the agent stops without appending anything more;
+//! - every record it appends is fenced by the lease ([`SessionStore::append_leased`]): the
+//!   store checks, in the append's own transaction, that the lease is still the session's, so
+//!   a holder that stalled past its ttl (a suspended laptop, a SIGSTOP) cannot add a word
+//!   once another process took over, even before its next renewal tells it;
 //! - it releases the lease when it is dropped or the session ends.
 //!
 //! A process that dies (SIGKILL, power cut) releases nothing: its lease expires `ttl` after its
-//! last renewal and the session can then be taken. A short ttl resumes sooner after a crash; a
-//! long one tolerates longer stalls (a suspended laptop, a slow database) before another process
-//! may take over. Leases are advisory: [`SessionStore::append`] does not check them.
+//! last renewal and the session can then be taken from another host (at once from its own). A
+//! short ttl resumes sooner after a crash; a long one tolerates longer stalls (a slow database)
+//! before another process may take over.
 //!
 //! [`SessionStore::acquire`]: super::SessionStore::acquire
-//! [`SessionStore::append`]: super::SessionStore::append
+//! [`SessionStore::append_leased`]: super::SessionStore::append_leased
+//! [`SessionStore::take_over`]: super::SessionStore::take_over
+//! [`SessionLeasing`]: crate::agent::SessionLeasing
 //! [`SessionError::Busy`]: super::SessionError::Busy
 //! [`SessionError::LeaseLost`]: super::SessionError::LeaseLost
 
