@@ -29,6 +29,7 @@ pub async fn look() -> String {
     "looked".to_owned()
 }
 
+/// The stepping tools: `look` and `note_step`.
 pub fn registry() -> Arc<ToolRegistry> {
     let registry = ToolRegistry::new();
     registry.register(Arc::new(NoteStepTool)).unwrap();
@@ -93,6 +94,7 @@ pub fn noted(dir: &Path) -> Vec<usize> {
         .collect()
 }
 
+/// Fails unless `noted` holds each of the `steps` steps exactly once.
 pub fn assert_each_ran_once(noted: &[usize], steps: usize, what: &str) {
     let mut sorted = noted.to_vec();
     sorted.sort_unstable();
