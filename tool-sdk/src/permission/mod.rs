@@ -20,10 +20,12 @@ use crate::tool::{BoxFuture, PermissionPrompt, Tool, ToolContext, ToolOutput};
 mod facts;
 mod gate;
 mod rules;
+mod secrets;
 
 pub use facts::{CallFacts, ShellFacts, Subject};
 pub use gate::{PermissionGate, Revalidate, not_allowed_message};
 pub use rules::{PermissionRules, Rule, RuleError, RuleVerdict};
+pub use secrets::secret_marker;
 
 /// How much runs without asking.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

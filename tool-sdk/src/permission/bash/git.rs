@@ -72,7 +72,16 @@ pub(super) fn git_check(args: &[Arg]) -> Result<(), String> {
         | "annotate" | "shortlog" | "describe" | "rev-list" | "cat-file" | "show-ref"
         | "diff-tree" | "diff-files" | "diff-index" | "merge-base" | "name-rev"
         | "count-objects" | "check-ignore" | "whatchanged" | "cherry" | "version"
-        | "for-each-ref" | "show-branch" | "var" => Ok(()),
+        | "for-each-ref" | "show-branch" => Ok(()),
+        // `git var -l` lists the whole configuration, credentials in URLs included.
+        "var" => match vals.as_slice() {
+            [name] if !name.starts_with('-') => Ok(()),
+            _ => Err(
+                "`git var` without one variable's name lists the configuration, which \
+                      may hold credentials"
+                    .into(),
+            ),
+        },
         "grep" => forbid(rest, "git grep", &['O'], &[]),
         "branch" => listing(
             &[
