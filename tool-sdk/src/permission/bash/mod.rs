@@ -32,6 +32,7 @@ mod sed;
 use std::fmt;
 
 use parse::analyze;
+pub(crate) use parse::may_match as glob_may_match;
 
 /// Longest command (in bytes) that is parsed at all; longer ones are [`Decision::Ask`].
 pub const MAX_COMMAND_LEN: usize = 100_000;

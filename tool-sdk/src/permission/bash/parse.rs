@@ -572,7 +572,7 @@ pub(super) fn names_environ(word: &str) -> bool {
 
 /// Whether the word `pattern`, globbed by the shell, may match `name`. A pattern too odd
 /// to compile may match anything.
-pub(super) fn may_match(pattern: &str, name: &str) -> bool {
+pub(crate) fn may_match(pattern: &str, name: &str) -> bool {
     if !pattern.contains(['*', '?', '[', '{']) {
         return pattern == name;
     }

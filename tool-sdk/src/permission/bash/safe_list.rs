@@ -2,7 +2,7 @@
 //! files or run programs.
 
 use super::git::git_check;
-use super::parse::{Arg, short};
+use super::parse::{Arg, may_match, short};
 use super::sed::sed_check;
 
 pub(super) fn has_short(v: &str, chars: &[char]) -> bool {
@@ -29,7 +29,10 @@ pub(super) fn forbid(
     long: &[&str],
 ) -> Result<(), String> {
     for a in args {
-        if has_short(&a.value, short) || long.iter().any(|l| long_matches(&a.value, l)) {
+        if has_short(&a.value, short)
+            || long.iter().any(|l| long_matches(&a.value, l))
+            || glob_may_be(a, short, long)
+        {
             return Err(format!(
                 "`{base} {}` can write files or run programs",
                 a.value
@@ -39,9 +42,7 @@ pub(super) fn forbid(
     Ok(())
 }
 
-/// Arguments must be static; globs are fine unless they could expand to an option: a glob
-/// that starts with `-` (`-exe[c]`, a file named `-exec` away from running a program) is
-/// judged as every option it could become, and these commands have options that write.
+/// Arguments must be static; globs are fine unless they could expand to an option.
 fn static_args(args: &[Arg], base: &str) -> Result<(), String> {
     for a in args {
         if a.dynamic || (a.glob && a.lead_unknown) {
@@ -50,14 +51,28 @@ fn static_args(args: &[Arg], base: &str) -> Result<(), String> {
                 short(&a.value)
             ));
         }
-        if a.glob && a.value.starts_with('-') {
-            return Err(format!(
-                "`{base} {}`: the glob may expand to options that write files or run programs",
-                short(&a.value)
-            ));
-        }
     }
     Ok(())
+}
+
+/// Whether `a`, a glob that starts with `-`, may expand to one of these options (a file named
+/// `-o` or `--output=x` away from writing): all an expansion keeps is the glob's literal
+/// start, so it is judged as every option that start allows.
+fn glob_may_be(a: &Arg, short: &[char], long: &[&str]) -> bool {
+    if !a.glob || !a.value.starts_with('-') {
+        return false;
+    }
+    let literal = &a.value[..a.value.find(['*', '?', '[', '{']).unwrap_or(a.value.len())];
+    match literal.strip_prefix("--") {
+        // `--format=%G?` varies only the value.
+        Some(key) => {
+            !key.contains('=')
+                && long
+                    .iter()
+                    .any(|l| l.trim_start_matches('-').starts_with(key))
+        }
+        None => !short.is_empty() || (literal == "-" && !long.is_empty()),
+    }
 }
 
 /// Arguments must be static, but globs are fine: every option is harmless.
@@ -75,24 +90,24 @@ fn harmless_args(args: &[Arg], base: &str) -> Result<(), String> {
 
 /// At most `n` operands, for commands whose operand after the `n`th is a file they write
 /// (`uniq IN OUT`). Every word after `--` is an operand, and a glob may expand to any number
-/// of them.
+/// of them (`-*` to `--` and the names after it).
 fn max_operands(args: &[Arg], base: &str, n: usize) -> Result<(), String> {
     let mut operands = 0;
     let mut options_end = false;
     for a in args {
         let v = a.value.as_str();
+        if a.glob && n > 0 {
+            return Err(format!(
+                "`{base} {}`: the glob may expand to several files, and `{base}` writes the \
+                 one after the first {n}",
+                short(v)
+            ));
+        }
         if !options_end && v == "--" {
             options_end = true;
             continue;
         }
         if options_end || !v.starts_with('-') || v == "-" {
-            if a.glob && n > 0 {
-                return Err(format!(
-                    "`{base} {}`: the glob may expand to several files, and `{base}` writes \
-                     the one after the first {n}",
-                    short(v)
-                ));
-            }
             operands += 1;
         }
     }
@@ -193,7 +208,14 @@ pub(super) fn safe_check(base: &str, args: &[Arg]) -> Option<Result<(), String>>
                 "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf",
                 "-fls",
             ];
-            match args.iter().find(|a| BAD.contains(&a.value.as_str())) {
+            // A glob is every name it may expand to (`-exe[c]`, should a file `-exec` exist).
+            let bad = |a: &Arg| {
+                BAD.iter().any(|b| match a.glob {
+                    true => may_match(&a.value, b),
+                    false => a.value == *b,
+                })
+            };
+            match args.iter().find(|a| bad(a)) {
                 Some(a) => Err(format!(
                     "`find {}` can run programs or write files",
                     a.value

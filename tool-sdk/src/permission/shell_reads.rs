@@ -1,0 +1,269 @@
+//! Where a shell command the classifier vouches for reads, judged by the sandbox's read check:
+//! the fact that makes the Read tool refuse `~/.ssh/id_rsa` also makes `cat ~/.ssh/id_rsa`
+//! ask.
+//!
+//! The classifier knows which commands only read, not which of their words are files, so
+//! every word is taken as a path the command might open (`--file=PATH` and `-fPATH` too):
+//! relative to the shell's directory and to every directory the command `cd`s into, a leading
+//! `~` as the home directory and as a literal name, a glob as itself and as each entry it
+//! matches (more entries than bash would: dot files, a backslash as any character). A word
+//! that is no path at all names a file inside the working directory, which passes. Where a
+//! guess is needed it is the one that asks.
+
+use std::path::{Path, PathBuf};
+
+use super::bash::SimpleCommand;
+use crate::sandbox::Sandbox;
+
+/// Commands whose words are never files they open.
+const NO_FILES: &[&str] = &[
+    "echo", "printf", "true", "false", ":", "pwd", "seq", "sleep", "basename", "dirname", "which",
+    "whereis", "type", "printenv", "uname", "whoami", "id", "groups", "nproc", "uptime", "tty",
+    "arch", "locale", "getconf", "numfmt", "hostname", "test", "[",
+];
+
+/// Most (word, directory) pairs checked, and most directory entries a glob may visit, before
+/// the command asks instead.
+const MAX_CHECKS: usize = 2_000;
+const MAX_GLOB_ENTRIES: usize = 10_000;
+/// Most directories relative words are taken from (each `cd` may double them).
+const MAX_DIRS: usize = 64;
+
+/// The first place `commands` (and `inputs`, the files of `<` redirections) may read that
+/// `sandbox` does not let the Read tool read, with why; `None` when every one passes.
+/// Relative words are taken from `shell_dir`, where the command starts.
+pub(super) fn read_outside(
+    commands: &[SimpleCommand],
+    inputs: &[String],
+    sandbox: &Sandbox,
+    shell_dir: &Path,
+) -> Option<String> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut dirs = vec![shell_dir.to_path_buf()];
+    let mut words: Vec<&str> = Vec::new();
+    for command in commands {
+        let Some((name, args)) = command.argv.split_first() else {
+            continue;
+        };
+        let name = name.rsplit('/').next().unwrap_or(name);
+        if name == "cd" {
+            // Later words may be relative to any directory a `cd` reaches (a subshell's `cd`
+            // ends with it, so the old directories stay too).
+            let target = args.iter().find(|a| !a.starts_with('-') || *a == "-");
+            match target.map(String::as_str) {
+                Some("-") => return Some("`cd -` leads where the classifier cannot see".into()),
+                Some(t) => {
+                    let reached: Vec<PathBuf> = dirs.iter().map(|d| d.join(t)).collect();
+                    dirs.extend(reached);
+                }
+                None => dirs.extend(home.clone()),
+            }
+            if dirs.len() > MAX_DIRS {
+                return Some("changes directory more often than is followed".into());
+            }
+        }
+        if !NO_FILES.contains(&name) {
+            words.extend(args.iter().map(String::as_str));
+        }
+    }
+    words.extend(inputs.iter().map(String::as_str));
+    if words.len().saturating_mul(dirs.len()) > MAX_CHECKS {
+        return Some("names more paths than are checked".into());
+    }
+    for word in words {
+        for candidate in candidates(word) {
+            for path in interpretations(candidate, home.as_deref()) {
+                for dir in &dirs {
+                    if let Some(why) = check(sandbox, &dir.join(&path)) {
+                        return Some(why);
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The paths a word may stand for: itself, the value of `--opt=VALUE` or `a=VALUE`, and the
+/// path glued to a short option (`-f/etc/shadow`).
+fn candidates(word: &str) -> Vec<&str> {
+    let mut out = vec![word];
+    if let Some((_, value)) = word.split_once('=') {
+        out.push(value);
+    }
+    if word.starts_with('-')
+        && let Some(at) = word.find(['/', '~', '.'])
+        && !out.contains(&&word[at..])
+    {
+        out.push(&word[at..]);
+    }
+    out.retain(|c| !c.is_empty());
+    out
+}
+
+/// A candidate as a path: itself, and with a leading `~` as the home directory (the
+/// classifier's words do not say whether it was quoted). `~user` may be anyone's home.
+fn interpretations(candidate: &str, home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = vec![PathBuf::from(candidate)];
+    if let Some(rest) = candidate.strip_prefix('~') {
+        match (rest.strip_prefix('/'), home) {
+            (Some(below), Some(home)) => out.push(home.join(below)),
+            _ if rest.is_empty() => out.extend(home.map(Path::to_path_buf)),
+            // `~user/...`: another user's home; a path outside any root stands for it.
+            _ => out.push(PathBuf::from("/")),
+        }
+    }
+    out
+}
+
+/// Checks one path, and what it matches when it is a glob.
+fn check(sandbox: &Sandbox, path: &Path) -> Option<String> {
+    let refused = |p: &Path| {
+        sandbox
+            .check_read(p)
+            .err()
+            .map(|e| format!("may read {}: {e}", p.display()))
+    };
+    if let Some(why) = refused(path) {
+        return Some(why);
+    }
+    let text = path.to_string_lossy();
+    if !text.contains(['*', '?', '[', '{']) {
+        return None;
+    }
+    let mut budget = MAX_GLOB_ENTRIES;
+    for pattern in expand_braces(&text) {
+        match glob_matches(Path::new(&pattern), &mut budget) {
+            Some(matches) => {
+                if let Some(why) = matches.iter().find_map(|m| refused(m)) {
+                    return Some(why);
+                }
+            }
+            None => return Some(format!("the glob {text} matches too many files to check")),
+        }
+    }
+    None
+}
+
+/// The entries `pattern` (absolute) matches, component by component; `None` when more than
+/// `budget` directory entries would have to be read.
+fn glob_matches(pattern: &Path, budget: &mut usize) -> Option<Vec<PathBuf>> {
+    let mut current = vec![PathBuf::new()];
+    for component in pattern.components() {
+        let part = component.as_os_str().to_string_lossy();
+        if !part.contains(['*', '?', '[']) {
+            for path in &mut current {
+                path.push(component);
+            }
+            continue;
+        }
+        let mut next = Vec::new();
+        for dir in &current {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                *budget = budget.checked_sub(1)?;
+                let name = entry.file_name();
+                if super::bash::glob_may_match(&part, &name.to_string_lossy()) {
+                    next.push(dir.join(name));
+                }
+            }
+        }
+        current = next;
+    }
+    Some(current)
+}
+
+/// Bash's brace expansion, `a{b,c}d` → `abd`, `acd`, nested and repeated; a sequence
+/// `{1..9}` becomes `*` (it matches what the sequence names, and more). At most 256 words:
+/// past that the rest stays unexpanded, which the glob matcher reads as alternatives.
+fn expand_braces(word: &str) -> Vec<String> {
+    let mut done = Vec::new();
+    let mut todo = vec![word.to_owned()];
+    while let Some(w) = todo.pop() {
+        if done.len() + todo.len() >= 256 {
+            done.push(w);
+            continue;
+        }
+        match split_braces(&w) {
+            Some((head, alternatives, tail)) => {
+                for alt in alternatives {
+                    todo.push(format!("{head}{alt}{tail}"));
+                }
+            }
+            None => done.push(w),
+        }
+    }
+    done
+}
+
+/// The first brace group of `word` with a top-level comma or `..`: text before it, its
+/// alternatives, text after it.
+fn split_braces(word: &str) -> Option<(&str, Vec<String>, &str)> {
+    let bytes = word.as_bytes();
+    for (open, _) in word.match_indices('{') {
+        let mut depth = 0usize;
+        let mut commas = Vec::new();
+        for (i, &b) in bytes.iter().enumerate().skip(open) {
+            match b {
+                b'{' => depth += 1,
+                b',' if depth == 1 => commas.push(i),
+                b'}' => {
+                    depth -= 1;
+                    if depth > 0 {
+                        continue;
+                    }
+                    let inner = &word[open + 1..i];
+                    let alternatives = if !commas.is_empty() {
+                        let mut parts = Vec::new();
+                        let mut start = open + 1;
+                        for c in commas.iter().copied().chain([i]) {
+                            parts.push(word[start..c].to_owned());
+                            start = c + 1;
+                        }
+                        parts
+                    } else if inner.contains("..") {
+                        vec!["*".to_owned()]
+                    } else {
+                        break;
+                    };
+                    return Some((&word[..open], alternatives, &word[i + 1..]));
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn braces_expand_like_bash() {
+        let mut words = expand_braces("a{b,c{d,e}}f");
+        words.sort();
+        assert_eq!(words, ["abf", "acdf", "acef"]);
+        assert_eq!(expand_braces("x{1..3}"), ["x*"]);
+        assert_eq!(expand_braces("{x}"), ["{x}"]);
+    }
+
+    #[test]
+    fn words_as_paths() {
+        assert_eq!(
+            candidates("--file=/etc/shadow"),
+            ["--file=/etc/shadow", "/etc/shadow"]
+        );
+        assert_eq!(
+            candidates("-f/etc/shadow"),
+            ["-f/etc/shadow", "/etc/shadow"]
+        );
+        let home = Path::new("/home/u");
+        assert_eq!(
+            interpretations("~/.ssh/id_rsa", Some(home)),
+            [PathBuf::from("~/.ssh/id_rsa"), home.join(".ssh/id_rsa")]
+        );
+    }
+}
