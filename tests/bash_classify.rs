@@ -520,6 +520,8 @@ const TABLE: &[(Exp, bool, &str)] = &[
     (K, false, "jq -n env"),
     (K, false, "jq -r -f prog.jq data.json"),
     (K, false, "jq -n *"),
+    (K, false, "jq -n 'import \"creds\" as $c; $c'"),
+    (K, false, "jq -n 'include \"m\"; f'"),
     (K, false, "git var -l"),
     (K, false, "git var"),
     (K, false, "ps eww"),

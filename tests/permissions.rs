@@ -459,9 +459,13 @@ async fn the_shell_asks_before_reading_where_the_read_tool_may_not() {
         format!("grep --file={o}/id_rsa notes.txt"),
         format!("cd {o} && cat id_rsa"),
         format!("cat {o}/*"),
+        // The walk would follow innocent.txt out of the working directory.
+        "grep -R MATERIAL .".to_string(),
+        format!("cd {o} && ls"),
     ];
     let mut commands: Vec<String> = reads.to_vec();
     commands.push("cat notes.txt".into());
+    commands.push("grep -r notes . && diff /dev/null notes.txt".into());
     let results = real_bash(&ws, AgentConfig::new(), &commands).await;
     assert_eq!(results.len(), commands.len(), "{results:?}");
     for (command, result) in commands.iter().zip(&results).take(reads.len()) {
@@ -471,6 +475,12 @@ async fn the_shell_asks_before_reading_where_the_read_tool_may_not() {
         );
     }
     assert_eq!(results[reads.len()], "inside notes\nExit code: 0");
+    assert!(
+        results[reads.len() + 1].contains("> inside notes"),
+        "{results:?}"
+    );
+    let transcript = results.join("\n");
+    assert!(!transcript.contains("KEY MATERIAL"), "{transcript}");
 
     // A `cd` the user allowed carries over: a later relative read is judged from there.
     let results = real_bash(

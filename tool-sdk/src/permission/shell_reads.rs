@@ -22,6 +22,28 @@ const NO_FILES: &[&str] = &[
     "arch", "locale", "getconf", "numfmt", "hostname", "test", "[",
 ];
 
+/// Devices that hold nothing to read, which tools often name.
+const HARMLESS_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/stdin",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// Options that make a directory walk follow symbolic links, wherever they lead: short
+/// letters and long names per command.
+const FOLLOWS_LINKS: &[(&str, &[char], &[&str])] = &[
+    ("grep", &['R'], &["--dereference-recursive"]),
+    ("egrep", &['R'], &["--dereference-recursive"]),
+    ("fgrep", &['R'], &["--dereference-recursive"]),
+    ("rg", &['L'], &["--follow"]),
+    ("find", &[], &["-L", "-follow"]),
+    ("du", &['L'], &["--dereference"]),
+    ("ls", &['L'], &["--dereference"]),
+    ("tree", &['l'], &[]),
+];
+
 /// Most (word, directory) pairs checked, and most directory entries a glob may visit, before
 /// the command asks instead.
 const MAX_CHECKS: usize = 2_000;
@@ -41,6 +63,7 @@ pub(super) fn read_outside(
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut dirs = vec![shell_dir.to_path_buf()];
     let mut words: Vec<&str> = Vec::new();
+    let mut reads_dirs = false;
     for command in commands {
         let Some((name, args)) = command.argv.split_first() else {
             continue;
@@ -63,7 +86,19 @@ pub(super) fn read_outside(
             }
         }
         if !NO_FILES.contains(&name) {
+            if let Some(flag) = follows_links(name, args) {
+                return Some(format!(
+                    "`{name} {flag}` follows symbolic links, which may lead outside"
+                ));
+            }
+            reads_dirs = true;
             words.extend(args.iter().map(String::as_str));
+        }
+    }
+    // Commands without a path read the directory they run in (`ls`, `grep -r x`).
+    if reads_dirs {
+        if let Some(why) = dirs.iter().find_map(|dir| check(sandbox, dir)) {
+            return Some(why);
         }
     }
     words.extend(inputs.iter().map(String::as_str));
@@ -71,6 +106,9 @@ pub(super) fn read_outside(
         return Some("names more paths than are checked".into());
     }
     for word in words {
+        if HARMLESS_DEVICES.contains(&word) {
+            continue;
+        }
         for candidate in candidates(word) {
             for path in interpretations(candidate, home.as_deref()) {
                 for dir in &dirs {
@@ -82,6 +120,34 @@ pub(super) fn read_outside(
         }
     }
     None
+}
+
+/// The option of `args` that makes `name` follow symbolic links while it walks (a glob in an
+/// option's place may be one).
+fn follows_links<'a>(name: &str, args: &'a [String]) -> Option<&'a str> {
+    let (_, short, long) = FOLLOWS_LINKS.iter().find(|(n, ..)| *n == name)?;
+    let follows = |a: &str| {
+        if !a.starts_with('-') {
+            return false;
+        }
+        if long.contains(&a) || a.contains(['*', '?', '[', '{']) {
+            return true;
+        }
+        match a.strip_prefix("--") {
+            Some(given) => {
+                let key = given.split('=').next().unwrap_or("");
+                !key.is_empty()
+                    && long
+                        .iter()
+                        .any(|l| l.trim_start_matches('-').starts_with(key))
+            }
+            None => a[1..].chars().any(|c| short.contains(&c)),
+        }
+    };
+    args.iter()
+        .take_while(|a| *a != "--")
+        .find(|a| follows(a))
+        .map(String::as_str)
 }
 
 /// The paths a word may stand for: itself, the value of `--opt=VALUE` or `a=VALUE`, and the

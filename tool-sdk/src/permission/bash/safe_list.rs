@@ -327,23 +327,30 @@ fn jq_program(program: Option<&Arg>) -> Result<(), String> {
     let Some(program) = program else {
         return Ok(());
     };
-    if mentions_env(&program.value) {
+    let p = program.value.as_str();
+    if p.contains("$ENV") || has_word(p, "env") {
         return Err(format!(
             "the jq program `{}` reads the environment, secrets included",
-            short(&program.value)
+            short(p)
+        ));
+    }
+    // Modules and data are found from `~/.jq`, outside the working directory.
+    if has_word(p, "import") || has_word(p, "include") {
+        return Err(format!(
+            "the jq program `{}` reads modules or data from other files",
+            short(p)
         ));
     }
     Ok(())
 }
 
-/// `$ENV`, or `env` as a word of a jq program (not a field such as `.env`).
-fn mentions_env(program: &str) -> bool {
+/// `name` as a word of a jq program (not a field such as `.env`).
+fn has_word(program: &str, name: &str) -> bool {
     let bytes = program.as_bytes();
     let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    program.contains("$ENV")
-        || program.match_indices("env").any(|(at, _)| {
-            let before = at.checked_sub(1).map(|i| bytes[i]);
-            let after = bytes.get(at + 3).copied();
-            !before.is_some_and(|b| word(b) || b == b'.') && !after.is_some_and(word)
-        })
+    program.match_indices(name).any(|(at, _)| {
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        let after = bytes.get(at + name.len()).copied();
+        !before.is_some_and(|b| word(b) || b == b'.') && !after.is_some_and(word)
+    })
 }
