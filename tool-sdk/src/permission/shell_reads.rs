@@ -42,6 +42,8 @@ const FOLLOWS_LINKS: &[(&str, &[char], &[&str])] = &[
     ("du", &['L'], &["--dereference"]),
     ("ls", &['L'], &["--dereference"]),
     ("tree", &['l'], &[]),
+    // Compares what links in both trees point to, printing the differences.
+    ("diff", &['r'], &["--recursive"]),
 ];
 
 /// Most (word, directory) pairs checked, and most directory entries a glob may visit, before
@@ -76,7 +78,10 @@ pub(super) fn read_outside(
             match target.map(String::as_str) {
                 Some("-") => return Some("`cd -` leads where the classifier cannot see".into()),
                 Some(t) => {
-                    let reached: Vec<PathBuf> = dirs.iter().map(|d| d.join(t)).collect();
+                    let reached: Vec<PathBuf> = interpretations(t, home.as_deref())
+                        .iter()
+                        .flat_map(|t| dirs.iter().map(move |d| d.join(t)))
+                        .collect();
                     dirs.extend(reached);
                 }
                 None => dirs.extend(home.clone()),
@@ -91,7 +96,7 @@ pub(super) fn read_outside(
                     "`{name} {flag}` follows symbolic links, which may lead outside"
                 ));
             }
-            reads_dirs = true;
+            reads_dirs |= name != "cd";
             words.extend(args.iter().map(String::as_str));
         }
     }
@@ -314,6 +319,83 @@ mod tests {
         assert_eq!(words, ["abf", "acdf", "acef"]);
         assert_eq!(expand_braces("x{1..3}"), ["x*"]);
         assert_eq!(expand_braces("{x}"), ["{x}"]);
+    }
+
+    #[test]
+    fn every_spelling_of_a_path_is_judged_by_the_sandbox() {
+        let ws = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let (ws, out) = (
+            ws.path().canonicalize().unwrap(),
+            out.path().canonicalize().unwrap(),
+        );
+        std::fs::write(out.join("secret"), "s").unwrap();
+        std::fs::create_dir(ws.join("sub")).unwrap();
+        std::os::unix::fs::symlink(out.join("secret"), ws.join("link")).unwrap();
+        std::os::unix::fs::symlink(&out, ws.join("sub/door")).unwrap();
+        let sandbox = Sandbox::new(&ws).unwrap();
+        let judge = |command: &str| {
+            let command = command.replace("OUT", &out.to_string_lossy());
+            let analysis = super::super::bash::analyze_command(&command);
+            read_outside(
+                analysis.commands.as_ref().unwrap(),
+                &analysis.input_files,
+                &sandbox,
+                &ws,
+            )
+        };
+        for inside in [
+            "cat sub/new.txt",
+            "grep -rn foo sub",
+            "sed -n s/a/b/p f",
+            "date +%Y/%m",
+            "diff /dev/null f",
+            "echo OUT/secret",
+            "ls -la",
+            "cd sub && ls",
+        ] {
+            assert_eq!(judge(inside), None, "{inside}");
+        }
+        for outside in [
+            "cat OUT/secret",
+            "cat link",
+            "cat l*",
+            "cat sub/*/secret",
+            "cat sub/do?r/secret",
+            "cat {a,link}",
+            "cd sub && cat door/secret",
+            "cd sub/door && ls",
+            "grep --file=OUT/secret x",
+            "grep -fOUT/secret x",
+            "cat < link",
+            "cat ~nobody/x",
+            "ls ..",
+        ] {
+            assert!(judge(outside).is_some(), "{outside}");
+        }
+    }
+
+    #[test]
+    fn walks_that_follow_links() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            follows_links("grep", &args(&["-Rn", "x", "."])),
+            Some("-Rn")
+        );
+        assert_eq!(
+            follows_links("grep", &args(&["--dereference-r", "x"])),
+            Some("--dereference-r")
+        );
+        assert_eq!(follows_links("find", &args(&["-L", "."])), Some("-L"));
+        assert_eq!(
+            follows_links("diff", &args(&["-ru", "a", "b"])),
+            Some("-ru")
+        );
+        assert_eq!(follows_links("grep", &args(&["-[R]", "x"])), Some("-[R]"));
+        assert_eq!(follows_links("grep", &args(&["-rn", "x", "."])), None);
+        assert_eq!(follows_links("grep", &args(&["-rn", "--", "-R"])), None);
+        assert_eq!(follows_links("ls", &args(&["-la"])), None);
+        assert_eq!(follows_links("cat", &args(&["-L"])), None);
     }
 
     #[test]
