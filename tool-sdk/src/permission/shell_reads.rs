@@ -101,10 +101,8 @@ pub(super) fn read_outside(
         }
     }
     // Commands without a path read the directory they run in (`ls`, `grep -r x`).
-    if reads_dirs {
-        if let Some(why) = dirs.iter().find_map(|dir| check(sandbox, dir)) {
-            return Some(why);
-        }
+    if reads_dirs && let Some(why) = dirs.iter().find_map(|dir| check(sandbox, dir)) {
+        return Some(why);
     }
     words.extend(inputs.iter().map(String::as_str));
     if words.len().saturating_mul(dirs.len()) > MAX_CHECKS {
