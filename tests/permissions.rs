@@ -503,3 +503,47 @@ async fn the_shell_asks_before_reading_where_the_read_tool_may_not() {
         "{results:?}"
     );
 }
+
+/// Issue 25, item 11: every one of these printed secrets into the model's context without
+/// asking. Through the real shell, with no one to approve, none runs; the secret-name rule is
+/// the one `get_env` follows.
+#[tokio::test]
+async fn the_shell_asks_before_showing_secrets() {
+    let workspace = tempfile::tempdir().unwrap();
+    let ws = workspace.path().canonicalize().unwrap();
+    let mut commands: Vec<String> = [
+        "echo $ANTHROPIC_API_KEY",
+        "echo \"url=${DATABASE_URL}\"",
+        "echo $MYSQL_PWD",
+        "printenv",
+        "env",
+        "cat /proc/self/environ",
+        "jq -n '$ENV'",
+        "jq -n 'env.ANTHROPIC_API_KEY'",
+        "git var -l",
+        "ps eww",
+        "jq --rawfile a /etc/shadow -n '$a'",
+    ]
+    .iter()
+    .map(|c| c.to_string())
+    .collect();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    if home
+        .as_ref()
+        .is_some_and(|h| h.is_absolute() && !ws.starts_with(h))
+    {
+        commands.push("cat ~/.ssh/id_rsa".into());
+        commands.push("cat ~/.aws/credentials".into());
+    }
+    let asked = commands.len();
+    commands.push("echo $HOME && printenv PWD".into());
+    let results = real_bash(&ws, AgentConfig::new(), &commands).await;
+    assert_eq!(results.len(), commands.len(), "{results:?}");
+    for (command, result) in commands.iter().zip(&results).take(asked) {
+        assert!(
+            result.contains("needs the user's permission"),
+            "`{command}` ran without asking: {result}"
+        );
+    }
+    assert!(results[asked].ends_with("Exit code: 0"), "{results:?}");
+}
