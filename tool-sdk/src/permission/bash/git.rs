@@ -76,11 +76,7 @@ pub(super) fn git_check(args: &[Arg]) -> Result<(), String> {
         // `git var -l` lists the whole configuration, credentials in URLs included.
         "var" => match vals.as_slice() {
             [name] if !name.starts_with('-') => Ok(()),
-            _ => Err(
-                "`git var` without one variable's name lists the configuration, which \
-                      may hold credentials"
-                    .into(),
-            ),
+            _ => Err("`git var` without a variable's name lists the configuration".into()),
         },
         "grep" => forbid(rest, "git grep", &['O'], &[]),
         "branch" => listing(
