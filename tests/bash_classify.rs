@@ -522,6 +522,8 @@ const TABLE: &[(Exp, bool, &str)] = &[
     (K, false, "jq -n *"),
     (K, false, "jq -n 'import \"creds\" as $c; $c'"),
     (K, false, "jq -n 'include \"m\"; f'"),
+    (K, false, "sort --files0-from=list0"),
+    (K, false, "sort --fi*"),
     (K, false, "git var -l"),
     (K, false, "git var"),
     (K, false, "ps eww"),

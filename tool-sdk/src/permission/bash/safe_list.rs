@@ -173,7 +173,15 @@ pub(super) fn safe_check(base: &str, args: &[Arg]) -> Option<Result<(), String>>
                     "--random-source",
                     "--temporary-directory",
                 ],
-            )
+            )?;
+            // Prints the files a list names: paths no check sees.
+            let list = ["--files0-from"];
+            let names_list =
+                |a: &&Arg| long_matches(&a.value, list[0]) || glob_may_be(a, &[], &list);
+            match args.iter().find(names_list) {
+                Some(a) => Err(format!("`sort {}` reads the files a list names", a.value)),
+                None => Ok(()),
+            }
         }),
         "uniq" | "xxd" => static_args(args, base).and_then(|()| max_operands(args, base, 1)),
         "tree" => static_args(args, base).and_then(|()| forbid(args, base, &['o', 'R'], &[])),
