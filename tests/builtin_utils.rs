@@ -138,12 +138,20 @@ async fn get_env_reads_variables_but_not_secrets() {
         .await
         .unwrap();
     assert_eq!(path, std::env::var("PATH").unwrap());
+    // The shell's directory is no secret, though its name ends like one.
+    if let Ok(expected) = std::env::var("PWD") {
+        let pwd = call("get_env", json!({"name": "PWD"}), &ctx).await.unwrap();
+        assert_eq!(pwd, expected);
+    }
     for secret in [
         "OPENAI_API_KEY",
         "github_token",
         "DB_PASSWORD",
         "AWS_SECRET_ACCESS_KEY",
         "Secret",
+        // Issue 25, item 11: a URL with credentials, a password by another name.
+        "DATABASE_URL",
+        "MYSQL_PWD",
     ] {
         let error = call("get_env", json!({"name": secret}), &ctx)
             .await

@@ -344,3 +344,206 @@ async fn an_allowed_shell_command_still_cannot_write_outside_the_sandbox() {
     }
     std::fs::remove_dir_all(outside).ok();
 }
+
+/// Runs each command as its own call of the real Bash tool in `ws`, with no one to ask, and
+/// returns each call's result.
+async fn real_bash(ws: &std::path::Path, config: AgentConfig, commands: &[String]) -> Vec<String> {
+    let mut turns: Vec<ScriptedTurn> = commands
+        .iter()
+        .map(|command| ScriptedTurn::tool_call("Bash", json!({ "command": command })))
+        .collect();
+    turns.push(ScriptedTurn::text("done"));
+    let agent = Agent::create(
+        config
+            .with_model(ScriptedModel::new(turns))
+            .with_tools(["Bash", "Read"])
+            .with_working_dir(ws),
+    )
+    .await
+    .unwrap();
+    let result = agent.prompt("go").await.unwrap();
+    result
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|block| match block {
+            MessageContent::ToolResult { content, .. } => Some(
+                content
+                    .iter()
+                    .map(|c| match c {
+                        tool_sdk::ContentBlock::Text { text } => text.clone(),
+                        _ => String::new(),
+                    })
+                    .collect::<String>(),
+            ),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Issue 25, items 8-10: each of these overwrote a file or ran a program without asking when
+/// a glob matched two files or a file named like an option existed. Through the real shell,
+/// with no one to approve, nothing changes.
+#[tokio::test]
+async fn globs_and_option_names_do_not_change_files_without_asking() {
+    let workspace = tempfile::tempdir().unwrap();
+    let ws = workspace.path().canonicalize().unwrap();
+    std::fs::write(ws.join("a.txt"), "one\none\n").unwrap();
+    std::fs::write(ws.join("b.txt"), "bee\n").unwrap();
+    // A cloned repository can ship files named like options.
+    std::fs::write(ws.join("-exec"), "x\n").unwrap();
+    std::fs::write(ws.join("-fprint"), "").unwrap();
+    let attacks = [
+        "uniq ./*.txt",
+        "xxd ./*.txt",
+        "command -p xxd ./*.txt",
+        "nice -n 1 uniq ./*.txt",
+        "cat a.txt | uniq ./[ab].txt",
+        "uniq -- -exec a.txt",
+        "find . -name a.txt -exe[c] sh -c 'id > OWNED' \\;",
+        "find . -name a.txt -fprin[t] OUT",
+    ];
+    let mut commands: Vec<String> = attacks.iter().map(|c| c.to_string()).collect();
+    // Controls: the harmless forms still run without asking.
+    commands.push("uniq a.txt".into());
+    commands.push("find . -name '*.txt' -type f".into());
+    let results = real_bash(&ws, AgentConfig::new(), &commands).await;
+    assert_eq!(results.len(), commands.len(), "{results:?}");
+    for (command, result) in commands.iter().zip(&results).take(attacks.len()) {
+        assert!(
+            result.contains("needs the user's permission"),
+            "`{command}` ran without asking: {result}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).unwrap(),
+        "one\none\n"
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("b.txt")).unwrap(), "bee\n");
+    assert!(!ws.join("OWNED").exists(), "find ran a program");
+    assert!(!ws.join("OUT").exists(), "find wrote a file");
+    assert!(results[attacks.len()].contains("one\n"), "{results:?}");
+    assert!(
+        results[attacks.len()].ends_with("Exit code: 0"),
+        "{results:?}"
+    );
+    assert!(
+        results[attacks.len() + 1].contains("./b.txt"),
+        "{results:?}"
+    );
+}
+
+/// Issue 25, item 11: the sandbox fact that makes the Read tool refuse a path makes the same
+/// read through the shell ask, however the path is spelled, and from wherever the shell is.
+#[tokio::test]
+async fn the_shell_asks_before_reading_where_the_read_tool_may_not() {
+    let workspace = tempfile::tempdir().unwrap();
+    let ws = workspace.path().canonicalize().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let out = outside.path().canonicalize().unwrap();
+    std::fs::write(out.join("id_rsa"), "PRIVATE KEY MATERIAL").unwrap();
+    std::fs::write(ws.join("notes.txt"), "inside notes").unwrap();
+    std::os::unix::fs::symlink(out.join("id_rsa"), ws.join("innocent.txt")).unwrap();
+    let o = out.display();
+    let reads = [
+        format!("cat {o}/id_rsa"),
+        format!(
+            "head -c 100 {o}/../{}/id_rsa",
+            out.file_name().unwrap().to_string_lossy()
+        ),
+        "cat innocent.txt".to_string(),
+        "cat innocent.tx?".to_string(),
+        "cat ./{notes,innocent}.txt".to_string(),
+        format!("cat < {o}/id_rsa"),
+        format!("jq --rawfile a {o}/id_rsa -n '$a'"),
+        format!("grep --file={o}/id_rsa notes.txt"),
+        format!("cd {o} && cat id_rsa"),
+        format!("cat {o}/*"),
+        // The walk would follow innocent.txt out of the working directory.
+        "grep -R MATERIAL .".to_string(),
+        format!("cd {o} && ls"),
+    ];
+    let mut commands: Vec<String> = reads.to_vec();
+    commands.push("cat notes.txt".into());
+    commands.push("grep -r notes . && diff /dev/null notes.txt".into());
+    let results = real_bash(&ws, AgentConfig::new(), &commands).await;
+    assert_eq!(results.len(), commands.len(), "{results:?}");
+    for (command, result) in commands.iter().zip(&results).take(reads.len()) {
+        assert!(
+            result.contains("needs the user's permission"),
+            "`{command}` ran without asking: {result}"
+        );
+    }
+    assert_eq!(results[reads.len()], "inside notes\nExit code: 0");
+    assert!(
+        results[reads.len() + 1].contains("> inside notes"),
+        "{results:?}"
+    );
+    let transcript = results.join("\n");
+    assert!(!transcript.contains("KEY MATERIAL"), "{transcript}");
+
+    // A `cd` the user allowed carries over: a later relative read is judged from there.
+    let results = real_bash(
+        &ws,
+        AgentConfig::new().allow("Bash(cd:*)"),
+        &[
+            format!("cd {o}"),
+            "cat id_rsa".into(),
+            "wc -c id_rsa".into(),
+        ],
+    )
+    .await;
+    assert!(results[0].ends_with("Exit code: 0"), "{results:?}");
+    assert!(
+        results[1].contains("needs the user's permission"),
+        "{results:?}"
+    );
+    assert!(
+        results[2].contains("needs the user's permission"),
+        "{results:?}"
+    );
+}
+
+/// Issue 25, item 11: every one of these printed secrets into the model's context without
+/// asking. Through the real shell, with no one to approve, none runs; the secret-name rule is
+/// the one `get_env` follows.
+#[tokio::test]
+async fn the_shell_asks_before_showing_secrets() {
+    let workspace = tempfile::tempdir().unwrap();
+    let ws = workspace.path().canonicalize().unwrap();
+    let mut commands: Vec<String> = [
+        "echo $ANTHROPIC_API_KEY",
+        "echo \"url=${DATABASE_URL}\"",
+        "echo $MYSQL_PWD",
+        "printenv",
+        "env",
+        "cat /proc/self/environ",
+        "jq -n '$ENV'",
+        "jq -n 'env.ANTHROPIC_API_KEY'",
+        "git var -l",
+        "ps eww",
+        "jq --rawfile a /etc/shadow -n '$a'",
+    ]
+    .iter()
+    .map(|c| c.to_string())
+    .collect();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    if home
+        .as_ref()
+        .is_some_and(|h| h.is_absolute() && !ws.starts_with(h))
+    {
+        commands.push("cat ~/.ssh/id_rsa".into());
+        commands.push("cat ~/.aws/credentials".into());
+    }
+    let asked = commands.len();
+    commands.push("echo $HOME && printenv PWD".into());
+    let results = real_bash(&ws, AgentConfig::new(), &commands).await;
+    assert_eq!(results.len(), commands.len(), "{results:?}");
+    for (command, result) in commands.iter().zip(&results).take(asked) {
+        assert!(
+            result.contains("needs the user's permission"),
+            "`{command}` ran without asking: {result}"
+        );
+    }
+    assert!(results[asked].ends_with("Exit code: 0"), "{results:?}");
+}

@@ -40,6 +40,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::containment::{self, Outcome, Plan, ShellPolicy};
 use super::shell_env;
+use crate::permission::ShellDir;
 use crate::permission::bash::{Decision, classify, simple_commands};
 use crate::process::kill_group;
 use crate::{
@@ -423,6 +424,8 @@ async fn run_foreground(
     if let Ok(text) = std::fs::read_to_string(&cwd_file.0) {
         let new_dir = PathBuf::from(text.trim_end_matches('\n'));
         if new_dir.is_absolute() && new_dir.is_dir() {
+            // The permission gate resolves the next command's relative paths from there.
+            ctx.session::<ShellDir>().set(Some(new_dir.clone()));
             *lock(&state.cwd) = Some(new_dir);
         }
     }

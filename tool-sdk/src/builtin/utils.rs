@@ -105,11 +105,10 @@ pub async fn sleep(
     })
 }
 
-/// Parts of a variable name that mark it as holding a secret.
-const SECRET_MARKERS: [&str; 6] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"];
-
 /// Returns the value of an environment variable of this process. Names that look like they
-/// hold secrets (containing KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL) are refused.
+/// hold secrets are refused: those containing KEY, TOKEN, SECRET, PASSWORD, PASSWD, PWD or
+/// CREDENTIAL (but PWD itself is readable), and those with a part such as URL, DSN, PASS or
+/// PROXY, like DATABASE_URL or MYSQL_PWD.
 #[tool(
     category = "utils",
     read_only,
@@ -120,8 +119,8 @@ pub async fn get_env(
     /// The variable's name, e.g. "HOME".
     name: String,
 ) -> Result<String, ToolError> {
-    let upper = name.to_ascii_uppercase();
-    if let Some(marker) = SECRET_MARKERS.iter().find(|m| upper.contains(*m)) {
+    // The Bash classifier asks before expanding the same names.
+    if let Some(marker) = crate::permission::secret_marker(&name) {
         return Err(ToolError::permission_denied(format!(
             "`{name}` looks like it holds a secret (its name contains {marker}); get_env does not \
              reveal such variables"

@@ -7,6 +7,8 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::Value;
 
 use super::bash::{self, Classification, CommandAnalysis, Decision};
+use super::shell_reads;
+use crate::sandbox::Sandbox;
 use crate::tool::{ActsOn, Tool};
 
 /// What one call is about, as the permission gate sees it.
@@ -74,6 +76,15 @@ impl ShellFacts {
             return None;
         }
         Some(commands.iter().map(|c| c.argv.join(" ")).collect())
+    }
+
+    /// Where the command may read that `sandbox` does not let file tools read, and why:
+    /// the Read tool's refusal of a path is the reason the same read through the shell asks.
+    /// Relative words are taken from `shell_dir`, where the command starts. `None` when
+    /// every path passes, or the command does not parse (it asks anyway).
+    pub fn read_outside(&self, sandbox: &Sandbox, shell_dir: &Path) -> Option<String> {
+        let commands = self.analysis.commands.as_ref().ok()?;
+        shell_reads::read_outside(commands, &self.analysis.input_files, sandbox, shell_dir)
     }
 
     /// The simple commands as deny rules see them: every command, run-time words kept as

@@ -13,8 +13,9 @@
 //! 4. **Ask rules**, then **allow rules**, then the rules the user remembered with "allow
 //!    always" (allow and ask rules must cover every simple command of a shell command).
 //! 5. **The default**: a shell command the classifier vouches for runs (every simple command
-//!    on its read-only list); calls about the agent's own state run; other read-only calls
-//!    run; everything else asks.
+//!    on its read-only list), unless it may read a path the sandbox refuses file tools (the
+//!    Read tool's refusal makes the same read through the shell ask); calls about the agent's
+//!    own state run; other read-only calls run; everything else asks.
 //! 6. **The question**, to the app's [`PermissionHandler`] (the agent turns a missing handler
 //!    into a `PermissionRequested` event): allow once, allow always (the suggested rule is
 //!    remembered for the session), or deny with a message for the model.
@@ -30,7 +31,7 @@ use serde_json::Value;
 use super::facts::CallFacts;
 use super::{
     HookDecision, ModeState, PermissionAnswer, PermissionHandler, PermissionMode,
-    PermissionQuestion, PermissionRules, PreToolUse, Rule, RuleVerdict,
+    PermissionQuestion, PermissionRules, PreToolUse, Rule, RuleVerdict, ShellDir,
 };
 use crate::tool::{Tool, ToolContext, ToolError};
 
@@ -132,7 +133,7 @@ impl PermissionGate {
             RuleVerdict::Ask(_) => true,
             RuleVerdict::Allow(_) => return Ok(()),
             RuleVerdict::None if self.remembers(&facts, input, working_dir) => return Ok(()),
-            RuleVerdict::None => !facts.runs_unasked(),
+            RuleVerdict::None => !facts.runs_unasked() || reads_outside(&facts, ctx),
         };
         if !must_ask {
             return Ok(());
@@ -192,6 +193,20 @@ impl PermissionGate {
         }
         message
     }
+}
+
+/// Whether a shell command the classifier vouches for reads where the sandbox would not let
+/// the Read tool read (`cat ~/.ssh/id_rsa`): then it asks, as other reads there are refused.
+fn reads_outside(facts: &CallFacts, ctx: &ToolContext) -> bool {
+    let (Some(shell), Some(sandbox)) = (facts.shell(), ctx.sandbox()) else {
+        return false;
+    };
+    let dir = ctx
+        .session::<ShellDir>()
+        .get()
+        .filter(|dir| dir.is_dir())
+        .unwrap_or_else(|| ctx.working_dir().to_owned());
+    shell.read_outside(sandbox, &dir).is_some()
 }
 
 fn forbidden_by(rule: &Rule) -> ToolError {

@@ -10,6 +10,7 @@ pub use crate::sandbox::{
     PROTECTED_DIRS, PROTECTED_FILES, ProtectedPattern, Sandbox, SandboxError,
 };
 
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -20,10 +21,13 @@ use crate::tool::{BoxFuture, PermissionPrompt, Tool, ToolContext, ToolOutput};
 mod facts;
 mod gate;
 mod rules;
+mod secrets;
+mod shell_reads;
 
 pub use facts::{CallFacts, ShellFacts, Subject};
 pub use gate::{PermissionGate, Revalidate, not_allowed_message};
 pub use rules::{PermissionRules, Rule, RuleError, RuleVerdict};
+pub use secrets::secret_marker;
 
 /// How much runs without asking.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +57,24 @@ impl ModeState {
     /// Switches mode.
     pub fn set(&self, mode: PermissionMode) {
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = mode;
+    }
+}
+
+/// The directory the agent's shell is in, as the Bash tool last learnt it (a `cd` carries
+/// over between calls); `None` before its first command. The permission gate resolves a
+/// command's relative paths from there.
+#[derive(Debug, Default)]
+pub struct ShellDir(Mutex<Option<PathBuf>>);
+
+impl ShellDir {
+    /// The shell's directory, when known.
+    pub fn get(&self) -> Option<PathBuf> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Records where the shell is now (`None`: back to the working directory).
+    pub fn set(&self, dir: Option<PathBuf>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = dir;
     }
 }
 

@@ -72,7 +72,12 @@ pub(super) fn git_check(args: &[Arg]) -> Result<(), String> {
         | "annotate" | "shortlog" | "describe" | "rev-list" | "cat-file" | "show-ref"
         | "diff-tree" | "diff-files" | "diff-index" | "merge-base" | "name-rev"
         | "count-objects" | "check-ignore" | "whatchanged" | "cherry" | "version"
-        | "for-each-ref" | "show-branch" | "var" => Ok(()),
+        | "for-each-ref" | "show-branch" => Ok(()),
+        // `git var -l` lists the whole configuration, credentials in URLs included.
+        "var" => match vals.as_slice() {
+            [name] if !name.starts_with('-') => Ok(()),
+            _ => Err("`git var` without a variable's name lists the configuration".into()),
+        },
         "grep" => forbid(rest, "git grep", &['O'], &[]),
         "branch" => listing(
             &[

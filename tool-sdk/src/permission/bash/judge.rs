@@ -1,7 +1,7 @@
 //! Judging one simple command: the deny rules, the wrappers that run another command
 //! (`env`, `timeout`, `xargs`, ...), and shells given a script as text.
 
-use super::parse::{Arg, analyze, is_block_device, short};
+use super::parse::{Arg, analyze, is_block_device, names_environ, short};
 use super::safe_list::{has_short, long_matches, safe_check};
 use super::{SimpleCommand, Verdict};
 
@@ -103,7 +103,12 @@ pub(super) fn judge(
         None => Judged::Ask(format!("`{base}` is not a known read-only command")),
         Some(Err(why)) => Judged::Ask(why),
         Some(Ok(())) => {
-            if *dynamic {
+            if let Some(a) = args.iter().find(|a| names_environ(&a.value)) {
+                Judged::Ask(format!(
+                    "`{}` may be a process's environment, secrets included",
+                    short(&a.value)
+                ))
+            } else if *dynamic {
                 Judged::Ask("runs with arguments only known at run time".into())
             } else {
                 Judged::Allow(base)
@@ -409,10 +414,11 @@ fn unwrap(base: &str, args: &[Arg]) -> Unwrap {
             }
             let note = sets.then(|| "`env` sets environment variables".to_string());
             if start >= args.len() {
-                return match note {
-                    Some(n) => Unwrap::Refuse(n),
-                    None => Unwrap::Alone,
-                };
+                return Unwrap::Refuse(note.unwrap_or_else(|| {
+                    "`env` without a command prints every environment variable, secrets \
+                     included"
+                        .into()
+                }));
             }
             inner_at(args, start, false, note)
         }

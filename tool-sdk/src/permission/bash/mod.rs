@@ -32,6 +32,7 @@ mod sed;
 use std::fmt;
 
 use parse::analyze;
+pub(crate) use parse::may_match as glob_may_match;
 
 /// Longest command (in bytes) that is parsed at all; longer ones are [`Decision::Ask`].
 pub const MAX_COMMAND_LEN: usize = 100_000;
@@ -142,6 +143,8 @@ pub struct CommandAnalysis {
     pub classification: Classification,
     /// The simple commands, as [`simple_commands`] gives them.
     pub commands: Result<Vec<SimpleCommand>, BashParseError>,
+    /// The files input redirections (`< file`) read, as written (globs kept).
+    pub input_files: Vec<String>,
 }
 
 /// [`classify`] and [`simple_commands`] in one walk of the syntax tree.
@@ -153,9 +156,11 @@ pub fn analyze_command(command: &str) -> CommandAnalysis {
         Some(e) => Err(e),
         None => Ok(out),
     };
+    let input_files = std::mem::take(&mut verdict.inputs);
     CommandAnalysis {
         classification: verdict.finish(),
         commands,
+        input_files,
     }
 }
 
@@ -167,6 +172,8 @@ struct Verdict {
     pub(super) decision: Option<(Decision, String)>,
     pub(super) allowed: Vec<String>,
     pub(super) parse_error: Option<BashParseError>,
+    /// The files `<` redirections read, as written.
+    pub(super) inputs: Vec<String>,
 }
 
 impl Verdict {

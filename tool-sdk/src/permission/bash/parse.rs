@@ -161,7 +161,6 @@ const STRUCTURAL: &[&str] = &[
     "raw_string",
     "ansi_c_string",
     "concatenation",
-    "simple_expansion",
     "file_descriptor",
     "special_variable_name",
     "extglob_pattern",
@@ -227,9 +226,17 @@ impl Walker<'_, '_> {
                     short(self.text(node))
                 ));
             }
-            "expansion" => {
-                let t = self.text(node);
-                if !trivial_expansion(t) {
+            "simple_expansion" | "expansion" => {
+                let src = self.src;
+                let t = src.get(node.byte_range()).unwrap_or("");
+                let name = expanded_name(t);
+                if let Some(mark) = crate::permission::secret_marker(name) {
+                    self.verdict.ask(format!(
+                        "`{}` expands ${name}, whose name ({mark}) says it holds a secret",
+                        short(t)
+                    ));
+                }
+                if kind == "expansion" && !trivial_expansion(t) {
                     self.verdict.ask(format!(
                         "`{}` is a parameter expansion with operators",
                         short(t)
@@ -410,6 +417,16 @@ impl Walker<'_, '_> {
         let arg = self.eval(dest);
         let text = short(self.text(node)).to_string();
         if op == "<" {
+            if arg.dynamic {
+                self.verdict
+                    .ask(format!("`{text}` reads a file named only at run time"));
+            } else if names_environ(&arg.value) {
+                self.verdict.ask(format!(
+                    "`{text}` may read a process's environment, secrets included"
+                ));
+            } else {
+                self.verdict.inputs.push(arg.value);
+            }
             return;
         }
         if (op == ">&" || op == "<&") && !arg.opaque() {
@@ -520,6 +537,52 @@ fn unescape_double(text: &str, arg: &mut Arg) {
             _ => arg.value.push(c),
         }
     }
+}
+
+/// The variable `$NAME`, `${NAME}`, `${#NAME}` or `${NAME:-…}` expands.
+fn expanded_name(t: &str) -> &str {
+    let inner = match t.strip_prefix("${") {
+        Some(rest) => rest.trim_start_matches(['#', '!']),
+        None => t.strip_prefix('$').unwrap_or(t),
+    };
+    let end = inner
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(inner.len());
+    &inner[..end]
+}
+
+/// Whether `word` (a glob's pattern included) may name `/proc/<pid>/environ`, the environment
+/// of a process: a last component that is or may match `environ`, below a `proc` component,
+/// or a literal `environ` in a path relative to wherever the shell is.
+pub(super) fn names_environ(word: &str) -> bool {
+    let parts: Vec<&str> = word.split('/').collect();
+    let Some((last, dirs)) = parts.split_last() else {
+        return false;
+    };
+    if dirs.is_empty() || !may_match(last, "environ") {
+        return false;
+    }
+    *last == "environ"
+        || dirs.iter().enumerate().any(|(i, p)| {
+            *p == "proc"
+                || (may_match(p, "proc")
+                    && (i == 0 || dirs[i - 1].is_empty() || dirs[i - 1] == ".."))
+        })
+}
+
+/// Whether the word `pattern`, globbed by the shell, may match `name`. A pattern too odd
+/// to compile may match anything.
+pub(crate) fn may_match(pattern: &str, name: &str) -> bool {
+    if !pattern.contains(['*', '?', '[', '{']) {
+        return pattern == name;
+    }
+    // Quoting is gone from the value: a backslash stands for any character, never an escape
+    // that would narrow the match.
+    let pattern = pattern.replace('\\', "?");
+    globset::GlobBuilder::new(&pattern)
+        .literal_separator(true)
+        .build()
+        .map_or(true, |g| g.compile_matcher().is_match(name))
 }
 
 fn trivial_expansion(t: &str) -> bool {

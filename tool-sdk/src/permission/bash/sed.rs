@@ -10,6 +10,12 @@ pub(super) fn sed_check(args: &[Arg]) -> Result<(), String> {
         let v = args[i].value.as_str();
         if v == "-e" || v == "--expression" {
             match args.get(i + 1) {
+                Some(s) if s.glob => {
+                    return Err(format!(
+                        "`sed -e {}`: the script is a glob",
+                        short(&s.value)
+                    ));
+                }
                 Some(s) => scripts.push(&s.value),
                 None => return Err("`sed -e` without a script".into()),
             }
@@ -58,6 +64,10 @@ pub(super) fn sed_check(args: &[Arg]) -> Result<(), String> {
         } else if v.starts_with("--") {
             return Err(format!("`sed {v}` may edit files"));
         } else if scripts.is_empty() && operands == 0 {
+            // A glob could expand to another script than the one checked.
+            if args[i].glob {
+                return Err(format!("`sed {}`: the script is a glob", short(v)));
+            }
             scripts.push(v);
             operands += 1;
         } else {
