@@ -334,6 +334,25 @@ impl Agent {
         self.inner.gate.remembered()
     }
 
+    /// What the permission chain would decide, now, for a call of `tool` with `input`, without
+    /// asking anyone or running hooks (see [`PermissionGate::preview`]): for listings such as
+    /// a `/tools` command. `None` when the agent has no such tool.
+    ///
+    /// [`PermissionGate::preview`]: crate::permission::PermissionGate::preview
+    pub fn permission_preview(
+        &self,
+        tool: &str,
+        input: &serde_json::Value,
+    ) -> Option<crate::permission::PermissionPreview> {
+        let tool = self.inner.registry.get(tool)?;
+        Some(self.inner.gate.preview(
+            tool.as_ref(),
+            input,
+            &self.inner.working_dir,
+            self.permission_mode(),
+        ))
+    }
+
     /// The session's permission mode now (ExitPlanMode and [`set_permission_mode`] change it).
     ///
     /// [`set_permission_mode`]: Agent::set_permission_mode

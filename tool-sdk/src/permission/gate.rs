@@ -161,6 +161,41 @@ impl PermissionGate {
         }
     }
 
+    /// What [`check`](Self::check) would decide for a call in `mode`, without asking anyone:
+    /// for a listing such as the coder's `/tools`. The [`PreToolUse`] hooks are not run
+    /// (they are async and may look at anything), so a hook can still change the outcome.
+    pub fn preview(
+        &self,
+        tool: &dyn Tool,
+        input: &Value,
+        working_dir: &Path,
+        mode: PermissionMode,
+    ) -> PermissionPreview {
+        let facts = CallFacts::for_tool(tool, input, working_dir);
+        if self.denied(&facts, input, working_dir).is_some() {
+            return PermissionPreview::Refused;
+        }
+        match mode {
+            PermissionMode::Plan if !facts.read_only && !facts.about_agent_state() => {
+                return PermissionPreview::Refused;
+            }
+            PermissionMode::BypassPermissions => return PermissionPreview::Runs,
+            PermissionMode::AcceptEdits if facts.writes_files() => return PermissionPreview::Runs,
+            _ => {}
+        }
+        match self.rules.verdict(&facts, input, working_dir) {
+            RuleVerdict::Deny(_) => PermissionPreview::Refused,
+            RuleVerdict::Ask(_) => PermissionPreview::Asks,
+            RuleVerdict::Allow(_) => PermissionPreview::Runs,
+            RuleVerdict::None
+                if self.remembers(&facts, input, working_dir) || facts.runs_unasked() =>
+            {
+                PermissionPreview::Runs
+            }
+            RuleVerdict::None => PermissionPreview::Asks,
+        }
+    }
+
     /// Step 1: deny rules, and commands the classifier forbids.
     fn denied(&self, facts: &CallFacts, input: &Value, working_dir: &Path) -> Option<ToolError> {
         if let Some(rule) = self.rules.deny_for(facts, input, working_dir) {
@@ -192,6 +227,17 @@ impl PermissionGate {
         }
         message
     }
+}
+
+/// What the gate would do with a call, from [`PermissionGate::preview`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PermissionPreview {
+    /// It runs without asking.
+    Runs,
+    /// The user is asked first.
+    Asks,
+    /// It is refused (a deny rule, the classifier, or plan mode).
+    Refused,
 }
 
 fn forbidden_by(rule: &Rule) -> ToolError {

@@ -22,7 +22,7 @@ mod gate;
 mod rules;
 
 pub use facts::{CallFacts, ShellFacts, Subject};
-pub use gate::{PermissionGate, Revalidate, not_allowed_message};
+pub use gate::{PermissionGate, PermissionPreview, Revalidate, not_allowed_message};
 pub use rules::{PermissionRules, Rule, RuleError, RuleVerdict};
 
 /// How much runs without asking.
