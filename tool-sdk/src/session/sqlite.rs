@@ -136,6 +136,35 @@ impl SqliteStore {
         &self.path
     }
 
+    /// Deletes the session `id`, its records and its lease: for an app that started a
+    /// session and then had nothing to keep in it, such as one whose first request never
+    /// reached the provider. Delete only a session no agent is using (drop the agent first).
+    /// Sessions forked from it keep their copy of its history. An unknown id is
+    /// [`SessionError::UnknownSession`].
+    pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
+        let id = id.to_owned();
+        let last_append = self.last_append.clone();
+        self.with_connection(move |connection, path| {
+            let fail = |error| storage_error(path, error);
+            *last_append.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            let transaction = connection.transaction().map_err(fail)?;
+            transaction
+                .execute("DELETE FROM leases WHERE session_id = ?1", params![id])
+                .map_err(fail)?;
+            transaction
+                .execute("DELETE FROM records WHERE session_id = ?1", params![id])
+                .map_err(fail)?;
+            let deleted = transaction
+                .execute("DELETE FROM sessions WHERE id = ?1", params![id])
+                .map_err(fail)?;
+            if deleted == 0 {
+                return Err(SessionError::UnknownSession { id });
+            }
+            transaction.commit().map_err(fail)
+        })
+        .await
+    }
+
     fn prepare(&self) -> Result<(), SessionError> {
         let path = self.path.clone();
         let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
