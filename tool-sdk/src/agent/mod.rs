@@ -1,7 +1,9 @@
 //! The agent: a model, the tools it may call, and the loop between them.
 //!
-//! (`standalone_crate`: merged doctests would share one global registry, where two examples'
-//! tools could clash by name.)
+//! [`Agent::create`] starts one from an [`AgentConfig`]; [`Agent::prompt`] runs a prompt to
+//! its answer, and [`Agent::run`] streams the same run as [`AgentEvent`]s (text as it comes,
+//! each call, permission questions). A [`ScriptedModel`](crate::model::ScriptedModel) plays
+//! the model offline:
 //!
 //! ```standalone_crate
 //! use serde_json::json;
@@ -28,6 +30,9 @@
 //! assert_eq!(result.tool_calls, 1);
 //! # });
 //! ```
+
+// The doctests here are `standalone_crate`: merged doctests would share one global registry,
+// where two examples' tools could clash by name.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
