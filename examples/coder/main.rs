@@ -1,7 +1,7 @@
 //! `coder`: an interactive terminal coding agent in about 1,800 lines, on top of tool-sdk.
 //!
 //! ```text
-//! cargo run --example coder                      # offline: a scripted demo on this directory
+//! cargo run --example coder                      # offline: a scripted demo on a copy of this dir
 //! ANTHROPIC_API_KEY=... cargo run --example coder -- --cwd ~/my-project
 //! OPENAI_BASE_URL=http://localhost:11434/v1 cargo run --example coder -- --model qwen3
 //! cargo run --example coder -- --print "How many Rust files are there?" --allow Bash
