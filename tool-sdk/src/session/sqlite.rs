@@ -834,6 +834,50 @@ mod tests {
     }
 
     #[test]
+    fn a_deleted_session_is_gone_with_its_records_and_lease_and_the_others_stay() {
+        runtime().block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let store = SqliteStore::open(dir.path().join("s.db")).unwrap();
+            let kept = store.create(NewSession::new("/a")).await.unwrap();
+            let gone = store.create(NewSession::new("/a")).await.unwrap();
+            let prompt = Record::user(Message::user("hello?"));
+            store.append(&kept.id, &prompt).await.unwrap();
+            store.append(&gone.id, &prompt).await.unwrap();
+            store
+                .acquire(&gone.id, "me", Duration::from_secs(60))
+                .await
+                .unwrap();
+
+            store.delete(&gone.id).await.unwrap();
+            let unknown = SessionError::UnknownSession {
+                id: gone.id.clone(),
+            };
+            assert_eq!(store.get(&gone.id).await.unwrap_err(), unknown);
+            assert_eq!(store.append(&gone.id, &prompt).await.unwrap_err(), unknown);
+            assert_eq!(store.delete(&gone.id).await.unwrap_err(), unknown);
+            let connection = Connection::open(dir.path().join("s.db")).unwrap();
+            let rows: i64 = connection
+                .query_row(
+                    "SELECT (SELECT COUNT(*) FROM records WHERE session_id = ?1)
+                          + (SELECT COUNT(*) FROM leases WHERE session_id = ?1)",
+                    params![gone.id],
+                    |row| row.get(0),
+                )
+                .unwrap();
+            assert_eq!(rows, 0);
+            let listed: Vec<_> = store
+                .list()
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|s| s.id)
+                .collect();
+            assert_eq!(listed, [kept.id.clone()]);
+            assert_eq!(store.load(&kept.id).await.unwrap(), [prompt]);
+        });
+    }
+
+    #[test]
     fn an_unknown_session_is_an_error_that_changes_nothing() {
         runtime().block_on(async {
             let dir = tempfile::tempdir().unwrap();
