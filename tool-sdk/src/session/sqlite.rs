@@ -872,8 +872,8 @@ mod tests {
                 .into_iter()
                 .map(|s| s.id)
                 .collect();
-            assert_eq!(listed, [kept.id.clone()]);
             assert_eq!(store.load(&kept.id).await.unwrap(), [prompt]);
+            assert_eq!(listed, [kept.id]);
         });
     }
 
