@@ -208,3 +208,83 @@ fn the_otlp_line_is_the_doctest_of_init_otlp() {
     let telemetry = include_str!("../tool-sdk/src/telemetry.rs");
     assert!(telemetry.contains(&format!("/// {line}\n")), "{line}");
 }
+
+/// The first `//!` block of a source file, without the `//! ` markers.
+fn module_doc(source: &str) -> String {
+    source
+        .lines()
+        .skip_while(|line| !line.starts_with("//!"))
+        .take_while(|line| line.starts_with("//!"))
+        .map(|line| line.trim_start_matches("//!").trim_start())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_rustdoc_front_pages_show_an_agent_and_the_dependencies_and_speak_to_users() {
+    let front = module_doc(include_str!("../tool-sdk/src/lib.rs"));
+    assert!(front.contains("Agent::create("), "{front}");
+    // The same [dependencies] lines as the README's, so one cannot go stale alone.
+    let start = front.find("[dependencies]").expect("Cargo.toml lines");
+    let block: toml::Table = front[start..].split("```").next().unwrap().parse().unwrap();
+    assert_eq!(
+        block["dependencies"].as_table().unwrap(),
+        &dependencies_block()
+    );
+
+    // The agent page opens for users: notes for maintainers are plain comments.
+    let agent = module_doc(include_str!("../tool-sdk/src/agent/mod.rs"));
+    assert!(agent.contains("Agent::create"), "{agent}");
+    assert!(!agent.contains("merged doctests"), "{agent}");
+
+    // A re-export's docs are shown inlined, where intra-doc links render as `[...]`.
+    let lib = include_str!("../tool-sdk/src/lib.rs");
+    let reexport = lib.find("pub use schemars::JsonSchema;").unwrap();
+    let its_doc = lib[..reexport]
+        .lines()
+        .rev()
+        .take_while(|l| l.starts_with("///"));
+    for line in its_doc {
+        assert!(!line.contains("[`schemars`]"), "{line}");
+    }
+}
+
+#[test]
+fn the_readme_says_what_the_crate_has_and_how_big_the_coder_is() {
+    let compares = README
+        .split("## How it compares")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap();
+    assert!(!compares.contains("does **not** yet compact"), "{compares}");
+    assert!(
+        compares.contains("compacts long conversations"),
+        "{compares}"
+    );
+    assert!(compares.contains("before a\n  compaction"), "{compares}");
+
+    // `get_tools` is introduced with what it returns.
+    let get_tools = README.find("get_tools(Some(").unwrap();
+    assert!(README[get_tools..get_tools + 200].contains("`Result`"));
+
+    // The coder's size, as the README states it, within a tenth of the real count.
+    let lines: usize = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/coder"))
+        .unwrap()
+        .map(|entry| {
+            std::fs::read_to_string(entry.unwrap().path())
+                .unwrap()
+                .lines()
+                .count()
+        })
+        .sum();
+    let said = README
+        .split("`examples/coder/` is about ")
+        .nth(1)
+        .and_then(|rest| rest.split(" lines").next())
+        .expect("the README states the coder's size");
+    let said: usize = said.replace(',', "").parse().unwrap();
+    assert!(
+        said.abs_diff(lines) * 10 <= lines,
+        "the README says {said} lines, the coder has {lines}"
+    );
+}

@@ -6,6 +6,10 @@
 //! with Grep (and for Rust files with Glob, at the same time), reads the first file that has
 //! one, and proposes an Edit marking the TODO as reviewed. `run <command>` makes it call Bash,
 //! and `call <tool> <json>` any tool (MCP tools included).
+//!
+//! Run without `--cwd`, the demo works on a [scratch copy](scratch_copy) of the directory, so
+//! that trying it in a checkout (this repository's, as the README says) leaves the checkout as
+//! it was and the next demo finds the same TODO.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +23,74 @@ pub const FIRST_PROMPT: &str = "Find a TODO comment in this project and resolve 
 /// A TODO right after `//`, `#` or `/*`, not yet marked as reviewed (or signed, as in
 /// `TODO(name)`).
 const TODO_COMMENT: &str = r"(//|#|/\*)\s*TODO([^(]|$)";
+
+/// At most this many files, and bytes, go into a scratch copy: the demo needs a project's
+/// sources, not its build outputs or data.
+const SCRATCH_MAX_FILES: usize = 5_000;
+const SCRATCH_MAX_BYTES: u64 = 100 << 20;
+
+/// A scratch copy of `project`'s files, made in `under` (the coder's data directory): the
+/// files git would see (hidden ones, `target/` and what `.gitignore` names are left out).
+/// `fresh` replaces an earlier copy; otherwise one that exists is kept as it is (a resumed
+/// demo goes on with its own edits). Returns the copy and how many files it has.
+pub fn scratch_copy(project: &Path, under: &Path, fresh: bool) -> Result<(PathBuf, usize), String> {
+    use std::hash::{Hash, Hasher};
+    // One copy per project directory, named so a person can tell whose it is.
+    let mut hasher = std::hash::DefaultHasher::new();
+    project.hash(&mut hasher);
+    let name = project.file_name().map_or_else(
+        || "root".to_owned(),
+        |name| name.to_string_lossy().into_owned(),
+    );
+    let copy = under.join(format!("{name}-{:08x}", hasher.finish() as u32));
+    let failed = |what: &str, path: &Path, e: std::io::Error| {
+        format!(
+            "cannot {what} {} for the demo's scratch copy: {e}",
+            path.display()
+        )
+    };
+    if !fresh && copy.is_dir() {
+        let files = ignore::WalkBuilder::new(&copy)
+            .build()
+            .flatten()
+            .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+            .count();
+        return Ok((copy, files));
+    }
+    if copy.exists() {
+        std::fs::remove_dir_all(&copy).map_err(|e| failed("remove", &copy, e))?;
+    }
+    std::fs::create_dir_all(&copy).map_err(|e| failed("create", &copy, e))?;
+    let (mut files, mut bytes) = (0, 0);
+    let walk = ignore::WalkBuilder::new(project)
+        // A project that is not (yet) a git repository has its .gitignore respected too.
+        .require_git(false)
+        .filter_entry(|entry| entry.file_name() != "target")
+        .build();
+    for entry in walk.flatten() {
+        let Ok(relative) = entry.path().strip_prefix(project) else {
+            continue;
+        };
+        let to = copy.join(relative);
+        match entry.file_type() {
+            Some(kind) if kind.is_dir() => {
+                std::fs::create_dir_all(&to).map_err(|e| failed("create", &to, e))?;
+            }
+            Some(kind) if kind.is_file() => {
+                let size = entry.metadata().map_or(0, |m| m.len());
+                if files == SCRATCH_MAX_FILES || bytes + size > SCRATCH_MAX_BYTES {
+                    break;
+                }
+                std::fs::copy(entry.path(), &to).map_err(|e| failed("copy", entry.path(), e))?;
+                files += 1;
+                bytes += size;
+            }
+            // Links are left out: one could lead the demo's edit back into the checkout.
+            _ => {}
+        }
+    }
+    Ok((copy, files))
+}
 
 /// A scripted model that works on the project at `root`.
 pub fn model(root: &Path) -> ScriptedModel {

@@ -1,7 +1,7 @@
-//! `coder`: an interactive terminal coding agent in a few hundred lines, on top of tool-sdk.
+//! `coder`: an interactive terminal coding agent in about 1,800 lines, on top of tool-sdk.
 //!
 //! ```text
-//! cargo run --example coder                      # offline: a scripted demo on this directory
+//! cargo run --example coder                      # offline: a scripted demo on a copy of this dir
 //! ANTHROPIC_API_KEY=... cargo run --example coder -- --cwd ~/my-project
 //! OPENAI_BASE_URL=http://localhost:11434/v1 cargo run --example coder -- --model qwen3
 //! cargo run --example coder -- --print "How many Rust files are there?" --allow Bash
@@ -19,6 +19,7 @@ mod ui;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use console::style;
@@ -30,7 +31,7 @@ use tool_sdk::agent::{Agent, AgentConfig, ClaudeSettings, ProjectMemory, RunResu
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::openai::OpenAiModel;
 use tool_sdk::model::{Model, ModelError};
-use tool_sdk::permission::{CallFacts, PermissionAnswer, PermissionMode, Rule};
+use tool_sdk::permission::{CallFacts, PermissionAnswer, PermissionMode, PermissionPreview, Rule};
 use tool_sdk::session::SqliteStore;
 
 use input::{Line, LineReader, QuietTerminal};
@@ -80,6 +81,10 @@ enum ProviderChoice {
     Demo,
 }
 
+/// How long a session stays taken by a coder that stopped renewing it (it renews every third
+/// of this while it runs): a second coder on the same session is refused until then.
+const LEASE: Duration = Duration::from_secs(10);
+
 /// The tools a coding agent needs; the model sees these and nothing else.
 const TOOLS: &[&str] = &[
     "Read",
@@ -107,6 +112,15 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<ExitCode, String> {
+    if args
+        .print
+        .as_deref()
+        .is_some_and(|prompt| prompt.trim().is_empty())
+    {
+        return Err(
+            "--print needs a prompt, e.g. --print \"How many Rust files are there?\"".into(),
+        );
+    }
     let cwd = match &args.cwd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| format!("cannot read the current dir: {e}"))?,
@@ -114,7 +128,27 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     let cwd = cwd
         .canonicalize()
         .map_err(|e| format!("--cwd {}: {e}", cwd.display()))?;
-    let (model, demo) = choose_model(&args, &cwd).map_err(|e| e.to_string())?;
+    let provider = provider_choice(&args);
+    let demo = provider == ProviderChoice::Demo;
+    // The README's first command runs the demo in this repository's checkout: it edits a copy,
+    // so the checkout (and the next demo) finds its TODO as it was.
+    let mut scratch_note = None;
+    let cwd = if demo && args.cwd.is_none() {
+        let resuming = args.continue_latest || args.resume.is_some();
+        let under = sessions::data_dir()?.join("demo");
+        let (copy, files) = demo::scratch_copy(&cwd, &under, !resuming)
+            .map_err(|e| format!("{e} (pass --cwd DIR to run the demo on DIR itself)"))?;
+        scratch_note = Some(format!(
+            "The demo works on a scratch copy of {} ({files} files) at {}, so your checkout \
+             stays as it is.",
+            cwd.display(),
+            copy.display()
+        ));
+        copy
+    } else {
+        cwd
+    };
+    let model = choose_model(&args, provider, &cwd).map_err(|e| e.to_string())?;
 
     let mut config = AgentConfig::new()
         .with_model_arc(model.clone())
@@ -138,7 +172,12 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     // Conversations are saved as they happen; without a store the coder still works.
     let store = sessions::open_store();
     match &store {
-        Ok(store) => config = config.with_session_store(store.clone()),
+        // One coder at a time on a session: a second one is told who has it.
+        Ok(store) => {
+            config = config
+                .with_session_store(store.clone())
+                .with_session_lease(LEASE);
+        }
         Err(problem) => warn(&format!("this conversation will not be saved: {problem}")),
     }
     let store = store.ok();
@@ -155,9 +194,11 @@ async fn run(args: Args) -> Result<ExitCode, String> {
             Some(match (resume.as_deref(), &input) {
                 (Some(""), Some(input)) => sessions::pick(store, input).await?,
                 (Some(""), None) => {
-                    return Err("--resume without an id asks which session to resume; with \
-                                --print, pass the id (`coder --resume ID`)"
-                        .into());
+                    return Err(format!(
+                        "--resume without an id asks which session to resume; with --print, \
+                         pass the id (`{} --resume ID`)",
+                        sessions::command_name()
+                    ));
                 }
                 (Some(id), _) => id.to_owned(),
                 (None, _) => sessions::latest_in(store, &cwd).await?.id,
@@ -165,10 +206,11 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         }
     };
     let agent = match &resume_id {
-        Some(id) => Agent::resume(config, id).await,
-        None => Agent::create(config).await,
-    }
-    .map_err(|e| e.to_string())?;
+        Some(id) => sessions::open(config, id, store.as_ref(), input.as_ref()).await?,
+        None => Agent::create(config).await.map_err(|e| e.to_string())?,
+    };
+    // Made by this run: a session with nothing answered in it is not kept.
+    let created = resume_id.is_none().then(|| agent.session_id().to_owned());
     for (flag, rules) in [("--allow", &args.allow), ("--deny", &args.deny)] {
         for rule in rules {
             if let Some(problem) = rule_problem(&agent, rule, &cwd) {
@@ -189,7 +231,11 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     });
 
     if let Some(prompt) = &args.print {
-        let result = one_turn(&agent, prompt, None, &current_turn).await;
+        if let Some(note) = &scratch_note {
+            eprintln!("{}", style(note).yellow());
+        }
+        let result = one_turn(&agent, &cwd, prompt, None, &current_turn).await;
+        sessions::finish(agent, store.as_ref(), created.as_deref()).await;
         return Ok(if result.error.is_none() {
             ExitCode::SUCCESS
         } else {
@@ -208,6 +254,9 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         return Err("no terminal to read from".into());
     };
     let mut next = None;
+    if let Some(note) = &scratch_note {
+        println!("{}", style(note).yellow());
+    }
     if resume_id.is_some() {
         recap(&agent).await;
     } else if demo {
@@ -241,8 +290,9 @@ async fn run(args: Args) -> Result<ExitCode, String> {
             }
             continue;
         }
-        one_turn(&agent, line, Some(&input), &current_turn).await;
+        one_turn(&agent, &cwd, line, Some(&input), &current_turn).await;
     }
+    sessions::finish(agent, store.as_ref(), created.as_deref()).await;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -250,6 +300,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
 /// (none in --print mode: calls that ask are refused).
 async fn one_turn(
     agent: &Agent,
+    cwd: &std::path::Path,
     prompt: &str,
     input: Option<&LineReader>,
     current_turn: &Mutex<Option<CancellationToken>>,
@@ -257,7 +308,8 @@ async fn one_turn(
     let _quiet = QuietTerminal::new();
     let mut run = agent.run(prompt);
     *current_turn.lock().unwrap() = Some(run.cancellation_token());
-    let mut view = RunView::new();
+    // In --print mode stdout gets the answer and nothing else.
+    let mut view = RunView::new(input.is_none(), cwd);
     let mut result = RunResult::default();
     while let Some(event) = run.next().await {
         if let tool_sdk::agent::AgentEvent::Finished(finished) = event {
@@ -292,7 +344,7 @@ async fn one_turn(
     }
     *current_turn.lock().unwrap() = None;
     view.finish(&result);
-    println!("{}", style(session_cost_line(agent)).dim());
+    view.out(style(session_cost_line(agent)).dim().to_string());
     result
 }
 
@@ -363,15 +415,22 @@ async fn recap(agent: &Agent) {
     if let Some(answer) = last_answer {
         println!("{}", style(answer.text().trim()).dim());
     }
-    if messages
+    if let Some(last) = messages
         .last()
-        .is_some_and(|m| m.role == tool_sdk::model::Role::User)
+        .filter(|m| m.role == tool_sdk::model::Role::User)
     {
         println!(
             "{}",
             style("The last turn was cut off before the model answered; your next message goes on from there.")
                 .yellow()
         );
+        let calls = messages
+            .iter()
+            .rev()
+            .find(|m| m.role == tool_sdk::model::Role::Assistant);
+        for line in sessions::interrupted_calls(last, calls) {
+            println!("{}", style(line).yellow());
+        }
     }
 }
 
@@ -382,12 +441,10 @@ async fn slash_command(agent: &Agent, store: Option<&SqliteStore>, command: &str
         "exit" | "quit" => return false,
         "tools" => {
             for name in agent.tool_names() {
-                let read_only = agent
-                    .registry()
-                    .get(&name)
-                    .is_some_and(|t| t.is_read_only());
-                let note = if read_only { "read-only" } else { "asks" };
-                println!("  {name:<12} {}", style(note).dim());
+                println!(
+                    "  {name:<12} {}",
+                    style(tool_permission(agent, &name)).dim()
+                );
             }
         }
         "mcp" => {
@@ -425,43 +482,73 @@ async fn slash_command(agent: &Agent, store: Option<&SqliteStore>, command: &str
             }
             println!("  mode: {:?}", agent.permission_mode());
         }
-        _ => println!(
-            "  /tools            the tools the model can use\n  \
-             /mcp              the MCP servers and how many tools each gives\n  \
-             /mode plan|default|acceptEdits|bypass\n  \
-             /cost             tokens and USD of this conversation\n  \
-             /sessions         saved conversations (resume with --resume ID)\n  \
-             /rewind [N]       put the files back as they were before prompt N\n  \
-             /exit             quit (or Ctrl-D)"
+        "help" => println!("{HELP}"),
+        other => println!(
+            "  unknown command /{other}; the commands are:\n{HELP}",
+            other = other.trim()
         ),
     }
     true
 }
 
+/// What the permission chain does with a call of the tool now (rules, mode and all): for
+/// Bash, what it does with a read-only command and with one that changes things.
+fn tool_permission(agent: &Agent, name: &str) -> String {
+    let says = |preview| match preview {
+        Some(PermissionPreview::Runs) => "runs without asking",
+        Some(PermissionPreview::Asks) => "asks",
+        Some(PermissionPreview::Refused) | None => "refused",
+    };
+    if name == "Bash" {
+        let read_only = agent.permission_preview(name, &json!({ "command": "ls" }));
+        let changes = agent.permission_preview(name, &json!({ "command": "touch file" }));
+        if read_only != changes {
+            return format!(
+                "{} (read-only commands: {})",
+                says(changes),
+                says(read_only)
+            );
+        }
+        return says(changes).to_owned();
+    }
+    says(agent.permission_preview(name, &json!({}))).to_owned()
+}
+
+const HELP: &str = "  /tools            the tools the model can use, and which ask first\n  \
+             /mcp              the MCP servers and how many tools each gives\n  \
+             /mode plan|default|acceptEdits|bypass\n  \
+             /cost             tokens and USD of this conversation\n  \
+             /sessions         saved conversations (resume with --resume ID)\n  \
+             /rewind [N]       put the files back as they were before prompt N\n  \
+             /help             this list\n  \
+             /exit             quit (or Ctrl-D)";
+
 /// The provider from the flags, else from the environment, else the scripted demo.
-fn choose_model(args: &Args, cwd: &std::path::Path) -> Result<(Arc<dyn Model>, bool), ModelError> {
+fn provider_choice(args: &Args) -> ProviderChoice {
     let env = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
-    let provider = args.provider.unwrap_or(if env("ANTHROPIC_API_KEY") {
+    args.provider.unwrap_or(if env("ANTHROPIC_API_KEY") {
         ProviderChoice::Anthropic
     } else if env("OPENAI_API_KEY") || env("OPENAI_BASE_URL") {
         ProviderChoice::Openai
     } else {
         ProviderChoice::Demo
-    });
+    })
+}
+
+/// The model of `provider`; the scripted demo's works on `cwd`.
+fn choose_model(
+    args: &Args,
+    provider: ProviderChoice,
+    cwd: &std::path::Path,
+) -> Result<Arc<dyn Model>, ModelError> {
     let model_id = args.model.clone();
     Ok(match provider {
-        ProviderChoice::Anthropic => (
-            Arc::new(AnthropicModel::from_env(
-                model_id.unwrap_or_else(|| "claude-sonnet-4-5".into()),
-            )?),
-            false,
-        ),
-        ProviderChoice::Openai => (
-            Arc::new(OpenAiModel::from_env(
-                model_id.unwrap_or_else(|| "gpt-4.1".into()),
-            )?),
-            false,
-        ),
+        ProviderChoice::Anthropic => Arc::new(AnthropicModel::from_env(
+            model_id.unwrap_or_else(|| "claude-sonnet-4-5".into()),
+        )?),
+        ProviderChoice::Openai => Arc::new(OpenAiModel::from_env(
+            model_id.unwrap_or_else(|| "gpt-4.1".into()),
+        )?),
         ProviderChoice::Demo => {
             if let Some(model) = &args.model {
                 warn(&format!(
@@ -469,7 +556,7 @@ fn choose_model(args: &Args, cwd: &std::path::Path) -> Result<(Arc<dyn Model>, b
                      ANTHROPIC_API_KEY or OPENAI_API_KEY, or pass --provider)"
                 ));
             }
-            (Arc::new(demo::model(cwd)), true)
+            Arc::new(demo::model(cwd))
         }
     })
 }

@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use console::{Style, style};
@@ -25,16 +26,22 @@ pub struct RunView {
     /// Calls whose permission question the user answered with Ctrl-C: they never ran.
     cancelled_at_question: HashSet<String>,
     mid_line: bool,
+    /// Everything but the model's text goes to stderr (--print: stdout is the answer).
+    progress_to_stderr: bool,
+    /// Where relative paths in calls are.
+    working_dir: PathBuf,
 }
 
 impl RunView {
-    pub fn new() -> Self {
+    pub fn new(progress_to_stderr: bool, working_dir: &Path) -> Self {
         RunView {
             spinners: MultiProgress::new(),
             running: HashMap::new(),
             titles: HashMap::new(),
             cancelled_at_question: HashSet::new(),
             mid_line: false,
+            progress_to_stderr,
+            working_dir: working_dir.to_owned(),
         }
     }
 
@@ -131,7 +138,8 @@ impl RunView {
             }
             AgentEvent::Error(error) => {
                 self.end_line();
-                self.println(format!("{} {error}", style("error:").red().bold()));
+                let line = format!("{} {error}", style("error:").red().bold());
+                self.spinners.suspend(|| eprintln!("{line}"));
             }
             _ => {}
         }
@@ -149,8 +157,7 @@ impl RunView {
         for (_, spinner) in self.running.drain() {
             spinner.finish_and_clear();
         }
-        println!(
-            "{}",
+        self.out(
             style(format!(
                 "── {} turn{} · {} tool call{} · {} in / {} out tokens · {:.1}s",
                 result.turns,
@@ -162,7 +169,17 @@ impl RunView {
                 result.duration.as_secs_f64()
             ))
             .dim()
+            .to_string(),
         );
+    }
+
+    /// A line that is not the model's text: on stdout, or stderr in --print mode.
+    pub fn out(&self, line: String) {
+        if self.progress_to_stderr {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
     }
 
     fn stop_spinner(&mut self, id: &str) {
@@ -174,9 +191,9 @@ impl RunView {
 
     fn println(&self, line: String) {
         if self.running.is_empty() {
-            println!("{line}");
+            self.out(line);
         } else {
-            self.spinners.suspend(|| println!("{line}"));
+            self.spinners.suspend(|| self.out(line));
         }
     }
 
@@ -208,7 +225,10 @@ impl RunView {
         if let Some(summary) = &question.prompt.summary {
             println!("  {summary}");
         }
-        println!("{}", preview(&question.tool, &question.input));
+        println!(
+            "{}",
+            preview(&question.tool, &question.input, &self.working_dir)
+        );
         loop {
             let prompt = "  Allow? [y]es / [n]o / [a]lways: ".to_owned();
             match input.read(prompt).await {
@@ -253,22 +273,16 @@ pub enum Answer {
 
 /// The call as the user should judge it: an Edit as the diff it would make, a Bash command
 /// as the command, anything else as its input.
-fn preview(tool: &str, input: &Value) -> String {
+fn preview(tool: &str, input: &Value, working_dir: &Path) -> String {
     let field = |name: &str| input[name].as_str().unwrap_or_default();
     match tool {
-        "Edit" => {
-            // Whole lines, so the preview has no "no newline at end of file" markers.
-            let (old, new) = (
-                format!("{}\n", field("old_string")),
-                format!("{}\n", field("new_string")),
-            );
-            let diff = similar::TextDiff::from_lines(&old, &new);
-            let text = diff
-                .unified_diff()
-                .header(field("file_path"), field("file_path"))
-                .to_string();
-            coloured_diff(&text)
-        }
+        "Edit" => coloured_diff(&edit_diff(
+            &working_dir.join(field("file_path")),
+            field("file_path"),
+            field("old_string"),
+            field("new_string"),
+            input["replace_all"].as_bool().unwrap_or(false),
+        )),
         "Bash" => format!("  {}", style(format!("$ {}", field("command"))).cyan()),
         "Write" => {
             let content = field("content");
@@ -290,6 +304,37 @@ fn preview(tool: &str, input: &Value) -> String {
             .collect::<Vec<_>>()
             .join("\n"),
     }
+}
+
+/// The diff an Edit would make to the file at `path`, with the file's real line numbers, as
+/// the Edit tool's own diff shows them once applied. When the file cannot be read, or the
+/// text is not found in it, only the lines replaced, under a header without line numbers.
+fn edit_diff(path: &Path, name: &str, old: &str, new: &str, replace_all: bool) -> String {
+    let unified = |before: &str, after: &str| {
+        similar::TextDiff::from_lines(before, after)
+            .unified_diff()
+            .context_radius(3)
+            .header(name, name)
+            .to_string()
+    };
+    if let Ok(content) = std::fs::read_to_string(path)
+        && !old.is_empty()
+        && content.contains(old)
+    {
+        let after = if replace_all {
+            content.replace(old, new)
+        } else {
+            content.replacen(old, new, 1)
+        };
+        return unified(&content, &after);
+    }
+    // Whole lines, so the preview has no "no newline at end of file" markers; the `@@` line
+    // would give made-up line numbers.
+    unified(&format!("{old}\n"), &format!("{new}\n"))
+        .lines()
+        .map(|line| if line.starts_with("@@") { "@@" } else { line })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A unified diff with removed lines red, added lines green and hunk headers cyan.

@@ -24,6 +24,54 @@
 //! # });
 //! ```
 //!
+//! An agent gives tools to a model and runs the loop: the model asks for calls, the agent
+//! runs them (validated, permission-checked) and sends back the results, until the model
+//! answers. Offline, a [`ScriptedModel`](model::ScriptedModel) plays the model; with a key,
+//! [`AnthropicModel`](model::anthropic::AnthropicModel) or
+//! [`OpenAiModel`](model::openai::OpenAiModel) takes its place and nothing else changes:
+//!
+//! ```standalone_crate
+//! use serde_json::json;
+//! use tool_sdk::agent::{Agent, AgentConfig};
+//! use tool_sdk::model::{ScriptedModel, ScriptedTurn};
+//! use tool_sdk::tool;
+//!
+//! /// Gets the weather in a city.
+//! #[tool(read_only, title = "Weather in {city}")]
+//! async fn get_weather(city: String) -> String {
+//!     format!("Sunny in {city}, 21°C")
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // With a key: tool_sdk::model::anthropic::AnthropicModel::from_env("claude-sonnet-4-5")?
+//!     let model = ScriptedModel::new([
+//!         ScriptedTurn::tool_call("get_weather", json!({"city": "Lisbon"})),
+//!         ScriptedTurn::text("It's sunny in Lisbon: no jacket needed."),
+//!     ]);
+//!     let config = AgentConfig::new()
+//!         .with_model(model)
+//!         .with_tools(["get_weather"]); // what the model can see; read-only tools run unasked
+//!     let agent = Agent::create(config).await?;
+//!     let result = agent.prompt("Do I need a jacket in Lisbon?").await?;
+//!     assert_eq!(result.text, "It's sunny in Lisbon: no jacket needed.");
+//!     assert_eq!(result.tool_calls, 1);
+//!     Ok(())
+//! }
+//! ```
+//!
+//! In `Cargo.toml` (tool-sdk is not on crates.io yet: take it from git, or with
+//! `path = "..."` from a checkout):
+//!
+//! ```toml
+//! [dependencies]
+//! tool-sdk = { git = "https://github.com/tool-sdk/tool-sdk" }
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! serde = { version = "1", features = ["derive"] } # #[derive(Deserialize)] for #[input] types
+//! serde_json = "1"                                 # json!, Value
+//! futures = "0.3"                                  # StreamExt, to stream a run's events
+//! ```
+//!
 //! The pieces:
 //! - [`macro@tool`] turns an async fn into a [`Tool`]; the [`Tool`] trait is also
 //!   implementable by hand for tools built at run time.
@@ -94,7 +142,11 @@ pub use tool::{
 /// }
 /// ```
 pub use schemars;
-/// Derive it on argument and `#[input]` types (with [`schemars`] in scope); see [`schemars`].
+// A plain URL: rustdoc shows these docs on an inlined re-export of another crate's item,
+// where intra-doc links render unresolved, as `[schemars]` in brackets.
+/// Derive it on argument and `#[input]` types, with `schemars` in scope (the derive writes
+/// `schemars::...` paths: `use tool_sdk::{schemars, JsonSchema};`); see
+/// [schemars' documentation](https://docs.rs/schemars/1).
 pub use schemars::JsonSchema;
 
 /// Turns an async fn into a tool an LLM can call.

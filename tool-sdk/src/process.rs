@@ -9,6 +9,15 @@
 //! Once the command has exited and been waited for, its group is left alone: processes it
 //! started in the background and left running are not touched, and the group id, which may
 //! then belong to nobody, is never signalled.
+//!
+//! **When this process dies.** Dropping runs no code when the agent's process is killed
+//! (SIGKILL, the OOM killer), so on Unix each command also gets a watchdog: a tiny `/bin/sh`
+//! in the command's process group, blocked reading a pipe whose only writer is this process
+//! (close-on-exec, so no child holds it). However this process ends, the kernel closes the
+//! pipe, the watchdog reads end-of-file and kills the group, itself included. When the
+//! command is waited for, the watchdog is told to leave (a line on the pipe) and exits
+//! without killing anything. `PR_SET_PDEATHSIG` would need `unsafe` between fork and exec,
+//! and fires when the spawning *thread* ends, which in a Tokio pool is any time.
 
 use std::ffi::OsStr;
 use std::io;
@@ -35,15 +44,82 @@ pub(crate) fn kill_group(pgid: Option<u32>) {
 #[derive(Debug)]
 struct GroupGuard {
     pgid: Option<u32>,
+    watchdog: Option<Watchdog>,
 }
 
 impl GroupGuard {
+    fn new(pgid: Option<u32>) -> Self {
+        GroupGuard {
+            pgid,
+            watchdog: pgid.and_then(Watchdog::start),
+        }
+    }
+
     fn kill(&mut self) {
+        // The watchdog is in the group: it dies with it.
         kill_group(self.pgid.take());
+        self.watchdog = None;
     }
 
     fn disarm(&mut self) {
         self.pgid = None;
+        if let Some(watchdog) = self.watchdog.take() {
+            watchdog.leave();
+        }
+    }
+}
+
+/// Kills the process group it watches when this process dies: see the module docs.
+#[derive(Debug)]
+struct Watchdog {
+    #[cfg(unix)]
+    alive: std::io::PipeWriter,
+    #[cfg(unix)]
+    _process: tokio::process::Child,
+}
+
+impl Watchdog {
+    #[cfg(unix)]
+    fn start(pgid: u32) -> Option<Watchdog> {
+        // `kill -9 -N` is the spelling dash, bash and zsh all read as "the group N".
+        const SCRIPT: &str = "read -r line || kill -9 -$1";
+        let (read, alive) = std::io::pipe().ok()?;
+        let start = |group: u32| {
+            tokio::process::Command::new("/bin/sh")
+                .args(["-c", SCRIPT, "watchdog", &pgid.to_string()])
+                .stdin(read.try_clone()?)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .process_group(group as i32)
+                .spawn()
+        };
+        // In the command's group, so that the group id stays taken (never reused) while it
+        // watches; in a group of its own should the command's be gone already.
+        match start(pgid).or_else(|_| start(0)) {
+            Ok(process) => Some(Watchdog {
+                alive,
+                _process: process,
+            }),
+            Err(error) => {
+                tracing::warn!(%error, "no watchdog for a command: it may outlive this process");
+                None
+            }
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn start(_pgid: u32) -> Option<Watchdog> {
+        None
+    }
+
+    /// Lets the watchdog exit without killing the group (which it does on end-of-file).
+    fn leave(self) {
+        #[cfg(unix)]
+        {
+            use std::io::Write as _;
+            let mut alive = self.alive;
+            let _ = alive.write_all(b"\n");
+        }
     }
 }
 
@@ -165,7 +241,7 @@ impl ToolCommand {
             stdin: child.stdin.take(),
             stdout: child.stdout.take(),
             stderr: child.stderr.take(),
-            group: GroupGuard { pgid: child.id() },
+            group: GroupGuard::new(child.id()),
             child,
         })
     }

@@ -1,7 +1,9 @@
 //! The agent: a model, the tools it may call, and the loop between them.
 //!
-//! (`standalone_crate`: merged doctests would share one global registry, where two examples'
-//! tools could clash by name.)
+//! [`Agent::create`] starts one from an [`AgentConfig`]; [`Agent::prompt`] runs a prompt to
+//! its answer, and [`Agent::run`] streams the same run as [`AgentEvent`]s (text as it comes,
+//! each call, permission questions). A [`ScriptedModel`](crate::model::ScriptedModel) plays
+//! the model offline:
 //!
 //! ```standalone_crate
 //! use serde_json::json;
@@ -28,6 +30,9 @@
 //! assert_eq!(result.tool_calls, 1);
 //! # });
 //! ```
+
+// The doctests here are `standalone_crate`: merged doctests would share one global registry,
+// where two examples' tools could clash by name.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -338,6 +343,25 @@ impl Agent {
     /// config file if the app wants them next time.
     pub fn remembered_rules(&self) -> Vec<Rule> {
         self.inner.gate.remembered()
+    }
+
+    /// What the permission chain would decide, now, for a call of `tool` with `input`, without
+    /// asking anyone or running hooks (see [`PermissionGate::preview`]): for listings such as
+    /// a `/tools` command. `None` when the agent has no such tool.
+    ///
+    /// [`PermissionGate::preview`]: crate::permission::PermissionGate::preview
+    pub fn permission_preview(
+        &self,
+        tool: &str,
+        input: &serde_json::Value,
+    ) -> Option<crate::permission::PermissionPreview> {
+        let tool = self.inner.registry.get(tool)?;
+        Some(self.inner.gate.preview(
+            tool.as_ref(),
+            input,
+            &self.inner.working_dir,
+            self.permission_mode(),
+        ))
     }
 
     /// The session's permission mode now (ExitPlanMode and [`set_permission_mode`] change it).

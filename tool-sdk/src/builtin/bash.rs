@@ -26,7 +26,8 @@
 //! to the whole process group (`kill(-pgid)` through `rustix`'s safe wrapper: no `unsafe`, no
 //! extra process to spawn), so `sleep 60 & sleep 60` leaves nothing behind. Processes a
 //! command that finished normally left running in the background are not touched. This is
-//! [`ToolContext::command`]'s [`ToolChild`], which every tool's commands get.
+//! [`ToolContext::command`]'s [`ToolChild`], which every tool's commands get; it also kills
+//! the group when the agent's process dies, even by SIGKILL (a watchdog, see `process`).
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};

@@ -119,23 +119,9 @@ impl PermissionGate {
             }
         }
 
-        match ctx.session::<ModeState>().get() {
-            PermissionMode::Plan if !facts.read_only && !facts.about_agent_state() => {
-                return Err(ToolError::permission_denied(self.plan_refusal()));
-            }
-            PermissionMode::BypassPermissions => return Ok(()),
-            PermissionMode::AcceptEdits if facts.writes_files() => return Ok(()),
-            _ => {}
-        }
-
-        let must_ask = match self.rules.verdict(&facts, input, working_dir) {
-            RuleVerdict::Deny(rule) => return Err(forbidden_by(&rule)),
-            RuleVerdict::Ask(_) => true,
-            RuleVerdict::Allow(_) => return Ok(()),
-            RuleVerdict::None if self.remembers(&facts, input, working_dir) => return Ok(()),
-            RuleVerdict::None => !facts.runs_unasked() || reads_outside(&facts, ctx),
-        };
-        if !must_ask {
+        let mode = ctx.session::<ModeState>().get();
+        let outside = || reads_outside(&facts, ctx);
+        if self.decide(&facts, input, working_dir, mode, outside)? == PermissionPreview::Runs {
             return Ok(());
         }
 
@@ -160,6 +146,59 @@ impl PermissionGate {
             }
             PermissionAnswer::Deny(reason) => Err(ToolError::permission_denied(reason)),
         }
+    }
+
+    /// What [`check`](Self::check) would decide for a call in `mode`, without asking anyone:
+    /// for a listing such as the coder's `/tools`. The [`PreToolUse`] hooks are not run
+    /// (they are async and may look at anything), so a hook can still change the outcome.
+    pub fn preview(
+        &self,
+        tool: &dyn Tool,
+        input: &Value,
+        working_dir: &Path,
+        mode: PermissionMode,
+    ) -> PermissionPreview {
+        let facts = CallFacts::for_tool(tool, input, working_dir);
+        if self.denied(&facts, input, working_dir).is_some() {
+            return PermissionPreview::Refused;
+        }
+        // Where the shell is now is not known here: the path check is check's alone.
+        self.decide(&facts, input, working_dir, mode, || false)
+            .unwrap_or(PermissionPreview::Refused)
+    }
+
+    /// Steps 3 to 5, after the deny rules and the hooks: whether the call runs or asks, or
+    /// why it is refused. `reads_outside` is asked last, and only for a call that would run.
+    fn decide(
+        &self,
+        facts: &CallFacts,
+        input: &Value,
+        working_dir: &Path,
+        mode: PermissionMode,
+        reads_outside: impl FnOnce() -> bool,
+    ) -> Result<PermissionPreview, ToolError> {
+        match mode {
+            PermissionMode::Plan if !facts.read_only && !facts.about_agent_state() => {
+                return Err(ToolError::permission_denied(self.plan_refusal()));
+            }
+            PermissionMode::BypassPermissions => return Ok(PermissionPreview::Runs),
+            PermissionMode::AcceptEdits if facts.writes_files() => {
+                return Ok(PermissionPreview::Runs);
+            }
+            _ => {}
+        }
+        Ok(match self.rules.verdict(facts, input, working_dir) {
+            RuleVerdict::Deny(rule) => return Err(forbidden_by(&rule)),
+            RuleVerdict::Ask(_) => PermissionPreview::Asks,
+            RuleVerdict::Allow(_) => PermissionPreview::Runs,
+            RuleVerdict::None if self.remembers(facts, input, working_dir) => {
+                PermissionPreview::Runs
+            }
+            RuleVerdict::None if facts.runs_unasked() && !reads_outside() => {
+                PermissionPreview::Runs
+            }
+            RuleVerdict::None => PermissionPreview::Asks,
+        })
     }
 
     /// Step 1: deny rules, and commands the classifier forbids.
@@ -207,6 +246,17 @@ fn reads_outside(facts: &CallFacts, ctx: &ToolContext) -> bool {
         .filter(|dir| dir.is_dir())
         .unwrap_or_else(|| ctx.working_dir().to_owned());
     shell.read_outside(sandbox, &dir).is_some()
+}
+
+/// What the gate would do with a call, from [`PermissionGate::preview`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PermissionPreview {
+    /// It runs without asking.
+    Runs,
+    /// The user is asked first.
+    Asks,
+    /// It is refused (a deny rule, the classifier, or plan mode).
+    Refused,
 }
 
 fn forbidden_by(rule: &Rule) -> ToolError {

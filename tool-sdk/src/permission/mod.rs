@@ -25,7 +25,7 @@ mod secrets;
 mod shell_reads;
 
 pub use facts::{CallFacts, ShellFacts, Subject};
-pub use gate::{PermissionGate, Revalidate, not_allowed_message};
+pub use gate::{PermissionGate, PermissionPreview, Revalidate, not_allowed_message};
 pub use rules::{PermissionRules, Rule, RuleError, RuleVerdict};
 pub use secrets::secret_marker;
 

@@ -136,6 +136,35 @@ impl SqliteStore {
         &self.path
     }
 
+    /// Deletes the session `id`, its records and its lease: for an app that started a
+    /// session and then had nothing to keep in it, such as one whose first request never
+    /// reached the provider. Delete only a session no agent is using (drop the agent first).
+    /// Sessions forked from it keep their copy of its history. An unknown id is
+    /// [`SessionError::UnknownSession`].
+    pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
+        let id = id.to_owned();
+        let last_append = self.last_append.clone();
+        self.with_connection(move |connection, path| {
+            let fail = |error| storage_error(path, error);
+            *last_append.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            let transaction = connection.transaction().map_err(fail)?;
+            transaction
+                .execute("DELETE FROM leases WHERE session_id = ?1", params![id])
+                .map_err(fail)?;
+            transaction
+                .execute("DELETE FROM records WHERE session_id = ?1", params![id])
+                .map_err(fail)?;
+            let deleted = transaction
+                .execute("DELETE FROM sessions WHERE id = ?1", params![id])
+                .map_err(fail)?;
+            if deleted == 0 {
+                return Err(SessionError::UnknownSession { id });
+            }
+            transaction.commit().map_err(fail)
+        })
+        .await
+    }
+
     fn prepare(&self) -> Result<(), SessionError> {
         let path = self.path.clone();
         let connection = self.connection.lock().unwrap_or_else(|p| p.into_inner());
@@ -884,6 +913,50 @@ mod tests {
             assert_eq!(info.title, "Fix the build");
             assert_eq!(info.working_dir, PathBuf::from("/a"));
             assert!(info.updated_at >= info.created_at);
+        });
+    }
+
+    #[test]
+    fn a_deleted_session_is_gone_with_its_records_and_lease_and_the_others_stay() {
+        runtime().block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let store = SqliteStore::open(dir.path().join("s.db")).unwrap();
+            let kept = store.create(NewSession::new("/a")).await.unwrap();
+            let gone = store.create(NewSession::new("/a")).await.unwrap();
+            let prompt = Record::user(Message::user("hello?"));
+            store.append(&kept.id, &prompt).await.unwrap();
+            store.append(&gone.id, &prompt).await.unwrap();
+            store
+                .acquire(&gone.id, "me", Duration::from_secs(60))
+                .await
+                .unwrap();
+
+            store.delete(&gone.id).await.unwrap();
+            let unknown = SessionError::UnknownSession {
+                id: gone.id.clone(),
+            };
+            assert_eq!(store.get(&gone.id).await.unwrap_err(), unknown);
+            assert_eq!(store.append(&gone.id, &prompt).await.unwrap_err(), unknown);
+            assert_eq!(store.delete(&gone.id).await.unwrap_err(), unknown);
+            let connection = Connection::open(dir.path().join("s.db")).unwrap();
+            let rows: i64 = connection
+                .query_row(
+                    "SELECT (SELECT COUNT(*) FROM records WHERE session_id = ?1)
+                          + (SELECT COUNT(*) FROM leases WHERE session_id = ?1)",
+                    params![gone.id],
+                    |row| row.get(0),
+                )
+                .unwrap();
+            assert_eq!(rows, 0);
+            let listed: Vec<_> = store
+                .list()
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|s| s.id)
+                .collect();
+            assert_eq!(store.load(&kept.id).await.unwrap(), [prompt]);
+            assert_eq!(listed, [kept.id]);
         });
     }
 
