@@ -21,8 +21,26 @@ pub fn open_store() -> Result<SqliteStore, String> {
     let dir = dirs::data_dir()
         .map(|dir| dir.join("tool-sdk-coder"))
         .ok_or("no data directory is known for this user (set XDG_DATA_HOME or HOME)")?;
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    private_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     SqliteStore::open(dir.join("sessions.db")).map_err(|e| e.to_string())
+}
+
+/// Creates `dir` (and its missing parents) readable by this user only, whatever the umask,
+/// or makes it so if it exists: the conversations in it hold prompts, file contents and
+/// command output.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        // The umask may have taken bits off a new one; an old one may be open to others.
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(dir)
 }
 
 /// The session `--continue` picks: the most recently updated one in `cwd`.
