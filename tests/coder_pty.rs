@@ -639,3 +639,42 @@ fn flags_that_do_nothing_are_warned_about() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_coders_saved_conversations_are_private_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = project();
+    let data = tempfile::tempdir().unwrap();
+    let store_dir = data.path().join("tool-sdk-coder");
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let run = || {
+        let coder = coder_command(dir.path(), &["--print", "hi"]);
+        // Under the usual umask, in a data directory of its own.
+        let mut command = Command::new("sh");
+        command
+            .args(["-c", "umask 022 && exec \"$0\" \"$@\""])
+            .arg(coder.get_program())
+            .args(coder.get_args())
+            .env("XDG_DATA_HOME", data.path());
+        for (key, value) in coder.get_envs() {
+            match (key, value) {
+                (key, _) if key == "XDG_DATA_HOME" => {}
+                (key, Some(value)) => drop(command.env(key, value)),
+                (key, None) => drop(command.env_remove(key)),
+            }
+        }
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+    };
+    run();
+    assert_eq!(mode(&store_dir), 0o700);
+    assert_eq!(mode(&store_dir.join("sessions.db")), 0o600);
+
+    // Left open to others by an older coder: made private on the next start.
+    std::fs::set_permissions(&store_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let db = store_dir.join("sessions.db");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    run();
+    assert_eq!(mode(&store_dir), 0o700);
+    assert_eq!(mode(&db), 0o600);
+}
