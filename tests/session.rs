@@ -2111,3 +2111,43 @@ fn a_side_file_sqlite_cannot_write_is_refused_when_the_store_opens() {
     // Refused before SQLite touched anything: the file is as it was.
     assert_eq!(std::fs::metadata(&shm).unwrap().len(), 0);
 }
+
+/// Unmounts the small filesystem of [`a_full_disk_at_open_is_an_error_naming_the_shared_memory_file`].
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_at_open_is_an_error_naming_the_shared_memory_file() {
+    // A real full disk: a small tmpfs of the test's own, which needs root (as in CI).
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&small)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !mounted {
+        eprintln!("skipped: this user cannot mount a small tmpfs to fill");
+        return;
+    }
+    let _unmount = Unmount(small.clone());
+    let path = small.join("sessions.db");
+    drop(store_at(&path));
+    let mut filler = std::fs::File::create(small.join("filler")).unwrap();
+    while std::io::Write::write_all(&mut filler, &[0; 4096]).is_ok() {}
+    drop(filler);
+
+    // SQLite alone says "disk I/O error"; the -shm it could not grow is named.
+    let error = SqliteStore::open(&path).unwrap_err().to_string();
+    assert!(
+        error.contains("sessions.db-shm") && error.contains("disk full"),
+        "{error}"
+    );
+}

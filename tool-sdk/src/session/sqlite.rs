@@ -767,7 +767,8 @@ fn with_shared_memory_hint(path: &Path, error: &rusqlite::Error) -> String {
     );
     match shared_memory {
         true => format!(
-            "{error}: SQLite cannot create, grow or map its shared-memory file {} (is the disk              full, or the file not writable?)",
+            "{error}: SQLite cannot create, grow or map its shared-memory file {} (is the \
+             disk full, or the file not writable?)",
             files::side_file(path, "-shm").display()
         ),
         false => error.to_string(),
