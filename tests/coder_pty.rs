@@ -678,3 +678,38 @@ fn the_coders_saved_conversations_are_private_whatever_the_umask() {
     assert_eq!(mode(&store_dir), 0o700);
     assert_eq!(mode(&db), 0o600);
 }
+
+#[test]
+fn resuming_a_session_with_a_damaged_record_warns_and_goes_on() {
+    let dir = project();
+    let data = tempfile::tempdir().unwrap();
+    let with_data = |extra: &[&str]| {
+        let mut command = coder_command(dir.path(), extra);
+        command.env("XDG_DATA_HOME", data.path());
+        command.output().unwrap()
+    };
+    assert!(with_data(&["--print", "hi"]).status.success());
+    // The model's answer damaged in the file, as a disk or a bug could.
+    let db = rusqlite::Connection::open(data.path().join("tool-sdk-coder/sessions.db")).unwrap();
+    let id: String = db
+        .query_row("SELECT id FROM sessions", [], |row| row.get(0))
+        .unwrap();
+    let damaged = db
+        .execute(
+            "UPDATE records SET body = 'not json' WHERE session_id = ?1 AND kind = 'model_turn'",
+            [&id],
+        )
+        .unwrap();
+    assert!(damaged > 0);
+    drop(db);
+
+    let resumed = with_data(&["--resume", &id, "--print", "hi again"]);
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "session {id}: record 1 (model_turn) cannot be read"
+        )),
+        "{stderr}"
+    );
+}

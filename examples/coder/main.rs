@@ -169,6 +169,11 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         None => Agent::create(config).await,
     }
     .map_err(|e| e.to_string())?;
+    if let (Some(store), Some(id)) = (&store, &resume_id) {
+        for note in sessions::skipped(store, id).await {
+            warn(&note);
+        }
+    }
     for (flag, rules) in [("--allow", &args.allow), ("--deny", &args.deny)] {
         for rule in rules {
             if let Some(problem) = rule_problem(&agent, rule, &cwd) {

@@ -57,6 +57,19 @@ pub async fn latest_in(store: &SqliteStore, cwd: &Path) -> Result<SessionInfo, S
         })
 }
 
+/// What resuming the session `id` left out of its history (a record the file could not give
+/// back, a model turn stored twice), one warning each: the conversation goes on without them.
+pub async fn skipped(store: &SqliteStore, id: &str) -> Vec<String> {
+    // The session was just resumed from these records; a failure to read them again now
+    // would be reported by the next turn's append.
+    let records = store.load(id).await.unwrap_or_default();
+    tool_sdk::session::restore(&records)
+        .skipped
+        .into_iter()
+        .map(|note| format!("session {id}: {note}"))
+        .collect()
+}
+
 /// `--resume` without an id: the sessions newest first, one picked by its number.
 pub async fn pick(store: &SqliteStore, input: &LineReader) -> Result<String, String> {
     let sessions = store.list().await.map_err(|e| e.to_string())?;
