@@ -969,6 +969,19 @@ async fn postgres_refuses_a_fork_of_a_missing_session_and_skips_a_damaged_record
         );
     }
     assert_eq!(store.list().await.unwrap().len(), 1, "nothing was created");
+    // An id with a NUL is no session's, as on SQLite; where PostgreSQL cannot take a NUL,
+    // the error says so.
+    let unknown = SessionError::UnknownSession {
+        id: "nul\0id".into(),
+    };
+    assert_eq!(store.load("nul\0id").await.unwrap_err(), unknown);
+    assert_eq!(store.get("nul\0id").await.unwrap_err(), unknown);
+    let error = store
+        .create(NewSession::new("/nul\0dir"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("cannot hold a NUL"), "{error}");
     let fork = store
         .create(NewSession::new("/w").with_parent(ForkPoint {
             session: parent.id.clone(),

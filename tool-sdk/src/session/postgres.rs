@@ -254,9 +254,13 @@ impl PostgresStore {
     }
 
     fn storage_error(&self, error: &tokio_postgres::Error) -> SessionError {
-        let hint = match error.is_closed() {
-            true => " (the connection was lost; the next call connects again)",
-            false => "",
+        let hint = if error.is_closed() {
+            " (the connection was lost; the next call connects again)"
+        } else if error.code() == Some(&SqlState::CHARACTER_NOT_IN_REPERTOIRE) {
+            // Prompts and titles may hold one; a working directory or a lease holder may not.
+            " (PostgreSQL text cannot hold a NUL character)"
+        } else {
+            ""
         };
         SessionError::Storage(format!("{}: {}{hint}", self.inner.shown, describe(error)))
     }
@@ -703,6 +707,10 @@ impl PostgresStore {
         client: &impl GenericClient,
         id: &str,
     ) -> Result<SessionInfo, Attempt> {
+        // No id has one, and PostgreSQL would refuse the query for it.
+        if id.contains('\0') {
+            return Err(SessionError::UnknownSession { id: id.to_owned() }.into());
+        }
         let row = client
             .query_opt(&format!("{SELECT_SESSION} WHERE id = $1"), &[&id])
             .await
