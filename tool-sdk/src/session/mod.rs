@@ -382,7 +382,7 @@ pub enum Record {
     /// Never stored: what [`SessionStore::load`] gives in place of a stored record it cannot
     /// read (a damaged body, or a kind written by a newer tool-sdk), so that one bad record
     /// does not make the rest of the session unreadable. [`restore`] leaves it out and says
-    /// so in [`Restored::skipped`]. A store refuses to append it.
+    /// so in [`Restored::skipped`]. The stores of this crate refuse to append it.
     #[serde(skip)]
     Unreadable {
         /// The record's position in the session.
