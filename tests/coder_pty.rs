@@ -807,6 +807,48 @@ fn wait_until_free(data: &Path, id: &str) {
 
 #[test]
 fn a_session_open_in_another_coder_names_its_holder_and_can_be_forked() {
+
+#[test]
+fn the_coders_saved_conversations_are_private_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = project();
+    let data = tempfile::tempdir().unwrap();
+    let store_dir = data.path().join("tool-sdk-coder");
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let run = || {
+        let coder = coder_command(dir.path(), &["--print", "hi"]);
+        // Under the usual umask, in a data directory of its own.
+        let mut command = Command::new("sh");
+        command
+            .args(["-c", "umask 022 && exec \"$0\" \"$@\""])
+            .arg(coder.get_program())
+            .args(coder.get_args())
+            .env("XDG_DATA_HOME", data.path());
+        for (key, value) in coder.get_envs() {
+            match (key, value) {
+                (key, _) if key == "XDG_DATA_HOME" => {}
+                (key, Some(value)) => drop(command.env(key, value)),
+                (key, None) => drop(command.env_remove(key)),
+            }
+        }
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+    };
+    run();
+    assert_eq!(mode(&store_dir), 0o700);
+    assert_eq!(mode(&store_dir.join("sessions.db")), 0o600);
+
+    // Left open to others by an older coder: made private on the next start.
+    std::fs::set_permissions(&store_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let db = store_dir.join("sessions.db");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    run();
+    assert_eq!(mode(&store_dir), 0o700);
+    assert_eq!(mode(&db), 0o600);
+}
+
+#[test]
+fn resuming_a_session_with_a_damaged_record_warns_and_goes_on() {
     let dir = project();
     let data = tempfile::tempdir().unwrap();
     let with_data = |extra: &[&str]| {
@@ -960,4 +1002,31 @@ fn the_edit_question_shows_the_files_real_line_numbers() {
     coder.expect(" tokens · ").unwrap();
     assert_eq!(std::fs::read_to_string(&long).unwrap(), text);
     quit_with_ctrl_d(coder);
+
+        command.output().unwrap()
+    };
+    assert!(with_data(&["--print", "hi"]).status.success());
+    // The model's answer damaged in the file, as a disk or a bug could.
+    let db = rusqlite::Connection::open(data.path().join("tool-sdk-coder/sessions.db")).unwrap();
+    let id: String = db
+        .query_row("SELECT id FROM sessions", [], |row| row.get(0))
+        .unwrap();
+    let damaged = db
+        .execute(
+            "UPDATE records SET body = 'not json' WHERE session_id = ?1 AND kind = 'model_turn'",
+            [&id],
+        )
+        .unwrap();
+    assert!(damaged > 0);
+    drop(db);
+
+    let resumed = with_data(&["--resume", &id, "--print", "hi again"]);
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "session {id}: record 1 (model_turn) cannot be read"
+        )),
+        "{stderr}"
+    );
 }

@@ -333,8 +333,8 @@ async fn a_newer_schema_is_refused_and_left_alone() {
     let server = Server::start();
     drop(PostgresStore::connect(&server.url()).await.unwrap());
     let client = server.sql().await;
-    // Both migrations ran: the version is the SQLite store's too.
-    assert_eq!(schema_version(&client).await, 2);
+    // Every migration ran.
+    assert_eq!(schema_version(&client).await, 3);
     client
         .execute("UPDATE session_schema SET version = 99", &[])
         .await
@@ -346,7 +346,7 @@ async fn a_newer_schema_is_refused_and_left_alone() {
             error,
             SessionError::NewerSchema {
                 found: 99,
-                supported: 2,
+                supported: 3,
                 ..
             }
         ),
@@ -987,4 +987,166 @@ async fn a_server_restarted_mid_turn_never_runs_a_call_twice() {
         }
     }
     assert_each_ran_once(&noted(&dir), 3, "a server restarted mid-turn");
+
+// ---- hostile text ----
+
+/// A prompt, a tool call's input and its result with NULs and other control characters in
+/// them, stored and read back exactly, the session's title taken from the prompt included.
+async fn hostile_text_round_trips(store: &dyn SessionStore) {
+    let nasty = "before\0after \u{1b}[31m\u{7f} \\u0000 \u{feff}";
+    let given = store
+        .create(NewSession::new("/w").with_title("given\0title"))
+        .await
+        .unwrap();
+    assert_eq!(store.get(&given.id).await.unwrap().title, "given\0title");
+    let session = store.create(NewSession::new("/w")).await.unwrap();
+    let call = tool_sdk::model::ToolUse::new(
+        "call\0id",
+        "write",
+        serde_json::json!({"z": nasty, "a": ["\0", {"\0key": 0}]}),
+    );
+    let records = [
+        Record::user(Message::user(nasty)),
+        Record::model_turn(Message {
+            role: tool_sdk::model::Role::Assistant,
+            content: vec![tool_sdk::model::MessageContent::ToolUse(call)],
+        }),
+        Record::ToolResult {
+            block: tool_sdk::model::MessageContent::ToolResult {
+                tool_use_id: "call\0id".into(),
+                content: vec![tool_sdk::ContentBlock::text(nasty)],
+                is_error: false,
+            },
+        },
+    ];
+    store.append(&session.id, &records[0]).await.unwrap();
+    store.append_all(&session.id, &records[1..]).await.unwrap();
+    assert_eq!(store.load(&session.id).await.unwrap(), records);
+    let title = store.get(&session.id).await.unwrap().title;
+    assert_eq!(title, "before\0after \u{1b}[31m\u{7f} \\u0000 \u{feff}");
+    assert!(store.list().await.unwrap().iter().any(|s| s.title == title));
+}
+
+#[tokio::test]
+async fn postgres_stores_any_text_as_it_was_given() {
+    let server = Server::start();
+    let store = PostgresStore::connect(&server.url()).await.unwrap();
+    hostile_text_round_trips(&store).await;
+}
+
+#[tokio::test]
+async fn sqlite_stores_any_text_as_it_was_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("sessions.db")).unwrap();
+    hostile_text_round_trips(&store).await;
+}
+
+#[tokio::test]
+async fn a_database_of_schema_2_keeps_its_titles() {
+    let server = Server::start();
+    let client = server.sql().await;
+    // The tables as schema 2 had them (titles as text), with a session.
+    client
+        .batch_execute(
+            "CREATE TABLE session_schema (version bigint NOT NULL);
+             INSERT INTO session_schema VALUES (2);
+             CREATE SEQUENCE sessions_touched;
+             CREATE TABLE sessions (
+                id text PRIMARY KEY, title text NOT NULL, working_dir text NOT NULL,
+                created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
+                touched bigint NOT NULL, parent_id text, parent_at bigint);
+             CREATE INDEX sessions_touched_order ON sessions (touched);
+             CREATE TABLE records (
+                session_id text NOT NULL REFERENCES sessions (id), seq bigint NOT NULL,
+                kind text NOT NULL, body text NOT NULL, created_at timestamptz NOT NULL,
+                PRIMARY KEY (session_id, seq));
+             CREATE TABLE leases (
+                session_id text PRIMARY KEY REFERENCES sessions (id), holder text NOT NULL,
+                token text NOT NULL, expires_at timestamptz NOT NULL);
+             INSERT INTO sessions VALUES
+                ('old', 'Déjà vu', '/w', now(), now(), nextval('sessions_touched'), NULL, NULL),
+                ('untitled', '', '/w', now(), now(), nextval('sessions_touched'), NULL, NULL);",
+        )
+        .await
+        .unwrap();
+    let store = PostgresStore::connect(&server.url()).await.unwrap();
+    assert_eq!(schema_version(&client).await, 3);
+    assert_eq!(store.get("old").await.unwrap().title, "Déjà vu");
+    // An empty title is still filled by the first prompt, and only by it.
+    for prompt in ["first\0prompt", "second"] {
+        store
+            .append("untitled", &Record::user(Message::user(prompt)))
+            .await
+            .unwrap();
+    }
+    assert_eq!(store.get("untitled").await.unwrap().title, "first\0prompt");
+}
+
+#[tokio::test]
+async fn postgres_refuses_a_fork_of_a_missing_session_and_skips_a_damaged_record() {
+    let server = Server::start();
+    let store = PostgresStore::connect(&server.url()).await.unwrap();
+    let parent = store.create(NewSession::new("/w")).await.unwrap();
+    for missing in ["session-nope", "nul\0id"] {
+        let error = store
+            .create(NewSession::new("/w").with_parent(ForkPoint {
+                session: missing.into(),
+                at: 0,
+            }))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error,
+            SessionError::UnknownParent {
+                parent: missing.into()
+            }
+        );
+    }
+    assert_eq!(store.list().await.unwrap().len(), 1, "nothing was created");
+    // An id with a NUL is no session's, as on SQLite; where PostgreSQL cannot take a NUL,
+    // the error says so.
+    let unknown = SessionError::UnknownSession {
+        id: "nul\0id".into(),
+    };
+    assert_eq!(store.load("nul\0id").await.unwrap_err(), unknown);
+    assert_eq!(store.get("nul\0id").await.unwrap_err(), unknown);
+    let error = store
+        .create(NewSession::new("/nul\0dir"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("cannot hold a NUL"), "{error}");
+    let fork = store
+        .create(NewSession::new("/w").with_parent(ForkPoint {
+            session: parent.id.clone(),
+            at: 0,
+        }))
+        .await
+        .unwrap();
+    assert_eq!(fork.parent.unwrap().session, parent.id);
+
+    // One damaged body: the others still load.
+    let records = [
+        Record::user(Message::user("one")),
+        Record::model_turn(Message::assistant("two")),
+        Record::user(Message::user("three")),
+    ];
+    store.append_all(&parent.id, &records).await.unwrap();
+    server
+        .sql()
+        .await
+        .execute(
+            "UPDATE records SET body = '{\"kind\": \"from_a_newer_sdk\"}' WHERE seq = 1",
+            &[],
+        )
+        .await
+        .unwrap();
+    let loaded = store.load(&parent.id).await.unwrap();
+    assert_eq!(loaded[0], records[0]);
+    assert!(
+        matches!(&loaded[1], Record::Unreadable { seq: 1, stored_kind, .. } if stored_kind == "model_turn"),
+        "{:?}",
+        loaded[1]
+    );
+    assert_eq!(loaded[2], records[2]);
 }

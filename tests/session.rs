@@ -1836,3 +1836,333 @@ fn many_openers_of_a_new_file_migrate_it_once() {
         }
     }
 }
+
+// ---- private files and hostile contents ----
+
+const PRIVATE_DIR: &str = "TOOL_SDK_SESSION_TEST_PRIVATE_DIR";
+
+/// The permission bits of `path`.
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+fn side(path: &Path, suffix: &str) -> PathBuf {
+    PathBuf::from(format!("{}{suffix}", path.display()))
+}
+
+/// Run by [`session_files_are_private_whatever_the_umask`] in a child process under umask
+/// 022: opens a new store and an old one, appends to both, and checks the modes of their
+/// files while they are open (SQLite removes `-wal` and `-shm` at the last close).
+#[test]
+fn private_files_child() {
+    let Ok(dir) = std::env::var(PRIVATE_DIR) else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    runtime().block_on(async {
+        let mut stores = Vec::new();
+        for name in ["new.db", "old.db"] {
+            let path = dir.join(name);
+            let store = SqliteStore::open(&path).unwrap();
+            let id = store.create(NewSession::new("/w")).await.unwrap().id;
+            store
+                .append(&id, &Record::user(Message::user("a secret prompt")))
+                .await
+                .unwrap();
+            for file in [path.clone(), side(&path, "-wal"), side(&path, "-shm")] {
+                assert_eq!(mode(&file), 0o600, "{}", file.display());
+            }
+            stores.push(store);
+        }
+    });
+    println!("every session file is 0600");
+}
+
+#[test]
+fn session_files_are_private_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    // An old store left readable by everyone, with its side files.
+    let old = dir.path().join("old.db");
+    drop(store_at(&old));
+    for file in [old.clone(), side(&old, "-wal"), side(&old, "-shm")] {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&file)
+            .unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let output = Command::new("sh")
+        .args([
+            "-c",
+            "umask 022 && exec \"$0\" --exact private_files_child --nocapture",
+        ])
+        .arg(std::env::current_exe().unwrap())
+        .env(PRIVATE_DIR, dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("every session file is 0600"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(mode(&dir.path().join("new.db")), 0o600);
+    assert_eq!(mode(&old), 0o600);
+}
+
+fn store_at(path: &Path) -> SqliteStore {
+    SqliteStore::open(path).expect("the store opens")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_record_leaves_the_rest_of_the_session_resumable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let store = store_at(&path);
+    let id = store.create(NewSession::new(dir.path())).await.unwrap().id;
+    let call = MessageContent::ToolUse(tool_sdk::model::ToolUse::new(
+        "lost-call",
+        "look",
+        json!({}),
+    ));
+    let records = [
+        Record::user(Message::user("go")),
+        Record::model_turn(Message {
+            role: Role::Assistant,
+            content: vec![call],
+        }),
+        Record::ToolResult {
+            block: MessageContent::ToolResult {
+                tool_use_id: "lost-call".into(),
+                content: vec![ContentBlock::text("looked")],
+                is_error: false,
+            },
+        },
+        Record::user(Message::user("next")),
+        Record::model_turn(Message::assistant("Done.")),
+    ];
+    store.append_all(&id, &records).await.unwrap();
+    // The model turn's body damaged under the store.
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE records SET body = '{\"kind\": \"model_turn\", \"mess' WHERE seq = 1",
+            [],
+        )
+        .unwrap();
+
+    let loaded = store.load(&id).await.unwrap();
+    assert_eq!(loaded.len(), 5);
+    assert!(
+        matches!(&loaded[1], Record::Unreadable { seq: 1, stored_kind, .. } if stored_kind == "model_turn"),
+        "{:?}",
+        loaded[1]
+    );
+    assert_eq!(
+        [&loaded[0], &loaded[2], &loaded[3], &loaded[4]],
+        [&records[0], &records[2], &records[3], &records[4]]
+    );
+    let restored = tool_sdk::session::restore(&loaded);
+    assert_eq!(restored.skipped.len(), 1, "{:?}", restored.skipped);
+    assert!(restored.skipped[0].contains("record 1 (model_turn) cannot be read"));
+    // A stand-in is never stored.
+    let refused = store.append(&id, &loaded[1]).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("cannot be written"),
+        "{refused}"
+    );
+
+    let agent = Agent::resume(
+        config(dir.path(), store.clone()).with_model(ScriptedModel::new([])),
+        &id,
+    )
+    .await
+    .expect("the session resumes without its damaged record");
+    let messages = agent.messages().await;
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0].text(), "gonext");
+    assert_eq!(messages[1], Message::assistant("Done."));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_turn_stored_twice_resumes_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path());
+    let id = store.create(NewSession::new(dir.path())).await.unwrap().id;
+    let turn = Message {
+        role: Role::Assistant,
+        content: vec![MessageContent::ToolUse(tool_sdk::model::ToolUse::new(
+            "call-1",
+            "look",
+            json!({}),
+        ))],
+    };
+    let result = Record::ToolResult {
+        block: MessageContent::ToolResult {
+            tool_use_id: "call-1".into(),
+            content: vec![ContentBlock::text("looked")],
+            is_error: false,
+        },
+    };
+    store
+        .append_all(
+            &id,
+            &[
+                Record::user(Message::user("go")),
+                Record::model_turn(turn.clone()),
+                Record::model_turn(turn.clone()),
+                result,
+                Record::model_turn(Message::assistant("Done.")),
+            ],
+        )
+        .await
+        .unwrap();
+    let agent = Agent::resume(
+        config(dir.path(), store.clone()).with_model(ScriptedModel::new([])),
+        &id,
+    )
+    .await
+    .unwrap();
+    let messages = agent.messages().await;
+    let ids: Vec<_> = messages
+        .iter()
+        .flat_map(|m| m.tool_uses().map(|call| call.id.clone()))
+        .collect();
+    assert_eq!(ids, ["call-1"], "{messages:?}");
+    let roles: Vec<_> = messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::User, Role::Assistant]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_of_a_session_the_store_does_not_have_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path());
+    let parent = store.create(NewSession::new("/w")).await.unwrap();
+    let fork = |session: &str| {
+        NewSession::new("/w").with_parent(ForkPoint {
+            session: session.into(),
+            at: 0,
+        })
+    };
+    let error = store.create(fork("session-nope")).await.unwrap_err();
+    assert_eq!(
+        error,
+        SessionError::UnknownParent {
+            parent: "session-nope".into()
+        }
+    );
+    assert!(error.to_string().contains("`session-nope`"), "{error}");
+    assert_eq!(store.list().await.unwrap().len(), 1, "nothing was created");
+    let child = store.create(fork(&parent.id)).await.unwrap();
+    assert_eq!(
+        store.get(&child.id).await.unwrap().parent.unwrap().session,
+        parent.id
+    );
+}
+
+const SHM_PATH: &str = "TOOL_SDK_SESSION_TEST_SHM_PATH";
+
+/// Run by [`a_side_file_sqlite_cannot_write_is_refused_when_the_store_opens`] as a user who
+/// cannot write the store's `-shm`: opening must fail, naming it.
+#[test]
+fn unwritable_shm_child() {
+    let Ok(path) = std::env::var(SHM_PATH) else {
+        return;
+    };
+    match SqliteStore::open(&path) {
+        Ok(_) => println!("opened"),
+        Err(error) => println!("refused: {error}"),
+    }
+}
+
+#[test]
+fn a_side_file_sqlite_cannot_write_is_refused_when_the_store_opens() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    drop(store_at(&path));
+    let shm = side(&path, "-shm");
+
+    // Not a file: a directory, a FIFO (whose opening can block forever).
+    std::fs::create_dir(&shm).unwrap();
+    let error = SqliteStore::open(&path).unwrap_err().to_string();
+    assert!(error.contains("sessions.db-shm is a directory"), "{error}");
+    std::fs::remove_dir(&shm).unwrap();
+    assert!(Command::new("mkfifo").arg(&shm).status().unwrap().success());
+    let error = SqliteStore::open(&path).unwrap_err().to_string();
+    assert!(error.contains("sessions.db-shm is a FIFO"), "{error}");
+    std::fs::remove_file(&shm).unwrap();
+
+    // An empty read-only file, opened by a user who may not write it: root may write any
+    // file, so as root the child runs as `nobody`. The store's own file stays writable to
+    // it: only the -shm is in the way.
+    std::fs::File::create(&shm).unwrap();
+    std::fs::set_permissions(&shm, std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap());
+    child
+        .args(["--exact", "unwritable_shm_child", "--nocapture"])
+        .env(SHM_PATH, &path);
+    if std::fs::metadata(dir.path()).unwrap().uid() == 0 {
+        use std::os::unix::process::CommandExt;
+        child.uid(65534).gid(65534);
+    }
+    let output = child.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        stdout.contains("refused: cannot open the session store")
+            && stdout.contains("cannot open")
+            && stdout.contains("sessions.db-shm for writing"),
+        "{stdout}"
+    );
+    // Refused before SQLite touched anything: the file is as it was.
+    assert_eq!(std::fs::metadata(&shm).unwrap().len(), 0);
+}
+
+/// Unmounts the small filesystem of [`a_full_disk_at_open_is_an_error_naming_the_shared_memory_file`].
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_at_open_is_an_error_naming_the_shared_memory_file() {
+    // A real full disk: a small tmpfs of the test's own, which needs root (as in CI).
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&small)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !mounted {
+        eprintln!("skipped: this user cannot mount a small tmpfs to fill");
+        return;
+    }
+    let _unmount = Unmount(small.clone());
+    let path = small.join("sessions.db");
+    drop(store_at(&path));
+    let mut filler = std::fs::File::create(small.join("filler")).unwrap();
+    while std::io::Write::write_all(&mut filler, &[0; 4096]).is_ok() {}
+    drop(filler);
+
+    // SQLite alone says "disk I/O error"; the -shm it could not grow is named.
+    let error = SqliteStore::open(&path).unwrap_err().to_string();
+    assert!(
+        error.contains("sessions.db-shm") && error.contains("disk full"),
+        "{error}"
+    );
+}

@@ -211,6 +211,11 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     };
     // Made by this run: a session with nothing answered in it is not kept.
     let created = resume_id.is_none().then(|| agent.session_id().to_owned());
+    if let (Some(store), Some(id)) = (&store, &resume_id) {
+        for note in sessions::skipped(store, id).await {
+            warn(&note);
+        }
+    }
     for (flag, rules) in [("--allow", &args.allow), ("--deny", &args.deny)] {
         for rule in rules {
             if let Some(problem) = rule_problem(&agent, rule, &cwd) {

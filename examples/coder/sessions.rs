@@ -32,8 +32,26 @@ pub fn data_dir() -> Result<PathBuf, String> {
 /// The coder's session file, its directory created if need be.
 pub fn open_store() -> Result<SqliteStore, String> {
     let dir = data_dir()?;
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    private_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     SqliteStore::open(dir.join("sessions.db")).map_err(|e| e.to_string())
+}
+
+/// Creates `dir` (and its missing parents) readable by this user only, whatever the umask,
+/// or makes it so if it exists: the conversations in it hold prompts, file contents and
+/// command output.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        // The umask may have taken bits off a new one; an old one may be open to others.
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(dir)
 }
 
 /// How the user starts this program again: `cargo run --example coder --` when it runs from
@@ -221,6 +239,19 @@ pub async fn latest_in(store: &SqliteStore, cwd: &Path) -> Result<SessionInfo, S
                 cwd.display()
             )
         })
+}
+
+/// What resuming the session `id` left out of its history (a record the file could not give
+/// back, a model turn stored twice), one warning each: the conversation goes on without them.
+pub async fn skipped(store: &SqliteStore, id: &str) -> Vec<String> {
+    // The session was just resumed from these records; a failure to read them again now
+    // would be reported by the next turn's append.
+    let records = store.load(id).await.unwrap_or_default();
+    tool_sdk::session::restore(&records)
+        .skipped
+        .into_iter()
+        .map(|note| format!("session {id}: {note}"))
+        .collect()
 }
 
 /// `--resume` without an id: the sessions newest first, one picked by its number.

@@ -39,6 +39,7 @@ use crate::model::{Message, MessageContent, Usage};
 use crate::permission::PermissionAnswer;
 
 mod checkpoint;
+mod files;
 mod lease;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -50,7 +51,8 @@ pub(crate) use checkpoint::CallCheckpointer;
 pub use checkpoint::{FileCheckpointer, FileCheckpoints, RewindReport};
 pub(crate) use recover::push_user_message_to;
 pub use recover::{
-    Compaction, NEVER_STARTED_MESSAGE, Restored, STOPPED_MESSAGE, records_for, restore,
+    Compaction, NEVER_STARTED_MESSAGE, Restored, STOPPED_MESSAGE, UNREADABLE_PROMPT, records_for,
+    restore,
 };
 pub use sqlite::SqliteStore;
 
@@ -275,7 +277,8 @@ impl NewSession {
         self
     }
 
-    /// Marks it as a fork of another session.
+    /// Marks it as a fork of another session, which must be in the store the session is
+    /// created in ([`SessionError::UnknownParent`] otherwise).
     pub fn with_parent(mut self, parent: ForkPoint) -> Self {
         self.parent = Some(parent);
         self
@@ -426,6 +429,19 @@ pub enum Record {
         /// The tool_use ids of the cleared results.
         ids: Vec<String>,
     },
+    /// Never stored: what [`SessionStore::load`] gives in place of a stored record it cannot
+    /// read (a damaged body, or a kind written by a newer tool-sdk), so that one bad record
+    /// does not make the rest of the session unreadable. [`restore`] leaves it out and says
+    /// so in [`Restored::skipped`]. The stores of this crate refuse to append it.
+    #[serde(skip)]
+    Unreadable {
+        /// The record's position in the session.
+        seq: i64,
+        /// Its kind as stored (`user_message`, `model_turn`...).
+        stored_kind: String,
+        /// Why it cannot be read.
+        detail: String,
+    },
 }
 
 impl Record {
@@ -455,6 +471,7 @@ impl Record {
             Record::FilesRewound { .. } => "files_rewound",
             Record::Compacted { .. } => "compacted",
             Record::ToolResultsCleared { .. } => "tool_results_cleared",
+            Record::Unreadable { .. } => "unreadable",
         }
     }
 }
@@ -503,7 +520,8 @@ pub enum SessionError {
         /// Why.
         detail: String,
     },
-    /// A stored record could not be read back.
+    /// A stored record could not be read back. The stores of this crate do not fail for it:
+    /// their [`load`](SessionStore::load) gives a [`Record::Unreadable`] in its place.
     #[error("record {seq} of session `{id}` cannot be read: {detail}")]
     BadRecord {
         /// The session.
@@ -512,6 +530,16 @@ pub enum SessionError {
         seq: i64,
         /// Why.
         detail: String,
+    },
+    /// A new session's parent ([`NewSession::with_parent`]) is not in the store. Nothing was
+    /// created.
+    #[error(
+        "cannot create a fork of session `{parent}`: there is no such session in this store \
+         (`SessionStore::list` shows the sessions it has)"
+    )]
+    UnknownParent {
+        /// The parent named.
+        parent: String,
     },
     /// A fork point past the end of the session.
     #[error("cannot fork session `{id}` at message {at}: it has only {len} messages")]
@@ -649,6 +677,22 @@ pub async fn answer_approval(
             },
         )
         .await
+}
+
+/// A record read back from its stored `body`, or, when it cannot be read, a
+/// [`Record::Unreadable`] standing in for it: the rest of the session stays readable.
+pub(crate) fn read_record(id: &str, seq: i64, kind: &str, body: &str) -> Record {
+    serde_json::from_str(body).unwrap_or_else(|error| unreadable(id, seq, kind, error.to_string()))
+}
+
+/// The [`Record::Unreadable`] for record `seq` of session `id`, with a warning.
+pub(crate) fn unreadable(id: &str, seq: i64, kind: &str, detail: String) -> Record {
+    tracing::warn!(session = id, seq, kind, %detail, "a stored record cannot be read; it is skipped");
+    Record::Unreadable {
+        seq,
+        stored_kind: kind.to_owned(),
+        detail,
+    }
 }
 
 /// The title a first prompt gives a session: its first line, cut to [`TITLE_CHARS`].

@@ -23,13 +23,14 @@ use tokio_postgres::{Client, Config, GenericClient, IsolationLevel, NoTls, Row};
 use super::lease::new_token;
 use super::redact::redact_password;
 use super::{
-    ForkPoint, NewSession, Record, SessionError, SessionInfo, SessionLease, SessionStore, title_of,
+    ForkPoint, NewSession, Record, SessionError, SessionInfo, SessionLease, SessionStore,
+    read_record, title_of,
 };
 use crate::BoxFuture;
 
 /// The schema, one migration per version: `MIGRATIONS[i]` takes a database from version `i`
-/// to `i + 1` (the row of `session_schema`). Only ever append to this list. The versions match
-/// [`SqliteStore`](super::SqliteStore)'s.
+/// to `i + 1` (the row of `session_schema`). Only ever append to this list. Versions 1 and 2
+/// match [`SqliteStore`](super::SqliteStore)'s; 3 has no SQLite counterpart.
 const MIGRATIONS: &[&str] = &[
     // 1: sessions and their records. `touched` (from a sequence, so concurrent appends never
     // share one) orders `list` by the last append. Bodies are `text`, not `jsonb`: jsonb
@@ -63,6 +64,9 @@ const MIGRATIONS: &[&str] = &[
         token text NOT NULL,
         expires_at timestamptz NOT NULL
     );",
+    // 3: titles as their UTF-8 bytes: `text` cannot hold a NUL, which a prompt, and so the
+    // title taken from it, may have.
+    "ALTER TABLE sessions ALTER COLUMN title TYPE bytea USING convert_to(title, 'UTF8');",
 ];
 
 /// The advisory lock that makes two processes connecting to a new database at once migrate
@@ -250,9 +254,13 @@ impl PostgresStore {
     }
 
     fn storage_error(&self, error: &tokio_postgres::Error) -> SessionError {
-        let hint = match error.is_closed() {
-            true => " (the connection was lost; the next call connects again)",
-            false => "",
+        let hint = if error.is_closed() {
+            " (the connection was lost; the next call connects again)"
+        } else if error.code() == Some(&SqlState::CHARACTER_NOT_IN_REPERTOIRE) {
+            // Prompts and titles may hold one; a working directory or a lease holder may not.
+            " (PostgreSQL text cannot hold a NUL character)"
+        } else {
+            ""
         };
         SessionError::Storage(format!("{}: {}{hint}", self.inner.shown, describe(error)))
     }
@@ -481,6 +489,12 @@ impl PostgresStore {
     ) -> Result<SystemTime, Attempt> {
         let retry = |error| self.retry_or_fail(error);
         let working_dir = new.working_dir.to_string_lossy();
+        // A NUL is no text PostgreSQL takes, and no session's id.
+        if let Some(parent) = new.parent.as_ref().filter(|p| p.session.contains('\0')) {
+            return Err(Attempt::Fail(SessionError::UnknownParent {
+                parent: parent.session.clone(),
+            }));
+        }
         let (parent_id, parent_at) = match &new.parent {
             Some(parent) => (
                 Some(parent.session.as_str()),
@@ -491,19 +505,34 @@ impl PostgresStore {
         // In a transaction (one INSERT alone would commit as it runs), so that a connection
         // found closed can be told from a commit whose answer was lost.
         let transaction = client.transaction().await.map_err(retry)?;
+        // No row when the parent is missing. The parent's row is not locked: sessions are
+        // never deleted.
         let created = transaction
-            .query_one(
+            .query_opt(
                 "INSERT INTO sessions
                     (id, title, working_dir, created_at, updated_at, touched, parent_id,
                      parent_at)
-                 VALUES ($1, $2, $3, now(), now(), nextval('sessions_touched'), $4, $5)
+                 SELECT $1, $2, $3, now(), now(), nextval('sessions_touched'), $4, $5
+                 WHERE $4::text IS NULL OR EXISTS (SELECT 1 FROM sessions WHERE id = $4)
                  RETURNING created_at",
-                &[&id, &new.title, &working_dir, &parent_id, &parent_at],
+                &[
+                    &id,
+                    &new.title.as_bytes(),
+                    &working_dir,
+                    &parent_id,
+                    &parent_at,
+                ],
             )
             .await
-            .map_err(retry)?
-            .try_get(0)
             .map_err(retry)?;
+        let created = match (created, parent_id) {
+            (Some(row), _) => row.try_get(0).map_err(retry)?,
+            (None, parent) => {
+                return Err(Attempt::Fail(SessionError::UnknownParent {
+                    parent: parent.unwrap_or_default().to_owned(),
+                }));
+            }
+        };
         transaction
             .commit()
             .await
@@ -530,10 +559,10 @@ impl PostgresStore {
                 "UPDATE sessions SET
                     updated_at = now(),
                     touched = nextval('sessions_touched'),
-                    title = CASE WHEN title = '' AND $2::text IS NOT NULL THEN $2
+                    title = CASE WHEN title = ''::bytea AND $2::bytea IS NOT NULL THEN $2
                             ELSE title END
                  WHERE id = $1",
-                &[&id, title],
+                &[&id, &title.as_deref().map(str::as_bytes)],
             )
             .await
             .map_err(retry)?;
@@ -590,7 +619,7 @@ impl PostgresStore {
         self.session_row(&transaction, id).await?;
         let rows = transaction
             .query(
-                "SELECT seq, body FROM records WHERE session_id = $1 ORDER BY seq",
+                "SELECT seq, kind, body FROM records WHERE session_id = $1 ORDER BY seq",
                 &[&id],
             )
             .await
@@ -598,13 +627,9 @@ impl PostgresStore {
         let mut records = Vec::with_capacity(rows.len());
         for row in rows {
             let seq: i64 = row.try_get(0).map_err(retry)?;
-            let body: &str = row.try_get(1).map_err(retry)?;
-            let record = serde_json::from_str(body).map_err(|error| SessionError::BadRecord {
-                id: id.to_owned(),
-                seq,
-                detail: error.to_string(),
-            })?;
-            records.push(record);
+            let kind: &str = row.try_get(1).map_err(retry)?;
+            let body: &str = row.try_get(2).map_err(retry)?;
+            records.push(read_record(id, seq, kind, body));
         }
         // Read only: nothing to lose if the commit's answer is.
         transaction.commit().await.map_err(retry)?;
@@ -741,6 +766,10 @@ impl PostgresStore {
         client: &impl GenericClient,
         id: &str,
     ) -> Result<SessionInfo, Attempt> {
+        // No id has one, and PostgreSQL would refuse the query for it.
+        if id.contains('\0') {
+            return Err(SessionError::UnknownSession { id: id.to_owned() }.into());
+        }
         let row = client
             .query_opt(&format!("{SELECT_SESSION} WHERE id = $1"), &[&id])
             .await
@@ -753,9 +782,15 @@ impl PostgresStore {
         let fail = |error: tokio_postgres::Error| self.storage_error(&error);
         let parent_id: Option<String> = row.try_get(5).map_err(fail)?;
         let parent_at: Option<i64> = row.try_get(6).map_err(fail)?;
+        let title = String::from_utf8(row.try_get(1).map_err(fail)?).map_err(|error| {
+            SessionError::Storage(format!(
+                "{}: a session's title is not UTF-8: {error}",
+                self.inner.shown
+            ))
+        })?;
         Ok(SessionInfo {
             id: row.try_get(0).map_err(fail)?,
-            title: row.try_get(1).map_err(fail)?,
+            title,
             working_dir: PathBuf::from(row.try_get::<_, String>(2).map_err(fail)?),
             created_at: row.try_get(3).map_err(fail)?,
             updated_at: row.try_get(4).map_err(fail)?,

@@ -12,7 +12,12 @@
 //!   sealed; the others stay open, listed in [`Restored::pending`] while unanswered, and run
 //!   (or are refused) when the run continues;
 //! - nothing is ever run again: recovery only writes results;
-//! - a user message after a user message joins it (providers refuse two in a row).
+//! - a user message after a user message joins it (providers refuse two in a row);
+//! - a model turn stored twice (the same calls again, or the same text right after itself)
+//!   counts once, so no tool_use id is ever repeated;
+//! - a record the store could not read ([`Record::Unreadable`]) is left out; an unreadable
+//!   prompt leaves a note in its place, so the conversation still alternates. Both are told
+//!   in [`Restored::skipped`].
 
 use std::collections::{HashMap, HashSet};
 
@@ -51,7 +56,14 @@ pub struct Restored {
     /// The calls whose results the model is sent as a short note
     /// ([`Record::ToolResultsCleared`]), in the order they were cleared.
     pub cleared: Vec<String>,
+    /// What was left out, one sentence each, for a person: records the store could not read,
+    /// model turns stored twice. Empty for a session stored whole.
+    pub skipped: Vec<String>,
 }
+
+/// What stands in the conversation for a prompt the store could not read.
+pub const UNREADABLE_PROMPT: &str =
+    "[a message of this conversation could not be read back from the session store]";
 
 /// A [`Record::Compacted`]: the summary that stands in for the messages before `first_kept`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,15 +110,34 @@ pub fn restore(records: &[Record]) -> Restored {
 fn restore_messages(records: &[Record]) -> Restored {
     let mut messages = Vec::new();
     let mut open: Option<OpenTurn> = None;
-    for record in records {
+    let mut skipped = Vec::new();
+    // Every tool_use id of the kept turns: a turn that repeats one was stored twice.
+    let mut seen_calls = HashSet::new();
+    for (index, record) in records.iter().enumerate() {
         match record {
             Record::UserMessage { message } => {
                 close(&mut messages, open.take());
                 push_user_message(&mut messages, message.clone());
             }
             Record::ModelTurn { message } => {
-                close(&mut messages, open.take());
                 let calls: Vec<ToolUse> = message.tool_uses().cloned().collect();
+                // Checked before the open turn closes: the copy's records answer its calls.
+                let repeated = match calls.is_empty() {
+                    true => messages.last() == Some(message),
+                    false => calls.iter().any(|call| seen_calls.contains(&call.id)),
+                };
+                if repeated {
+                    tracing::warn!(
+                        record = index,
+                        "a model turn is stored twice; the copy is skipped"
+                    );
+                    skipped.push(format!(
+                        "record {index}: a model turn stored a second time, left out"
+                    ));
+                    continue;
+                }
+                close(&mut messages, open.take());
+                seen_calls.extend(calls.iter().map(|call| call.id.clone()));
                 messages.push(message.clone());
                 if !calls.is_empty() {
                     open = Some(OpenTurn {
@@ -175,8 +206,30 @@ fn restore_messages(records: &[Record]) -> Restored {
             | Record::FilesRewound { .. }
             | Record::Compacted { .. }
             | Record::ToolResultsCleared { .. } => {}
+            Record::Unreadable {
+                seq,
+                stored_kind,
+                detail,
+            } => {
+                skipped.push(format!(
+                    "record {seq} ({stored_kind}) cannot be read, left out: {detail}"
+                ));
+                // A lost prompt still takes its turn, or two answers would follow each other.
+                if stored_kind == "user_message" {
+                    close(&mut messages, open.take());
+                    push_user_message(&mut messages, Message::user(UNREADABLE_PROMPT));
+                }
+            }
         }
     }
+    let mut restored = restore_turn(messages, open);
+    restored.skipped = skipped;
+    restored
+}
+
+/// The end of [`restore_messages`]: the last turn, if its calls are open, sealed or left
+/// pending.
+fn restore_turn(mut messages: Vec<Message>, open: Option<OpenTurn>) -> Restored {
     let Some(mut turn) = open else {
         return Restored {
             messages,
@@ -595,5 +648,101 @@ mod tests {
         let json = serde_json::to_value(&records[1]).unwrap();
         assert_eq!(json, json!({"kind": "tool_results_cleared", "ids": ["a"]}));
         assert_eq!(records[2].kind(), "compacted");
+    }
+
+    /// Every tool_use id of `messages`, in order.
+    fn call_ids(messages: &[Message]) -> Vec<String> {
+        messages
+            .iter()
+            .flat_map(|m| m.tool_uses().map(|call| call.id.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_model_turn_stored_twice_counts_once() {
+        let records = vec![
+            Record::user(Message::user("go")),
+            Record::model_turn(turn(&["a", "b"])),
+            Record::ToolResult {
+                block: result("a", "one", false),
+            },
+            // The same turn again, its second result after the copy.
+            Record::model_turn(turn(&["a", "b"])),
+            Record::ToolResult {
+                block: result("b", "two", false),
+            },
+            Record::user(Message::user("and?")),
+            Record::model_turn(Message::assistant("Done.")),
+            Record::model_turn(Message::assistant("Done.")),
+        ];
+        let restored = restore(&records);
+        assert_eq!(call_ids(&restored.messages), ["a", "b"]);
+        let roles: Vec<_> = restored.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::User, Role::Assistant, Role::User, Role::Assistant]
+        );
+        assert_eq!(
+            restored.messages[2].content[..2],
+            [result("a", "one", false), result("b", "two", false)]
+        );
+        assert!(restored.seals.is_empty());
+        assert_eq!(restored.skipped.len(), 2, "{:?}", restored.skipped);
+        assert!(restored.skipped[0].starts_with("record 3:"));
+
+        // The same words in a later turn are not a copy.
+        let mut again = records.clone();
+        again.push(Record::user(Message::user("once more")));
+        again.push(Record::model_turn(Message::assistant("Done.")));
+        assert_eq!(restore(&again).messages.len(), 6);
+    }
+
+    #[test]
+    fn an_unreadable_record_is_left_out_and_said_so() {
+        let bad = |seq, kind: &str| Record::Unreadable {
+            seq,
+            stored_kind: kind.into(),
+            detail: "expected value at line 1 column 1".into(),
+        };
+        let records = vec![
+            bad(0, "user_message"),
+            Record::model_turn(turn(&["a"])),
+            Record::ToolResult {
+                block: result("a", "one", false),
+            },
+            bad(3, "model_turn"),
+            Record::ToolResult {
+                block: result("lost", "of the lost turn", false),
+            },
+            Record::user(Message::user("next")),
+            Record::model_turn(Message::assistant("ok")),
+        ];
+        let restored = restore(&records);
+        // The lost prompt leaves a note, so the history still starts with the user and
+        // alternates; the lost turn's result has no call to answer.
+        assert_eq!(
+            restored.messages,
+            vec![
+                Message::user(UNREADABLE_PROMPT),
+                turn(&["a"]),
+                Message {
+                    role: Role::User,
+                    content: vec![
+                        result("a", "one", false),
+                        MessageContent::Text {
+                            text: "next".into()
+                        },
+                    ],
+                },
+                Message::assistant("ok"),
+            ]
+        );
+        assert!(restored.seals.is_empty());
+        assert_eq!(restored.skipped.len(), 2);
+        assert!(
+            restored.skipped[1].contains("record 3 (model_turn) cannot be read"),
+            "{:?}",
+            restored.skipped
+        );
     }
 }

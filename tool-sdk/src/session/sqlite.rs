@@ -7,9 +7,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 
+use super::files;
 use super::lease::new_token;
 use super::{
-    ForkPoint, NewSession, Record, SessionError, SessionInfo, SessionLease, SessionStore, title_of,
+    ForkPoint, NewSession, Record, SessionError, SessionInfo, SessionLease, SessionStore,
+    read_record, title_of, unreadable,
 };
 use crate::BoxFuture;
 
@@ -118,8 +120,18 @@ impl SqliteStore {
     /// Opens (or creates) the file at `path` and brings its schema up to date. A file that is
     /// not a session database, or one written by a newer tool-sdk, is refused and left as it
     /// is.
+    ///
+    /// The file and SQLite's `-wal` and `-shm` beside it are readable and writable by their
+    /// owner only (`0600` on Unix, whatever the umask; existing ones readable by others are
+    /// made so): they hold prompts, file contents and command output. The directory is the
+    /// caller's: make it private too. A `-wal` or `-shm` that SQLite could not write (not a
+    /// plain file, or not writable by this user) is refused here, naming it.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, SessionError> {
         let path = path.as_ref();
+        files::prepare(path).map_err(|detail| SessionError::Open {
+            path: path.to_path_buf(),
+            detail,
+        })?;
         let connection = Connection::open(path).map_err(|error| open_error(path, error))?;
         let store = SqliteStore {
             connection: Arc::new(Mutex::new(connection)),
@@ -397,13 +409,15 @@ impl SessionStore for SqliteStore {
                 Some(parent) => (Some(parent.session.clone()), Some(parent.at as i64)),
                 None => (None, None),
             };
-            connection
+            // One statement, so the parent cannot go between the check and the insert.
+            let created = connection
                 .execute(
                     "INSERT INTO sessions
                         (id, title, working_dir, created_at, updated_at, touched, parent_id,
                          parent_at)
-                     VALUES (?1, ?2, ?3, ?4, ?4,
-                        (SELECT COALESCE(MAX(touched), 0) + 1 FROM sessions), ?5, ?6)",
+                     SELECT ?1, ?2, ?3, ?4, ?4,
+                        (SELECT COALESCE(MAX(touched), 0) + 1 FROM sessions), ?5, ?6
+                     WHERE ?5 IS NULL OR EXISTS (SELECT 1 FROM sessions WHERE id = ?5)",
                     params![
                         id,
                         new.title,
@@ -414,6 +428,9 @@ impl SessionStore for SqliteStore {
                     ],
                 )
                 .map_err(|error| storage_error(path, error))?;
+            if let (0, Some(parent)) = (created, parent_id) {
+                return Err(SessionError::UnknownParent { parent });
+            }
             Ok(SessionInfo {
                 id,
                 title: new.title,
@@ -457,25 +474,19 @@ impl SessionStore for SqliteStore {
             let transaction = connection.transaction().map_err(fail)?;
             session_row(&transaction, &id, path)?;
             let mut statement = transaction
-                .prepare("SELECT seq, body FROM records WHERE session_id = ?1 ORDER BY seq")
+                .prepare("SELECT seq, kind, body FROM records WHERE session_id = ?1 ORDER BY seq")
                 .map_err(fail)?;
             let rows = statement
                 .query_map(params![id], |row| {
-                    Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+                    let seq = row.get::<_, i64>(0)?;
+                    let kind = row.get::<_, String>(1)?;
+                    Ok(match row.get::<_, String>(2) {
+                        Ok(body) => read_record(&id, seq, &kind, &body),
+                        Err(error) => unreadable(&id, seq, &kind, error.to_string()),
+                    })
                 })
                 .map_err(fail)?;
-            let mut records = Vec::new();
-            for row in rows {
-                let (seq, body) = row.map_err(fail)?;
-                let record =
-                    serde_json::from_str(&body).map_err(|error| SessionError::BadRecord {
-                        id: id.clone(),
-                        seq,
-                        detail: error.to_string(),
-                    })?;
-                records.push(record);
-            }
-            Ok(records)
+            rows.map(|row| row.map_err(fail)).collect()
         })
     }
 
@@ -846,8 +857,33 @@ fn open_error(path: &Path, error: rusqlite::Error) -> SessionError {
         },
         false => SessionError::Open {
             path: path.to_path_buf(),
-            detail: error.to_string(),
+            detail: with_shared_memory_hint(path, &error),
         },
+    }
+}
+
+/// SQLite says only "disk I/O error" when its `-shm` cannot be created, grown or mapped (a
+/// full disk, most often): name the file.
+fn with_shared_memory_hint(path: &Path, error: &rusqlite::Error) -> String {
+    use rusqlite::ffi;
+    let shared_memory = matches!(
+        error,
+        rusqlite::Error::SqliteFailure(failure, _) if matches!(
+            failure.extended_code,
+            ffi::SQLITE_IOERR_SHMOPEN
+                | ffi::SQLITE_IOERR_SHMSIZE
+                | ffi::SQLITE_IOERR_SHMMAP
+                | ffi::SQLITE_IOERR_SHMLOCK
+                | ffi::SQLITE_READONLY_CANTINIT
+        )
+    );
+    match shared_memory {
+        true => format!(
+            "{error}: SQLite cannot create, grow or map its shared-memory file {} (is the \
+             disk full, or the file not writable?)",
+            files::side_file(path, "-shm").display()
+        ),
+        false => error.to_string(),
     }
 }
 
