@@ -987,6 +987,7 @@ async fn a_server_restarted_mid_turn_never_runs_a_call_twice() {
         }
     }
     assert_each_ran_once(&noted(&dir), 3, "a server restarted mid-turn");
+}
 
 // ---- hostile text ----
 
