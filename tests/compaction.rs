@@ -141,14 +141,19 @@ fn model(server: &MockServer) -> AnthropicModel {
         .with_retry(RetryPolicy::none())
 }
 
-/// A 10,000-token window: results are cleared above 7,000 and compacted above 8,500.
+/// A 10,000-token window less 1,000 for the answer: results are cleared above 6,300 (down to
+/// 3,600) and compacted above 7,650.
 fn config(server: &MockServer) -> AgentConfig {
     let registry = ToolRegistry::new();
     registry.register(Arc::new(FetchTool)).unwrap();
-    AgentConfig::new()
+    let mut config = AgentConfig::new()
         .with_model(model(server))
         .with_registry(Arc::new(registry))
-        .with_context_window(10_000)
+        .with_context_window(10_000);
+    config.max_tokens = 1_000;
+    // Three 3,000-token results are never cleared: only a compaction makes room for them.
+    config.context.keep_tool_results = 3;
+    config
 }
 
 async fn run(agent: &Agent, prompt: &str) -> (Vec<AgentEvent>, RunResult) {
@@ -231,6 +236,7 @@ fn compactions(events: &[AgentEvent]) -> Vec<(u64, u64)> {
             AgentEvent::Compacted {
                 tokens_before,
                 tokens_after,
+                ..
             } => Some((*tokens_before, *tokens_after)),
             _ => None,
         })
@@ -248,8 +254,8 @@ async fn older_tool_results_are_cleared_in_what_the_model_sees_only() {
     .await;
     let mut config = config(&server);
     config.context.keep_tool_results = 1;
-    // 3,000 tokens a result: two stay under 8,000, three pass it, and clearing all but the
-    // last brings them far below 9,500.
+    // 3,000 tokens a result in a room of 9,000: two stay under 7,200, three pass it, and
+    // clearing down to 3,600 takes both older ones (c is unread) and stays far below 8,550.
     let agent = Agent::create(config.with_context_thresholds(0.8, 0.95))
         .await
         .unwrap();
