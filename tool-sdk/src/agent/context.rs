@@ -826,6 +826,16 @@ mod tests {
             ..ContextSettings::default()
         };
         assert!(settings.problem().unwrap().contains("clear_at (0.9)"));
+        let settings = ContextSettings {
+            clear_to: 0.8,
+            ..ContextSettings::default()
+        };
+        assert!(
+            settings
+                .problem()
+                .unwrap()
+                .contains("clear_to (0.8) must not be above clear_at (0.7)")
+        );
         assert!(ContextSettings::default().problem().is_none());
     }
 }
