@@ -142,7 +142,7 @@ fn model(server: &MockServer) -> AnthropicModel {
 }
 
 /// A 10,000-token window less 1,000 for the answer: results are cleared above 6,300 (down to
-/// 3,600) and compacted above 7,650.
+/// 900) and compacted above 7,650.
 fn config(server: &MockServer) -> AgentConfig {
     let registry = ToolRegistry::new();
     registry.register(Arc::new(FetchTool)).unwrap();
@@ -255,7 +255,7 @@ async fn older_tool_results_are_cleared_in_what_the_model_sees_only() {
     let mut config = config(&server);
     config.context.keep_tool_results = 1;
     // 3,000 tokens a result in a room of 9,000: two stay under 7,200, three pass it, and
-    // clearing down to 3,600 takes both older ones (c is unread) and stays far below 8,550.
+    // clearing down to 900 takes both older ones (c is unread) and stays far below 8,550.
     let agent = Agent::create(config.with_context_thresholds(0.8, 0.95))
         .await
         .unwrap();

@@ -86,8 +86,8 @@ pub struct ContextSettings {
     /// room is the window less the answer's `max_tokens`, as are all the shares below.
     pub clear_at: f64,
     /// The share of the room a batch of clearing brings the request under, when clearing can
-    /// (default 0.4): well under `clear_at`, so that one batch (one break of the prompt
-    /// cache) lasts several turns.
+    /// (default 0.1): well under `clear_at`, so that one batch (one break of the prompt
+    /// cache) lasts many turns. Higher keeps more recent results in view, for more batches.
     pub clear_to: f64,
     /// The share of the room above which the conversation is compacted (default 0.85).
     pub compact_at: f64,
@@ -105,7 +105,7 @@ impl Default for ContextSettings {
             window: None,
             compaction: true,
             clear_at: 0.7,
-            clear_to: 0.4,
+            clear_to: 0.1,
             compact_at: 0.85,
             keep_tool_results: 1,
             keep_recent: 0.25,
@@ -209,7 +209,7 @@ impl AgentConfig {
     /// estimated before it is sent, against the room the window leaves the prompt once
     /// `max_tokens` is reserved for the answer: above `clear_at` of it (0.7) the results of
     /// older tool calls are replaced by a short note in what the model sees, down to
-    /// `clear_to` (0.4), and above `compact_at` (0.85), or when the provider answers that the
+    /// `clear_to` (0.1), and above `compact_at` (0.85), or when the provider answers that the
     /// prompt is too long, the older part of the conversation is replaced by a summary the
     /// model writes. The full conversation is kept
     /// in [`RunResult::messages`] and the session. (`compaction` in the `[context]` table.)
