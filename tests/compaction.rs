@@ -1000,3 +1000,40 @@ async fn max_tokens_as_large_as_the_window_is_a_config_error() {
     );
     assert_eq!(bodies(&server).await.len(), 0);
 }
+
+/// The summary request counts in the run's token budget: one that it uses up stops the run
+/// before the turn it was made for.
+#[tokio::test]
+async fn a_budget_the_summary_uses_up_stops_the_run() {
+    let server = server(vec![
+        fetch_turn("a"),
+        fetch_turn("b"),
+        fetch_turn("c"),
+        text_turn("SUMMARY: pages a and b were read."),
+        text_turn("done"),
+    ])
+    .await;
+    // 15 tokens a request: 45 after three turns, 60 with the summary.
+    let agent = Agent::create(config(&server).with_max_run_tokens(50))
+        .await
+        .unwrap();
+    let (events, result) = run(&agent, "Read a, b and c.").await;
+    assert!(
+        matches!(
+            result.error,
+            Some(tool_sdk::agent::AgentError::TokenLimitExceeded {
+                spent: 60,
+                limit: 50
+            })
+        ),
+        "{:?}",
+        result.error
+    );
+    assert_eq!(compactions(&events).len(), 1);
+    assert_eq!(
+        bodies(&server).await.len(),
+        4,
+        "no request after the summary"
+    );
+    assert_eq!(agent.total_usage().total_tokens(), 60);
+}
