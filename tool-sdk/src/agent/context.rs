@@ -11,11 +11,11 @@
 //!   input and `max_tokens` together exceed the window);
 //! - above [`ContextSettings::clear_at`] of the room, the results of older tool calls are
 //!   *cleared* in the view: the `tool_use`/`tool_result` pair stays and the result's content
-//!   becomes a one-line note. Every result but the [`keep_tool_results`](ContextSettings) most
-//!   recent is cleared at once, and then more recent ones, oldest first, until the request is
-//!   under [`ContextSettings::clear_to`]: each batch breaks the prompt cache once, so it
-//!   makes room for several turns, not just the next one. Results the model has not read yet
-//!   (those of the last turn) are never cleared;
+//!   becomes a one-line note. Results are cleared oldest first, in one batch, until the
+//!   request is under [`ContextSettings::clear_to`], well below `clear_at`: each batch breaks
+//!   the prompt cache once, so it makes room for many turns, not just the next one. The
+//!   [`keep_tool_results`](ContextSettings) most recent results are never cleared, nor those
+//!   the model has not read yet (the last turn's);
 //! - above [`ContextSettings::compact_at`] (or when the provider answers that the prompt is
 //!   too long), the conversation is *compacted*: the model is asked, in one extra request, to
 //!   summarise the older part, and from then on the view is the summary (a user message) then
@@ -211,8 +211,8 @@ impl AgentConfig {
     /// older tool calls are replaced by a short note in what the model sees, down to
     /// `clear_to` (0.1), and above `compact_at` (0.85), or when the provider answers that the
     /// prompt is too long, the older part of the conversation is replaced by a summary the
-    /// model writes. The full conversation is kept
-    /// in [`RunResult::messages`] and the session. (`compaction` in the `[context]` table.)
+    /// model writes. The full conversation is kept in [`RunResult::messages`] and the
+    /// session. (`compaction` in the `[context]` table.)
     ///
     /// [`with_context_window`]: Self::with_context_window
     pub fn with_compaction(mut self, on: bool) -> Self {
