@@ -483,8 +483,9 @@ def long_run_section():
       "(0.1x), the rest up to the last breakpoint is written (1.25x), the tail is plain input; "
       "4 characters a token (`benches/src/bin/long_run.rs`). Billed = input + 0.1 read + "
       "1.25 write, in input-token equivalents. The last three runs have caching on; `window` "
-      "runs manage a 100k context window (old tool results cleared at 70 %, the conversation "
-      "compacted at 85 %), the last one with clearing off so that it must compact.")
+      "runs manage a 100k context window (old tool results cleared at 70 % of what "
+      "`max_tokens` leaves of it, down to 10 %; the conversation compacted at 85 %), the "
+      "last one with clearing off so that it must compact.")
     w("")
     w("| run | input | cache read | cache write | billed | largest request | compactions |")
     w("|---|---|---|---|---|---|---|")
@@ -510,6 +511,43 @@ def long_run_section():
         summary.append(("60-turn session: largest request against a 100k window",
                         "never over", f"{worst:,} managed, {off['largest_request_tokens']:,} not",
                         worst <= window, ""))
+    small_window_section(lr.get("small_window"))
+
+
+def small_window_section(sw):
+    """The small-window conversation of issue 25: clearing batches and cache breaks."""
+    if not sw:
+        return
+    w("### A long conversation in a small window")
+    w("")
+    w("40 prompts to one agent, each answered by two reads of an 8,000-character page (2,000 "
+      "tokens) then a text, in a 20k window managed with the default settings, priced as "
+      "above (`long_run --small-window`). The provider counts the answer's `max_tokens` in "
+      "the window with the prompt (recent Claude models refuse a request over it: `over "
+      "window`), so the agent clears against what `max_tokens` leaves: 11.8k of the window "
+      "at the default 8,192, 18k at 2,048. A cache break is a request whose messages do not "
+      "start with the previous one's (a batch of cleared results, a compaction), written to "
+      "the cache again from there.")
+    w("")
+    w("| max_tokens | requests | clearing batches | cache breaks | compactions | over window "
+      "| cache read | cache write | billed | largest request |")
+    w("|---|---|---|---|---|---|---|---|---|---|")
+    for key in ["max_tokens_8192", "max_tokens_2048"]:
+        r = sw.get(key)
+        if r:
+            w(f"| {r['max_tokens']:,} | {r['requests']} | {r['clearing_batches']} | "
+              f"{r['cache_breaks']} | {r['compactions']} | {r['over_window']} | "
+              f"{r['cache_read_tokens']:,} | {r['cache_write_tokens']:,} | "
+              f"{r['billed_input_equivalent']:,.0f} | {r['largest_request_tokens']:,} |")
+    w("")
+    w("Before issue 25 (`a0e5c56`: thresholds against the whole window, every result but the "
+      "3 most recent cleared at once), the same conversation: 29 batches and 29 breaks at "
+      "either `max_tokens`, 1,131,169 read, 417,933 written, 635,533 billed, and at 8,192, 84 "
+      "of the 120 requests over the window, which the provider refuses and the agent did not "
+      "then take for a prompt too long: the run failed. At 8,192 the prompt's 11.8k leave "
+      "room for two reads between batches whatever the low-water mark, so each batch buys "
+      "2.4 requests; at 2,048, 6.")
+    w("")
 
 
 long_run_section()

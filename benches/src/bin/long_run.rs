@@ -15,18 +15,25 @@
 //! bytes. [`run_session`] takes a tweak of the agent's config: caching off and on today;
 //! other settings (a context window with compaction) are one more call.
 //!
-//! `long_run [TURNS]` prints one JSON object: each run's [`Stats`] and the reduction of the
-//! billed input with caching (target: at least 75 % lower).
+//! A second script plays a long conversation in a small window (issue 25): 40 prompts, each
+//! answered by two reads of an 8,000-character page then a text, against a 20k window; it
+//! counts the batches of cleared results and the requests that break the cache's prefix
+//! ([`small_window`]).
+//!
+//! `long_run [TURNS]` prints one JSON object: each run's [`Stats`], the reduction of the
+//! billed input with caching (target: at least 75 % lower) and the small window's
+//! [`WindowStats`].
 
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hasher};
 use std::sync::{Arc, Mutex};
 
+use futures::StreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
-use tool_sdk::agent::{Agent, AgentConfig};
+use tool_sdk::agent::{Agent, AgentConfig, AgentEvent};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::{Price, RetryPolicy, Usage};
 use tool_sdk::permission::PermissionMode;
@@ -79,6 +86,25 @@ async fn grep(pattern: String) -> String {
     filler(&format!("grep {pattern}"))
 }
 
+/// Exactly 8,000 characters of code-like lines, the same for the same `seed`.
+fn page(seed: &str) -> String {
+    let mut text = filler(seed);
+    while text.len() < PAGE_CHARS {
+        text.push_str(&filler(&format!("{seed} {}", text.len())));
+    }
+    text.truncate(PAGE_CHARS);
+    text
+}
+
+/// The length of a page of the small-window conversation.
+const PAGE_CHARS: usize = 8_000;
+
+/// Reads a page of the project's documentation.
+#[tool(name = "ReadPage", read_only, register = false)]
+async fn read_page(name: String) -> String {
+    page(&format!("page {name}"))
+}
+
 /// Replaces `old_text` with `new_text` in a file; answers the edited region.
 #[tool(name = "EditFile", register = false)]
 async fn edit_file(path: String, old_text: String, new_text: String) -> String {
@@ -93,6 +119,11 @@ async fn run_tests(filter: String) -> String {
 }
 
 fn registry() -> Arc<ToolRegistry> {
+    Arc::new(coding_tools())
+}
+
+/// The four coding tools.
+fn coding_tools() -> ToolRegistry {
     let registry = ToolRegistry::new();
     registry
         .register(Arc::new(ReadFileTool))
@@ -106,6 +137,15 @@ fn registry() -> Arc<ToolRegistry> {
     registry
         .register(Arc::new(RunTestsTool))
         .expect("RunTests registers");
+    registry
+}
+
+/// The coding tools and `ReadPage`, for the small-window conversation.
+fn page_registry() -> Arc<ToolRegistry> {
+    let registry = coding_tools();
+    registry
+        .register(Arc::new(ReadPageTool))
+        .expect("ReadPage registers");
     Arc::new(registry)
 }
 
@@ -203,6 +243,34 @@ fn summary_stream(n: usize, usage: &Priced) -> String {
 
 /// The stream of turn `n` of `turns`, reporting this usage.
 fn turn_stream(n: usize, turns: usize, usage: &Priced) -> String {
+    let last = n + 1 >= turns;
+    let text = match last {
+        true => "All done: the edits are in and the tests pass.".to_owned(),
+        false => format!("Step {}: next I use {}.", n + 1, call(n).0),
+    };
+    answer_stream(n, &text, (!last).then(|| call(n)), usage)
+}
+
+/// The stream of answer `n` of the small-window conversation: two page reads, then a text.
+fn page_stream(n: usize, usage: &Priced) -> String {
+    match n % 3 {
+        2 => answer_stream(n, &format!("Both pages read ({n})."), None, usage),
+        _ => answer_stream(
+            n,
+            "Reading the next page.",
+            Some(("ReadPage", json!({"name": n.to_string()}))),
+            usage,
+        ),
+    }
+}
+
+/// The stream of answer `n`: `text`, then `call` if any, reporting this usage.
+fn answer_stream(
+    n: usize,
+    text: &str,
+    call: Option<(&'static str, Value)>,
+    usage: &Priced,
+) -> String {
     let mut events = vec![event(
         "message_start",
         json!({"type": "message_start", "message": {"id": format!("msg_{n}"), "type": "message",
@@ -210,11 +278,6 @@ fn turn_stream(n: usize, turns: usize, usage: &Priced) -> String {
             "usage": {"input_tokens": usage.input, "cache_read_input_tokens": usage.read,
                 "cache_creation_input_tokens": usage.write, "output_tokens": 1}}}),
     )];
-    let last = n + 1 >= turns;
-    let text = match last {
-        true => "All done: the edits are in and the tests pass.".to_owned(),
-        false => format!("Step {}: next I use {}.", n + 1, call(n).0),
-    };
     events.push(event(
         "content_block_start",
         json!({"type": "content_block_start", "index": 0,
@@ -224,8 +287,8 @@ fn turn_stream(n: usize, turns: usize, usage: &Priced) -> String {
         "content_block_stop",
         json!({"type": "content_block_stop", "index": 0}),
     ));
-    if !last {
-        let (name, input) = call(n);
+    let last = call.is_none();
+    if let Some((name, input)) = call {
         events.push(event(
             "content_block_start",
             json!({"type": "content_block_start", "index": 1, "content_block":
@@ -355,10 +418,40 @@ struct Seen {
     /// The summary requests' share of `billed`.
     summaries: Vec<Priced>,
     largest_request_tokens: u64,
+    /// Tokens and `max_tokens` of every request: what the provider checks against the window.
+    sizes: Vec<(u64, u64)>,
+    /// The messages of each scripted request, without cache marks: what the cache compares.
+    views: Vec<Value>,
 }
 
-/// Answers each request with the next of `turns` scripted turns, priced.
-async fn serve(listener: TcpListener, turns: usize, seen: Arc<Mutex<Seen>>) {
+impl Seen {
+    /// Scripted requests whose messages do not start with the previous one's: each breaks
+    /// the prompt cache's prefix (and is billed as a cache write from there).
+    fn cache_breaks(&self) -> usize {
+        self.views
+            .windows(2)
+            .filter(|pair| {
+                let (before, now) = (pair[0].as_array(), pair[1].as_array());
+                let (Some(before), Some(now)) = (before, now) else {
+                    return true;
+                };
+                !now.starts_with(before)
+            })
+            .count()
+    }
+}
+
+/// What the server answers with.
+#[derive(Clone, Copy)]
+enum Script {
+    /// The coding session of this many turns.
+    Coding(usize),
+    /// The small-window conversation: each prompt two page reads then a text.
+    Pages,
+}
+
+/// Answers each request with the next answer of `script`, priced.
+async fn serve(listener: TcpListener, script: Script, seen: Arc<Mutex<Seen>>) {
     while let Ok((mut socket, _)) = listener.accept().await {
         let Some(body) = read_request_body(&mut socket).await else {
             continue;
@@ -370,13 +463,19 @@ async fn serve(listener: TcpListener, turns: usize, seen: Arc<Mutex<Seen>>) {
             seen.requests += 1;
             seen.billed.push(priced);
             seen.largest_request_tokens = seen.largest_request_tokens.max(total);
+            let max_tokens = request["max_tokens"].as_u64().unwrap_or(0);
+            seen.sizes.push((total, max_tokens));
             if is_summary_request(&request) {
                 seen.summaries.push(priced);
                 summary_stream(seen.summaries.len(), &priced)
             } else {
                 let n = seen.scripted;
                 seen.scripted += 1;
-                turn_stream(n, turns, &priced)
+                seen.views.push(unmarked(&request["messages"]));
+                match script {
+                    Script::Coding(turns) => turn_stream(n, turns, &priced),
+                    Script::Pages => page_stream(n, &priced),
+                }
             }
         };
         let head = format!(
@@ -416,6 +515,9 @@ pub struct Stats {
     /// `billed_input_equivalent` too), plus their output tokens at 5x (Anthropic's output
     /// price is five times the input price).
     pub compaction_cost_equivalent: f64,
+    /// Scripted requests whose messages do not start with the previous one's: each breaks
+    /// the prompt cache's prefix (a batch of cleared results, a compaction).
+    pub cache_breaks: usize,
 }
 
 impl Stats {
@@ -434,6 +536,7 @@ impl Stats {
             largest_request_tokens,
             compactions: 0,
             compaction_cost_equivalent: 0.0,
+            cache_breaks: 0,
         }
     }
 }
@@ -444,7 +547,7 @@ pub async fn run_session(turns: usize, tweak: impl FnOnce(AgentConfig) -> AgentC
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
     let addr = listener.local_addr().expect("an address");
     let seen = Arc::new(Mutex::new(Seen::default()));
-    let server = tokio::spawn(serve(listener, turns, seen.clone()));
+    let server = tokio::spawn(serve(listener, Script::Coding(turns), seen.clone()));
     let model = AnthropicModel::new(MODEL, "key")
         .with_base_url(format!("http://{addr}"))
         .with_retry(RetryPolicy::none());
@@ -489,6 +592,7 @@ pub async fn run_session(turns: usize, tweak: impl FnOnce(AgentConfig) -> AgentC
     );
     let mut stats = Stats::from_usage(result.usage, seen.requests, seen.largest_request_tokens);
     stats.compactions = seen.summaries.len();
+    stats.cache_breaks = seen.cache_breaks();
     stats.compaction_cost_equivalent = seen
         .summaries
         .iter()
@@ -502,6 +606,121 @@ pub async fn run_session(turns: usize, tweak: impl FnOnce(AgentConfig) -> AgentC
         })
         .fold(0.0, |sum, cost| sum + cost);
     stats
+}
+
+/// What the small-window conversation did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WindowStats {
+    /// The window managed, in tokens.
+    pub window: u64,
+    /// The answer's `max_tokens`, which the provider counts in the window with the prompt.
+    pub max_tokens: u32,
+    /// Prompts sent, one run each.
+    pub prompts: usize,
+    /// Requests sent, summary requests included.
+    pub requests: usize,
+    /// Compactions: requests for a summary.
+    pub compactions: usize,
+    /// Batches of tool results cleared (`ToolResultsCleared` events).
+    pub clearing_batches: usize,
+    /// Scripted requests whose messages do not start with the previous one's.
+    pub cache_breaks: usize,
+    /// Requests whose prompt and `max_tokens` together exceed the window: the ones a recent
+    /// Claude model refuses.
+    pub over_window: usize,
+    /// The longest prompt sent, in tokens.
+    pub largest_request_tokens: u64,
+    /// Prompt tokens billed at the input price, read from and written to the cache.
+    pub input_tokens: u64,
+    /// Prompt tokens read from the cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the cache.
+    pub cache_write_tokens: u64,
+    /// input + 0.1 read + 1.25 write, in input-token equivalents.
+    pub billed_input_equivalent: f64,
+    /// Prompt and output tokens the server billed that the agent's `total_usage()` lacks.
+    pub missing_from_totals: u64,
+}
+
+/// `prompts` prompts to one agent managing a 20k window and answering in at most
+/// `max_tokens`, each prompt answered by two reads of an 8,000-character page then a text,
+/// against a fresh server and an empty cache.
+pub async fn small_window(prompts: usize, max_tokens: u32) -> WindowStats {
+    let window = 20_000;
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let addr = listener.local_addr().expect("an address");
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let server = tokio::spawn(serve(listener, Script::Pages, seen.clone()));
+    let model = AnthropicModel::new(MODEL, "key")
+        .with_base_url(format!("http://{addr}"))
+        .with_retry(RetryPolicy::none());
+    let mut config = AgentConfig::new()
+        .with_model(model)
+        .with_registry(page_registry())
+        .with_system_prompt(system_prompt())
+        .with_permission_mode(PermissionMode::BypassPermissions)
+        .with_context_window(window);
+    config.max_tokens = max_tokens;
+    let agent = Agent::create(config).await.expect("the agent builds");
+    let mut clearing_batches = 0;
+    for n in 0..prompts {
+        let mut run = agent.run(format!(
+            "Read pages {n}a and {n}b and tell me what they say."
+        ));
+        while let Some(event) = run.next().await {
+            match event {
+                AgentEvent::ToolResultsCleared { .. } => clearing_batches += 1,
+                AgentEvent::Finished(result) => {
+                    assert!(result.error.is_none(), "prompt {n}: {:?}", result.error);
+                }
+                _ => {}
+            }
+        }
+    }
+    server.abort();
+    let seen = seen.lock().expect("the lock is never poisoned");
+    let billed = seen
+        .billed
+        .iter()
+        .fold(Usage::default(), |mut sum, priced| {
+            sum.input_tokens += priced.input;
+            sum.cache_read_input_tokens += priced.read;
+            sum.cache_creation_input_tokens += priced.write;
+            sum
+        });
+    let output = (seen.requests - seen.summaries.len()) as u64 * 40
+        + seen.summaries.len() as u64 * SUMMARY_OUTPUT_TOKENS;
+    let total = agent.total_usage();
+    WindowStats {
+        window,
+        max_tokens,
+        prompts,
+        requests: seen.requests,
+        compactions: seen.summaries.len(),
+        clearing_batches,
+        cache_breaks: seen.cache_breaks(),
+        over_window: seen
+            .sizes
+            .iter()
+            .filter(|(tokens, max_tokens)| tokens + max_tokens > window)
+            .count(),
+        largest_request_tokens: seen.largest_request_tokens,
+        input_tokens: billed.input_tokens,
+        cache_read_tokens: billed.cache_read_input_tokens,
+        cache_write_tokens: billed.cache_creation_input_tokens,
+        billed_input_equivalent: input_equivalent(&billed),
+        missing_from_totals: (billed.prompt_tokens() + output)
+            .saturating_sub(total.prompt_tokens() + total.output_tokens),
+    }
+}
+
+/// The small-window conversation with the default `max_tokens` (8,192: the prompt has 11.8k
+/// of the window) and with 2,048 (it has 18k).
+async fn small_windows() -> Value {
+    json!({
+        "max_tokens_8192": small_window(40, 8_192).await,
+        "max_tokens_2048": small_window(40, 2_048).await,
+    })
 }
 
 /// Both runs, and how much lower the bill is with caching.
@@ -531,25 +750,33 @@ async fn measure(turns: usize) -> Value {
         "compaction_off": compaction_off,
         "compaction_on": compaction_on,
         "compaction_without_clearing": summaries_only,
+        "small_window": small_windows().await,
     })
 }
 
 fn main() {
-    let turns: usize = match std::env::args().nth(1) {
-        None => 60,
-        Some(arg) => match arg.parse() {
-            Ok(turns) if turns >= 2 => turns,
-            _ => {
-                eprintln!("usage: long_run [TURNS]  (TURNS: a number, at least 2; default 60)");
-                std::process::exit(2);
-            }
-        },
-    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("a tokio runtime");
+    let turns: usize = match std::env::args().nth(1).as_deref() {
+        None => 60,
+        Some("--small-window") => {
+            println!("{}", runtime.block_on(small_windows()));
+            return;
+        }
+        Some(arg) => match arg.parse() {
+            Ok(turns) if turns >= 2 => turns,
+            _ => {
+                eprintln!(
+                    "usage: long_run [TURNS | --small-window]  (TURNS: a number, at least 2; \
+                     default 60; --small-window: only the 40 prompts in a 20k window)"
+                );
+                std::process::exit(2);
+            }
+        },
+    };
     println!("{}", runtime.block_on(measure(turns)));
 }
 
@@ -605,6 +832,20 @@ mod tests {
         assert_eq!(off["cache_write_tokens"], 0);
         assert!(report["caching_on"]["cache_read_tokens"].as_u64() > Some(0));
         assert!(report["reduction"].as_f64() > Some(0.5), "{report}");
+    }
+
+    #[test]
+    fn a_small_window_is_cleared_in_batches_that_last() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a tokio runtime");
+        let stats = runtime.block_on(small_window(12, 2_048));
+        assert_eq!(stats.over_window, 0, "{stats:?}");
+        assert_eq!(stats.missing_from_totals, 0, "{stats:?}");
+        assert!(stats.clearing_batches > 0, "{stats:?}");
+        assert!(stats.cache_breaks * 3 <= stats.requests, "{stats:?}");
     }
 
     #[test]

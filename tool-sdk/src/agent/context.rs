@@ -6,16 +6,24 @@
 //! - the size of the request is estimated as characters / 4 (system prompt, tool schemas and
 //!   messages; an image counts as [`IMAGE_TOKENS`]): simple, the same on every resume, and
 //!   close enough to leave the thresholds room;
-//! - above [`ContextSettings::clear_at`] of the window, the results of older tool calls are
+//! - the thresholds are shares of the *room* the prompt has: the window less the request's
+//!   `max_tokens`, which providers reserve for the answer (Anthropic refuses a request whose
+//!   input and `max_tokens` together exceed the window);
+//! - above [`ContextSettings::clear_at`] of the room, the results of older tool calls are
 //!   *cleared* in the view: the `tool_use`/`tool_result` pair stays and the result's content
-//!   becomes a one-line note; all but the [`keep_tool_results`](ContextSettings) most recent
-//!   are cleared at once, so that the view changes in batches, not every turn;
+//!   becomes a one-line note. Results are cleared oldest first, in one batch, until the
+//!   request is under [`ContextSettings::clear_to`], well below `clear_at`: each batch breaks
+//!   the prompt cache once, so it makes room for many turns, not just the next one. The
+//!   [`keep_tool_results`](ContextSettings) most recent results are never cleared, nor those
+//!   the model has not read yet (the last turn's);
 //! - above [`ContextSettings::compact_at`] (or when the provider answers that the prompt is
 //!   too long), the conversation is *compacted*: the model is asked, in one extra request, to
 //!   summarise the older part, and from then on the view is the summary (a user message) then
 //!   the recent messages verbatim. The cut is made before an assistant message or before a
 //!   user message that holds no tool results, so no call is separated from its result and
-//!   roles still alternate. A [`PreCompact`] hook may add instructions or veto it.
+//!   roles still alternate. A [`PreCompact`] hook may add instructions or veto it. The
+//!   summary request is billed like a turn: it counts in the run's and the agent's usage and
+//!   cost, the budgets, the [`AgentEvent::Compacted`] event and a stored [`Record::Usage`].
 //!
 //! The view is a stable prefix between two changes (the summary stays until the next
 //! compaction, cleared results stay cleared), so prompt caching keeps hitting. Each change is
@@ -74,13 +82,19 @@ pub struct ContextSettings {
     /// Whether the window is managed at all: old tool results cleared and the conversation
     /// compacted (default: on).
     pub compaction: bool,
-    /// The share of the window above which older tool results are cleared (default 0.7).
+    /// The share of the room above which older tool results are cleared (default 0.7). The
+    /// room is the window less the answer's `max_tokens`, as are all the shares below.
     pub clear_at: f64,
-    /// The share of the window above which the conversation is compacted (default 0.85).
+    /// The share of the room a batch of clearing brings the request under, when clearing can
+    /// (default 0.1): well under `clear_at`, so that one batch (one break of the prompt
+    /// cache) lasts many turns. Higher keeps more recent results in view, for more batches.
+    pub clear_to: f64,
+    /// The share of the room above which the conversation is compacted (default 0.85).
     pub compact_at: f64,
-    /// How many of the most recent tool results are never cleared (default 3).
+    /// How many of the most recent tool results are never cleared (default 1). Results the
+    /// model has not read yet are never cleared either.
     pub keep_tool_results: usize,
-    /// The share of the window the recent messages kept verbatim by a compaction may take
+    /// The share of the room the recent messages kept verbatim by a compaction may take
     /// (default 0.25); at least the last turn is kept whatever its size.
     pub keep_recent: f64,
 }
@@ -91,8 +105,9 @@ impl Default for ContextSettings {
             window: None,
             compaction: true,
             clear_at: 0.7,
+            clear_to: 0.1,
             compact_at: 0.85,
-            keep_tool_results: 3,
+            keep_tool_results: 1,
             keep_recent: 0.25,
         }
     }
@@ -106,11 +121,24 @@ impl ContextSettings {
     /// A mistake in the settings, said so that it can be fixed.
     fn problem(&self) -> Option<String> {
         let share = |x: f64| x > 0.0 && x <= 1.0;
-        if !share(self.clear_at) || !share(self.compact_at) || !share(self.keep_recent) {
+        let shares = [
+            self.clear_at,
+            self.clear_to,
+            self.compact_at,
+            self.keep_recent,
+        ];
+        if !shares.into_iter().all(share) {
             return Some(format!(
-                "[context] clear_at ({}), compact_at ({}) and keep_recent ({}) are shares of \
-                 the context window: each must be above 0 and at most 1",
-                self.clear_at, self.compact_at, self.keep_recent
+                "[context] clear_at ({}), clear_to ({}), compact_at ({}) and keep_recent ({}) \
+                 are shares of the context window: each must be above 0 and at most 1",
+                self.clear_at, self.clear_to, self.compact_at, self.keep_recent
+            ));
+        }
+        if self.clear_to > self.clear_at {
+            return Some(format!(
+                "[context] clear_to ({}) must not be above clear_at ({}): clearing starts above \
+                 clear_at and brings the request down to clear_to",
+                self.clear_to, self.clear_at
             ));
         }
         if self.clear_at > self.compact_at {
@@ -178,11 +206,13 @@ impl AgentConfig {
 
     /// Turns the management of the context window on (the default) or off. On, when the
     /// window is known (from the [`Catalog`](crate::model::Catalog) or [`with_context_window`]), each request is
-    /// estimated before it is sent: above `clear_at` of the window (0.7) the results of older
-    /// tool calls are replaced by a short note in what the model sees, and above `compact_at`
-    /// (0.85), or when the provider answers that the prompt is too long, the older part of the
-    /// conversation is replaced by a summary the model writes. The full conversation is kept
-    /// in [`RunResult::messages`] and the session. (`compaction` in the `[context]` table.)
+    /// estimated before it is sent, against the room the window leaves the prompt once
+    /// `max_tokens` is reserved for the answer: above `clear_at` of it (0.7) the results of
+    /// older tool calls are replaced by a short note in what the model sees, down to
+    /// `clear_to` (0.1), and above `compact_at` (0.85), or when the provider answers that the
+    /// prompt is too long, the older part of the conversation is replaced by a summary the
+    /// model writes. The full conversation is kept in [`RunResult::messages`] and the
+    /// session. (`compaction` in the `[context]` table.)
     ///
     /// [`with_context_window`]: Self::with_context_window
     pub fn with_compaction(mut self, on: bool) -> Self {
@@ -190,10 +220,12 @@ impl AgentConfig {
         self
     }
 
-    /// Sets the shares of the window above which tool results are cleared and the
-    /// conversation compacted (`clear_at`, `compact_at` in the `[context]` table).
+    /// Sets the shares of the prompt's room (the window less `max_tokens`) above which tool
+    /// results are cleared and the conversation compacted (`clear_at`, `compact_at` in the
+    /// `[context]` table). A `clear_to` above the new `clear_at` is lowered to it.
     pub fn with_context_thresholds(mut self, clear_at: f64, compact_at: f64) -> Self {
         self.context.clear_at = clear_at;
+        self.context.clear_to = self.context.clear_to.min(clear_at);
         self.context.compact_at = compact_at;
         self
     }
@@ -247,6 +279,21 @@ impl AgentInner {
             .or_else(|| self.ledger.info().map(|info| info.context_window))
     }
 
+    /// The room a request's prompt has in `window`: what `max_tokens` leaves of it. An error
+    /// when it leaves nothing.
+    fn prompt_room(&self, window: u64) -> Result<u64, AgentError> {
+        let answer = u64::from(self.config.max_tokens);
+        match window.checked_sub(answer) {
+            Some(room) if room > 0 => Ok(room),
+            _ => Err(AgentError::Config(format!(
+                "max_tokens ({answer}) leaves no room for the prompt in the context window of \
+                 {window} tokens (the provider counts the prompt and max_tokens together): \
+                 lower `max_tokens` (in the config file or on `AgentConfig`), or check the \
+                 window"
+            ))),
+        }
+    }
+
     /// The messages the next request is sent: `messages` as the view stands, after clearing
     /// tool results or compacting when the request would be too large (see the module docs).
     pub(crate) async fn context_view(
@@ -262,15 +309,24 @@ impl AgentInner {
         if let Some(problem) = self.config.context.problem() {
             return Err(AgentError::Config(problem));
         }
+        let room = self.prompt_room(window)?;
         let settings = &self.config.context;
-        let over = |tokens: u64, share: f64| tokens as f64 > share * window as f64;
+        let share = |share: f64| (share * room as f64) as u64;
         let mut tokens = self.estimate(messages);
-        if over(tokens, settings.clear_at) && self.clear_results(messages, emit).await? {
+        if tokens > share(settings.clear_at)
+            && self
+                .clear_results(messages, tokens, share(settings.clear_to), emit)
+                .await?
+        {
             tokens = self.estimate(messages);
         }
-        if over(tokens, settings.compact_at) {
-            self.compact(messages, tokens, window, false, result, emit, cancel)
-                .await?;
+        if tokens > share(settings.compact_at)
+            && self
+                .compact(messages, tokens, window, false, result, emit, cancel)
+                .await?
+        {
+            // The summary was billed: a budget it used up stops the run before the turn.
+            self.ledger.check(result)?;
         }
         Ok(build_view(
             messages,
@@ -294,7 +350,10 @@ impl AgentInner {
         let Some(window) = self.context_window() else {
             return Ok(false);
         };
-        self.clear_results(messages, emit).await?;
+        let room = self.prompt_room(window)?;
+        let tokens = self.estimate(messages);
+        let low = (self.config.context.clear_to * room as f64) as u64;
+        self.clear_results(messages, tokens, low, emit).await?;
         let tokens = self.estimate(messages);
         self.compact(messages, tokens, window, true, result, emit, cancel)
             .await
@@ -325,31 +384,50 @@ impl AgentInner {
         }
     }
 
-    /// Clears, in one batch, every result in the view but the most recent ones. `true` when
-    /// any was cleared.
-    async fn clear_results(&self, messages: &History, emit: &Emit) -> Result<bool, AgentError> {
+    /// Clears, in one batch, the results in the view oldest first until the request (of
+    /// `tokens` now) is estimated under `low`: never the most recent ones, nor those the
+    /// model has not read yet. `true` when any was cleared.
+    async fn clear_results(
+        &self,
+        messages: &History,
+        mut tokens: u64,
+        low: u64,
+        emit: &Emit,
+    ) -> Result<bool, AgentError> {
         let state = self.session.get::<ContextState>();
         let view = state.get();
         let start = kept_from(messages, &view);
-        let results: Vec<(&str, usize)> = messages
+        // The results after the model's last turn go to it for the first time.
+        let read = messages
             .iter()
+            .rposition(|message| message.role == Role::Assistant)
+            .unwrap_or(0);
+        let results: Vec<(&str, usize, bool)> = messages
+            .iter()
+            .enumerate()
             .skip(start)
-            .flat_map(|message| &message.content)
-            .filter_map(|block| match block {
+            .flat_map(|(index, message)| message.content.iter().map(move |block| (index, block)))
+            .filter_map(|(index, block)| match block {
                 MessageContent::ToolResult {
                     tool_use_id,
                     content,
                     ..
-                } => Some((tool_use_id.as_str(), content_chars(content))),
+                } => Some((tool_use_id.as_str(), content_chars(content), index < read)),
                 _ => None,
             })
             .collect();
         let keep = self.config.context.keep_tool_results.min(results.len());
-        let ids: Vec<String> = results[..results.len() - keep]
-            .iter()
-            .filter(|(id, chars)| *chars >= MIN_CLEARED_CHARS && !view.cleared.contains(*id))
-            .map(|(id, _)| (*id).to_owned())
-            .collect();
+        let mut ids = Vec::new();
+        for (id, chars, was_read) in results[..results.len() - keep].iter().copied() {
+            if tokens <= low || !was_read {
+                break;
+            }
+            if chars >= MIN_CLEARED_CHARS && !view.cleared.contains(id) {
+                ids.push(id.to_owned());
+                // The note left in its place is about a hundred characters.
+                tokens = tokens.saturating_sub(chars.saturating_sub(100) as u64 / 4);
+            }
+        }
         if ids.is_empty() {
             return Ok(false);
         }
@@ -377,7 +455,8 @@ impl AgentInner {
         let state = self.session.get::<ContextState>();
         let view = state.get();
         let from = kept_from(messages, &view);
-        let keep_tokens = (self.config.context.keep_recent * window as f64) as u64;
+        let room = self.prompt_room(window)?;
+        let keep_tokens = (self.config.context.keep_recent * room as f64) as u64;
         let Some(cut) = choose_cut(messages, from, keep_tokens) else {
             return Ok(false);
         };
@@ -416,7 +495,13 @@ impl AgentInner {
             cache: self.config.prompt_cache(self.ledger.info()),
         };
         let response = self.summarise(&summary_request, cancel).await?;
-        result.usage += response.usage;
+        // Billed like a turn: in the run's and the agent's totals, and stored with the
+        // compaction (below) so that a resumed agent's totals count it too.
+        let usage = response.usage;
+        result.usage += usage;
+        let cost_usd = self.ledger.add_turn(usage, result);
+        self.stage(|| Record::Usage { usage });
+        emit(AgentEvent::Usage(result.usage));
         let summary = Message {
             role: Role::Assistant,
             content: response.content,
@@ -424,6 +509,7 @@ impl AgentInner {
         .text();
         let summary = summary.trim();
         if summary.is_empty() {
+            self.flush().await?;
             return Err(ModelError::Stream(
                 "the model answered the request to summarise the conversation (to compact it) \
                  with no text"
@@ -445,6 +531,8 @@ impl AgentInner {
         emit(AgentEvent::Compacted {
             tokens_before,
             tokens_after,
+            usage,
+            cost_usd,
         });
         Ok(true)
     }
@@ -738,6 +826,16 @@ mod tests {
             ..ContextSettings::default()
         };
         assert!(settings.problem().unwrap().contains("clear_at (0.9)"));
+        let settings = ContextSettings {
+            clear_to: 0.8,
+            ..ContextSettings::default()
+        };
+        assert!(
+            settings
+                .problem()
+                .unwrap()
+                .contains("clear_to (0.8) must not be above clear_at (0.7)")
+        );
         assert!(ContextSettings::default().problem().is_none());
     }
 }

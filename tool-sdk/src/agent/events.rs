@@ -100,6 +100,11 @@ pub enum AgentEvent {
         tokens_before: u64,
         /// The estimated size after.
         tokens_after: u64,
+        /// Tokens of the request that wrote the summary (also in the run's
+        /// [`AgentEvent::Usage`] totals that precede this event).
+        usage: Usage,
+        /// What they cost, in USD; `None` when the model's price is unknown.
+        cost_usd: Option<f64>,
     },
     /// The content of older tool results was replaced by a short note in what the model is
     /// sent, to save context.

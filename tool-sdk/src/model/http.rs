@@ -323,9 +323,11 @@ pub(crate) fn http_error(status: u16, retry_after: Option<Duration>, body: &str)
 }
 
 /// Whether a 4xx says the prompt does not fit the context window: Anthropic's
-/// `invalid_request_error` "prompt is too long: N tokens > M maximum", OpenAI's
-/// `context_length_exceeded` code, or the "maximum context length" wording compatible servers
-/// copy from it.
+/// `invalid_request_error` "prompt is too long: N tokens > M maximum" or, when the prompt fits
+/// but not with `max_tokens` on top, "input length and `max_tokens` exceed context limit";
+/// OpenAI's `context_length_exceeded` code, its "exceeds the context window" wording, or the
+/// "maximum context length" wording compatible servers copy from it. A shorter prompt is the
+/// cure for each.
 fn prompt_too_long(status: u16, body: &str, message: &str) -> bool {
     if !(400..500).contains(&status) {
         return false;
@@ -343,6 +345,8 @@ fn prompt_too_long(status: u16, body: &str, message: &str) -> bool {
     code.as_deref() == Some("context_length_exceeded")
         || message.contains("prompt is too long")
         || message.contains("maximum context length")
+        || message.contains("exceed context limit")
+        || message.contains("exceeds the context window")
 }
 
 /// The provider's message in an error body: in JSON, `error.message`, `error` as a string,

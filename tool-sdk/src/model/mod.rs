@@ -618,8 +618,9 @@ pub enum ModelError {
     #[error("no API key: {0}")]
     MissingApiKey(String),
     /// The request holds more tokens than the model's context window (Anthropic's 400
-    /// `prompt is too long`, OpenAI's `context_length_exceeded`). Sending it again as it is
-    /// fails the same way; an agent compacts the conversation once and retries (see
+    /// `prompt is too long`, or `input length and max_tokens exceed context limit` when it
+    /// fits only without the answer; OpenAI's `context_length_exceeded`). Sending it again as
+    /// it is fails the same way; an agent compacts the conversation once and retries (see
     /// [`AgentConfig::with_compaction`](crate::agent::AgentConfig::with_compaction)).
     #[error("the prompt is too long for the model's context window (HTTP {status}): {message}")]
     PromptTooLong {

@@ -371,9 +371,9 @@ pub enum Record {
         /// The message sent to the model when the call was refused.
         message: Option<String>,
     },
-    /// Tokens used by one model turn.
+    /// Tokens used by one model request: a turn, or the summary of a compaction.
     Usage {
-        /// The turn's usage.
+        /// The request's usage.
         usage: Usage,
     },
     /// The permission question just asked about a call (its [`Record::PermissionAsked`]) was

@@ -72,7 +72,10 @@ fn http_error_messages_are_found_in_any_common_shape() {
 fn a_prompt_too_long_is_told_from_other_bad_requests() {
     let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
     let openai = r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
-    for body in [anthropic, openai] {
+    // Newer Claude models refuse a prompt that fits only without `max_tokens`.
+    let with_answer = r#"{"type":"error","error":{"type":"invalid_request_error","message":"input length and `max_tokens` exceed context limit: 197626 + 8192 > 200000, decrease input length or `max_tokens` and try again"}}"#;
+    let responses = r#"{"error":{"message":"Your input exceeds the context window of this model. Please adjust your input and try again.","type":"invalid_request_error","param":"input","code":null}}"#;
+    for body in [anthropic, openai, with_answer, responses] {
         assert!(
             matches!(
                 http_error(400, None, body),
