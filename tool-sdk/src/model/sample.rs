@@ -1,0 +1,556 @@
+//! Values made up from a JSON Schema, for [`TestModel`](super::TestModel): every type, bounds,
+//! lengths, enums and `const`, `oneOf`/`anyOf`/`allOf`, `$ref` into `$defs` (as schemars
+//! emits them) and the common string formats.
+
+use serde_json::{Map, Number, Value, json};
+
+/// How deep `$ref`s may nest before only what is required is made: recursive types end.
+const DEEP: usize = 6;
+/// Past this, the schema is taken to recurse without end.
+const TOO_DEEP: usize = 64;
+
+/// Makes up values valid against one schema document (the root that `$ref`s point into).
+pub(super) struct Sampler<'a> {
+    root: &'a Value,
+    rng: &'a mut fastrand::Rng,
+}
+
+impl<'a> Sampler<'a> {
+    pub(super) fn new(root: &'a Value, rng: &'a mut fastrand::Rng) -> Self {
+        Sampler { root, rng }
+    }
+
+    /// A value for the root schema, or why none can be made.
+    pub(super) fn sample(&mut self) -> Result<Value, String> {
+        self.value(self.root, 0, "")
+    }
+
+    fn value(&mut self, schema: &Value, depth: usize, at: &str) -> Result<Value, String> {
+        if depth > TOO_DEEP {
+            return Err(format!("{}: the schema nests without end", here(at)));
+        }
+        let object = match schema {
+            Value::Bool(true) => return Ok(Value::Null),
+            Value::Bool(false) => {
+                return Err(format!("{}: the schema `false` accepts nothing", here(at)));
+            }
+            Value::Object(object) => object,
+            other => return Err(format!("{}: {other} is not a schema", here(at))),
+        };
+        if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
+            let target = self.resolve(reference, at)?;
+            // Keywords beside `$ref` (2019-09 and later) apply too.
+            let merged = merge(target, &without(object, "$ref"));
+            return self.value(&merged, depth + 1, at);
+        }
+        if let Some(all) = object.get("allOf").and_then(Value::as_array) {
+            let mut merged = without(object, "allOf");
+            for part in all {
+                let part = match part.get("$ref").and_then(Value::as_str) {
+                    Some(reference) => merge(self.resolve(reference, at)?, &without_ref(part)),
+                    None => part.clone(),
+                };
+                merged = merge(&merged, &part);
+            }
+            return self.value(&merged, depth + 1, at);
+        }
+        if let Some(value) = object.get("const") {
+            return Ok(value.clone());
+        }
+        if let Some(choices) = object.get("enum").and_then(Value::as_array) {
+            if choices.is_empty() {
+                return Err(format!("{}: the enum is empty", here(at)));
+            }
+            return Ok(choices[self.rng.usize(..choices.len())].clone());
+        }
+        for key in ["oneOf", "anyOf"] {
+            if let Some(branches) = object.get(key).and_then(Value::as_array) {
+                if branches.is_empty() {
+                    return Err(format!("{}: `{key}` has no branch", here(at)));
+                }
+                let branch = self.branch(branches, depth);
+                let merged = merge(&without(object, key), branch);
+                return self.value(&merged, depth + 1, at);
+            }
+        }
+        let kind = match object.get("type") {
+            Some(Value::String(kind)) => kind.clone(),
+            Some(Value::Array(kinds)) if !kinds.is_empty() => {
+                // Deep down, `null` ends a recursive type.
+                let null = kinds.iter().any(|k| k == "null");
+                let pick = if depth >= DEEP && null {
+                    "null"
+                } else {
+                    kinds[self.rng.usize(..kinds.len())].as_str().unwrap_or("null")
+                };
+                pick.to_owned()
+            }
+            _ => implied_type(object).to_owned(),
+        };
+        match kind.as_str() {
+            "null" => Ok(Value::Null),
+            "boolean" => Ok(Value::Bool(self.rng.bool())),
+            "integer" => self.integer(object, at),
+            "number" => self.number(object, at),
+            "string" => self.string(object, at),
+            "array" => self.array(object, depth, at),
+            "object" => self.object(object, depth, at),
+            other => Err(format!("{}: unknown type `{other}`", here(at))),
+        }
+    }
+
+    /// A `oneOf`/`anyOf` branch: any, until deep down, where one without a `$ref` (say the
+    /// `null` of an `Option`) ends a recursive type.
+    fn branch<'s>(&mut self, branches: &'s [Value], depth: usize) -> &'s Value {
+        if depth >= DEEP
+            && let Some(plain) = branches
+                .iter()
+                .find(|b| !b.to_string().contains("\"$ref\""))
+        {
+            return plain;
+        }
+        &branches[self.rng.usize(..branches.len())]
+    }
+
+    fn resolve(&self, reference: &str, at: &str) -> Result<&'a Value, String> {
+        let pointer = reference.strip_prefix('#').ok_or_else(|| {
+            format!(
+                "{}: `$ref` {reference} points outside the schema, which a test model cannot \
+                 follow",
+                here(at)
+            )
+        })?;
+        let pointer = percent_decode(pointer);
+        self.root
+            .pointer(&pointer)
+            .ok_or_else(|| format!("{}: `$ref` {reference} points at nothing", here(at)))
+    }
+
+    fn integer(&mut self, schema: &Map<String, Value>, at: &str) -> Result<Value, String> {
+        let (low, high) = bounds(schema);
+        let mut low = low.map_or(i64::MIN as f64, |(b, exclusive)| {
+            let up = b.ceil();
+            if exclusive && up == b { up + 1.0 } else { up }
+        });
+        let mut high = high.map_or(i64::MAX as f64, |(b, exclusive)| {
+            let down = b.floor();
+            if exclusive && down == b { down - 1.0 } else { down }
+        });
+        // Small numbers near the bounds, as a person would write.
+        match (low > i64::MIN as f64, high < i64::MAX as f64) {
+            (false, false) => (low, high) = (0.0, 100.0),
+            (true, false) => high = low + 100.0,
+            (false, true) => low = high - 100.0,
+            (true, true) => {}
+        }
+        let step = schema
+            .get("multipleOf")
+            .and_then(Value::as_f64)
+            .filter(|m| *m > 0.0);
+        let step = match step {
+            Some(m) if m.fract() == 0.0 => m,
+            Some(m) => {
+                // An integer multiple of a fraction: the smallest whole multiple of it.
+                let whole = (1..=1000)
+                    .map(f64::from)
+                    .find(|k| ((k * m).round() - k * m).abs() < 1e-9)
+                    .map(|k| (k * m).round());
+                whole.ok_or_else(|| {
+                    format!("{}: no integer is a multiple of {m} here", here(at))
+                })?
+            }
+            None => 1.0,
+        };
+        let first = (low / step).ceil();
+        let last = (high / step).floor();
+        if first > last {
+            return Err(format!(
+                "{}: no integer between the bounds {}",
+                here(at),
+                describe_bounds(schema)
+            ));
+        }
+        let span = (last - first).min(1e15) as u64;
+        let k = first + self.rng.u64(..=span) as f64;
+        Ok(json!((k * step) as i64))
+    }
+
+    fn number(&mut self, schema: &Map<String, Value>, at: &str) -> Result<Value, String> {
+        if let Some(m) = schema
+            .get("multipleOf")
+            .and_then(Value::as_f64)
+            .filter(|m| *m > 0.0)
+        {
+            let (low, high) = bounds(schema);
+            let fits = |v: f64| {
+                low.is_none_or(|(b, ex)| if ex { v > b } else { v >= b })
+                    && high.is_none_or(|(b, ex)| if ex { v < b } else { v <= b })
+            };
+            let start = low.map_or(0.0, |(b, _)| (b / m).ceil());
+            let found = (0..1000)
+                .map(|i| (start + f64::from(i)) * m)
+                .find(|v| fits(*v))
+                .ok_or_else(|| {
+                    format!("{}: no multiple of {m} {}", here(at), describe_bounds(schema))
+                })?;
+            return Ok(number(found));
+        }
+        let (low, high) = bounds(schema);
+        let (lo, hi) = match (low, high) {
+            (None, None) => (0.0, 100.0),
+            (Some((b, _)), None) => (b, b + 100.0),
+            (None, Some((b, _))) => (b - 100.0, b),
+            (Some((l, _)), Some((h, _))) => (l, h),
+        };
+        let open = low.is_some_and(|(_, ex)| ex) || high.is_some_and(|(_, ex)| ex);
+        if lo > hi || (open && lo == hi) {
+            return Err(format!(
+                "{}: no number between the bounds {}",
+                here(at),
+                describe_bounds(schema)
+            ));
+        }
+        // Strictly inside, so exclusive bounds hold; two decimals when that stays inside.
+        let raw = lo + (hi - lo) * (0.1 + 0.8 * self.rng.f64());
+        let round = (raw * 100.0).round() / 100.0;
+        let inside = |v: f64| {
+            low.is_none_or(|(b, ex)| if ex { v > b } else { v >= b })
+                && high.is_none_or(|(b, ex)| if ex { v < b } else { v <= b })
+        };
+        Ok(number(if inside(round) { round } else { raw }))
+    }
+
+    fn string(&mut self, schema: &Map<String, Value>, at: &str) -> Result<Value, String> {
+        let min = schema.get("minLength").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let max = schema
+            .get("maxLength")
+            .and_then(Value::as_u64)
+            .map_or(usize::MAX, |m| m as usize);
+        if min > max {
+            return Err(format!(
+                "{}: minLength {min} is above maxLength {max}",
+                here(at)
+            ));
+        }
+        let format = schema.get("format").and_then(Value::as_str);
+        if let Some(text) = format.and_then(formatted) {
+            let length = text.chars().count();
+            if (min..=max).contains(&length) {
+                return Ok(Value::String(text.to_owned()));
+            }
+        }
+        if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
+            return self.matching(pattern, min, max, at).map(Value::String);
+        }
+        let length = self.rng.usize(min.max(1)..=max.min(min.max(1) + 7));
+        let length = length.clamp(min, max);
+        Ok(Value::String(
+            (0..length).map(|_| self.rng.lowercase()).collect(),
+        ))
+    }
+
+    /// A string matching `pattern`: tried among common shapes, since no general inverse of
+    /// a regex is at hand.
+    fn matching(&mut self, pattern: &str, min: usize, max: usize, at: &str) -> Result<String, String> {
+        let regex = regex::Regex::new(pattern)
+            .map_err(|error| format!("{}: the pattern {pattern:?} is unusable: {error}", here(at)))?;
+        let letters: String = (0..8).map(|_| self.rng.lowercase()).collect();
+        let digits: String = (0..8).map(|_| self.rng.digit(10)).collect();
+        let candidates = [
+            letters.clone(),
+            digits.clone(),
+            format!("{letters}{digits}"),
+            letters.to_uppercase(),
+            format!("{}-{}", &letters[..4], &digits[..4]),
+            format!("{}_{}", &letters[..4], &letters[4..]),
+            "user@example.com".to_owned(),
+            "https://example.com/".to_owned(),
+            "2024-01-02".to_owned(),
+            "a".to_owned(),
+            "0".to_owned(),
+            String::new(),
+        ];
+        candidates
+            .into_iter()
+            .flat_map(|c| {
+                let prefixes: Vec<String> = (0..=c.len()).rev().map(|n| c[..n].to_owned()).collect();
+                prefixes
+            })
+            .find(|c| (min..=max).contains(&c.chars().count()) && regex.is_match(c))
+            .ok_or_else(|| {
+                format!(
+                    "{}: cannot make up a string matching the pattern {pattern:?}; give the \
+                     tool's arguments with `TestModel::with_arguments`",
+                    here(at)
+                )
+            })
+    }
+
+    fn array(&mut self, schema: &Map<String, Value>, depth: usize, at: &str) -> Result<Value, String> {
+        let min = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let max = schema
+            .get("maxItems")
+            .and_then(Value::as_u64)
+            .map_or(usize::MAX, |m| m as usize);
+        if min > max {
+            return Err(format!("{}: minItems {min} is above maxItems {max}", here(at)));
+        }
+        // Tuples: 2020-12 `prefixItems`, or draft 4-7 `items` as an array.
+        let (prefix, rest) = match (schema.get("prefixItems"), schema.get("items")) {
+            (Some(Value::Array(prefix)), rest) => (prefix.as_slice(), rest),
+            (_, Some(Value::Array(prefix))) => (prefix.as_slice(), schema.get("additionalItems")),
+            (_, rest) => (&[][..], rest),
+        };
+        let rest_allowed = !matches!(rest, Some(Value::Bool(false)));
+        let wanted = if depth >= DEEP {
+            min
+        } else {
+            self.rng.usize(min..=max.min(min + 2))
+        };
+        let length = if rest_allowed {
+            wanted.max(prefix.len().min(max)).max(min)
+        } else {
+            prefix.len()
+        };
+        if length < min || length > max {
+            return Err(format!(
+                "{}: a tuple of {} items cannot have {min} to {max} items",
+                here(at),
+                prefix.len()
+            ));
+        }
+        let unique = schema.get("uniqueItems") == Some(&Value::Bool(true));
+        let anything = Value::Bool(true);
+        let mut items: Vec<Value> = Vec::with_capacity(length);
+        let mut tries = 0;
+        while items.len() < length {
+            let index = items.len();
+            let item_schema = prefix.get(index).or(rest).unwrap_or(&anything);
+            let item = self.value(item_schema, depth + 1, &format!("{at}/{index}"))?;
+            if unique && items.contains(&item) {
+                tries += 1;
+                if tries > 64 {
+                    // Fewer distinct values than items asked: stop when the minimum is met.
+                    if items.len() >= min {
+                        break;
+                    }
+                    return Err(format!(
+                        "{}: cannot make {min} distinct items (uniqueItems)",
+                        here(at)
+                    ));
+                }
+                continue;
+            }
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn object(&mut self, schema: &Map<String, Value>, depth: usize, at: &str) -> Result<Value, String> {
+        let empty = Map::new();
+        let properties = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let min = schema.get("minProperties").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let max = schema
+            .get("maxProperties")
+            .and_then(Value::as_u64)
+            .map_or(usize::MAX, |m| m as usize);
+        let mut out = Map::new();
+        for name in &required {
+            let property = properties.get(*name).unwrap_or(&Value::Bool(true));
+            let value = self.value(property, depth + 1, &format!("{at}/{name}"))?;
+            out.insert((*name).to_owned(), value);
+        }
+        // Optional properties: about half, unless deep in a recursive type.
+        for (name, property) in properties {
+            if out.contains_key(name) || out.len() >= max {
+                continue;
+            }
+            let wanted = out.len() < min || (depth < DEEP && self.rng.bool());
+            if wanted {
+                let value = self.value(property, depth + 1, &format!("{at}/{name}"))?;
+                out.insert(name.clone(), value);
+            }
+        }
+        let extra = schema.get("additionalProperties").unwrap_or(&Value::Bool(true));
+        let mut n = 0;
+        while out.len() < min {
+            if extra == &Value::Bool(false) {
+                return Err(format!(
+                    "{}: minProperties {min} is more than the properties allowed",
+                    here(at)
+                ));
+            }
+            n += 1;
+            let name = format!("extra_{n}");
+            let value = self.value(extra, depth + 1, &format!("{at}/{name}"))?;
+            out.insert(name, value);
+        }
+        if out.len() > max {
+            return Err(format!(
+                "{}: {} required properties, but maxProperties is {max}",
+                here(at),
+                required.len()
+            ));
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// The type a schema without `type` describes by its other keywords.
+fn implied_type(schema: &Map<String, Value>) -> &'static str {
+    let has = |keys: &[&str]| keys.iter().any(|k| schema.contains_key(*k));
+    if has(&["properties", "required", "additionalProperties", "minProperties"]) {
+        "object"
+    } else if has(&["items", "prefixItems", "minItems", "maxItems"]) {
+        "array"
+    } else if has(&["minLength", "maxLength", "pattern", "format"]) {
+        "string"
+    } else if has(&["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"]) {
+        "number"
+    } else {
+        "null"
+    }
+}
+
+/// The lower and upper bounds, each with whether it is exclusive: 2020-12 numbers, and
+/// draft 4's boolean `exclusiveMinimum`/`exclusiveMaximum`.
+type Bound = Option<(f64, bool)>;
+
+fn bounds(schema: &Map<String, Value>) -> (Bound, Bound) {
+    let side = |inclusive: &str, exclusive: &str, tighter: fn(f64, f64) -> bool| {
+        let plain = schema.get(inclusive).and_then(Value::as_f64);
+        match schema.get(exclusive) {
+            Some(Value::Bool(true)) => plain.map(|b| (b, true)),
+            Some(Value::Number(n)) => {
+                let ex = n.as_f64().unwrap_or_default();
+                match plain {
+                    Some(b) if !tighter(ex, b) => Some((b, false)),
+                    _ => Some((ex, true)),
+                }
+            }
+            _ => plain.map(|b| (b, false)),
+        }
+    };
+    (
+        side("minimum", "exclusiveMinimum", |ex, b| ex >= b),
+        side("maximum", "exclusiveMaximum", |ex, b| ex <= b),
+    )
+}
+
+fn describe_bounds(schema: &Map<String, Value>) -> String {
+    let keys = ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "multipleOf"];
+    keys.iter()
+        .filter_map(|k| schema.get(*k).map(|v| format!("{k} {v}")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn number(value: f64) -> Value {
+    Number::from_f64(value).map_or(Value::Null, Value::Number)
+}
+
+/// A valid example of a common string format.
+fn formatted(format: &str) -> Option<&'static str> {
+    Some(match format {
+        "date-time" => "2024-01-02T03:04:05Z",
+        "date" => "2024-01-02",
+        "time" => "03:04:05Z",
+        "duration" => "P1D",
+        "email" | "idn-email" => "user@example.com",
+        "hostname" | "idn-hostname" => "example.com",
+        "ipv4" => "192.0.2.1",
+        "ipv6" => "2001:db8::1",
+        "uri" | "iri" | "url" => "https://example.com/",
+        "uri-reference" | "iri-reference" => "/path",
+        "uri-template" => "https://example.com/{id}",
+        "uuid" => "123e4567-e89b-12d3-a456-426614174000",
+        "json-pointer" => "/a/b",
+        "relative-json-pointer" => "0/a",
+        "regex" => "^a+$",
+        _ => return None,
+    })
+}
+
+/// The schema's keywords with `other`'s on top; `properties` and `required` are joined.
+fn merge(base: &Value, other: &Value) -> Value {
+    let (Value::Object(base), Value::Object(other)) = (base, other) else {
+        return other.clone();
+    };
+    let mut out = base.clone();
+    for (key, value) in other {
+        match (key.as_str(), out.get_mut(key), value) {
+            ("properties", Some(Value::Object(mine)), Value::Object(theirs)) => {
+                for (name, schema) in theirs {
+                    let joined = match mine.get(name) {
+                        Some(existing) => merge(existing, schema),
+                        None => schema.clone(),
+                    };
+                    mine.insert(name.clone(), joined);
+                }
+            }
+            ("required", Some(Value::Array(mine)), Value::Array(theirs)) => {
+                for name in theirs {
+                    if !mine.contains(name) {
+                        mine.push(name.clone());
+                    }
+                }
+            }
+            // Annotations are not constraints: the target's stay.
+            ("description" | "title" | "default" | "examples", Some(_), _) => {}
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+fn without(schema: &Map<String, Value>, key: &str) -> Value {
+    let mut out = schema.clone();
+    out.remove(key);
+    Value::Object(out)
+}
+
+fn without_ref(schema: &Value) -> Value {
+    match schema {
+        Value::Object(object) => without(object, "$ref"),
+        other => other.clone(),
+    }
+}
+
+/// `%25`-style escapes in a `$ref`'s pointer (schemars writes none, others may).
+fn percent_decode(pointer: &str) -> String {
+    let bytes = pointer.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(byte) = pointer
+                .get(i + 1..i + 3)
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+        {
+            out.push(byte);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|_| pointer.to_owned())
+}
+
+fn here(at: &str) -> String {
+    if at.is_empty() {
+        "at the root".into()
+    } else {
+        format!("at {at}")
+    }
+}
