@@ -81,7 +81,9 @@ impl<'a> Sampler<'a> {
                 let pick = if depth >= DEEP && null {
                     "null"
                 } else {
-                    kinds[self.rng.usize(..kinds.len())].as_str().unwrap_or("null")
+                    kinds[self.rng.usize(..kinds.len())]
+                        .as_str()
+                        .unwrap_or("null")
                 };
                 pick.to_owned()
             }
@@ -134,7 +136,11 @@ impl<'a> Sampler<'a> {
         });
         let mut high = high.map_or(i64::MAX as f64, |(b, exclusive)| {
             let down = b.floor();
-            if exclusive && down == b { down - 1.0 } else { down }
+            if exclusive && down == b {
+                down - 1.0
+            } else {
+                down
+            }
         });
         // Small numbers near the bounds, as a person would write.
         match (low > i64::MIN as f64, high < i64::MAX as f64) {
@@ -155,9 +161,8 @@ impl<'a> Sampler<'a> {
                     .map(f64::from)
                     .find(|k| ((k * m).round() - k * m).abs() < 1e-9)
                     .map(|k| (k * m).round());
-                whole.ok_or_else(|| {
-                    format!("{}: no integer is a multiple of {m} here", here(at))
-                })?
+                whole
+                    .ok_or_else(|| format!("{}: no integer is a multiple of {m} here", here(at)))?
             }
             None => 1.0,
         };
@@ -191,7 +196,11 @@ impl<'a> Sampler<'a> {
                 .map(|i| (start + f64::from(i)) * m)
                 .find(|v| fits(*v))
                 .ok_or_else(|| {
-                    format!("{}: no multiple of {m} {}", here(at), describe_bounds(schema))
+                    format!(
+                        "{}: no multiple of {m} {}",
+                        here(at),
+                        describe_bounds(schema)
+                    )
                 })?;
             return Ok(number(found));
         }
@@ -251,9 +260,16 @@ impl<'a> Sampler<'a> {
 
     /// A string matching `pattern`: tried among common shapes, since no general inverse of
     /// a regex is at hand.
-    fn matching(&mut self, pattern: &str, min: usize, max: usize, at: &str) -> Result<String, String> {
-        let regex = regex::Regex::new(pattern)
-            .map_err(|error| format!("{}: the pattern {pattern:?} is unusable: {error}", here(at)))?;
+    fn matching(
+        &mut self,
+        pattern: &str,
+        min: usize,
+        max: usize,
+        at: &str,
+    ) -> Result<String, String> {
+        let regex = regex::Regex::new(pattern).map_err(|error| {
+            format!("{}: the pattern {pattern:?} is unusable: {error}", here(at))
+        })?;
         let letters: String = (0..8).map(|_| self.rng.lowercase()).collect();
         let digits: String = (0..8).map(|_| self.rng.digit(10)).collect();
         let candidates = [
@@ -273,7 +289,8 @@ impl<'a> Sampler<'a> {
         candidates
             .into_iter()
             .flat_map(|c| {
-                let prefixes: Vec<String> = (0..=c.len()).rev().map(|n| c[..n].to_owned()).collect();
+                let prefixes: Vec<String> =
+                    (0..=c.len()).rev().map(|n| c[..n].to_owned()).collect();
                 prefixes
             })
             .find(|c| (min..=max).contains(&c.chars().count()) && regex.is_match(c))
@@ -286,14 +303,22 @@ impl<'a> Sampler<'a> {
             })
     }
 
-    fn array(&mut self, schema: &Map<String, Value>, depth: usize, at: &str) -> Result<Value, String> {
+    fn array(
+        &mut self,
+        schema: &Map<String, Value>,
+        depth: usize,
+        at: &str,
+    ) -> Result<Value, String> {
         let min = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0) as usize;
         let max = schema
             .get("maxItems")
             .and_then(Value::as_u64)
             .map_or(usize::MAX, |m| m as usize);
         if min > max {
-            return Err(format!("{}: minItems {min} is above maxItems {max}", here(at)));
+            return Err(format!(
+                "{}: minItems {min} is above maxItems {max}",
+                here(at)
+            ));
         }
         // Tuples: 2020-12 `prefixItems`, or draft 4-7 `items` as an array.
         let (prefix, rest) = match (schema.get("prefixItems"), schema.get("items")) {
@@ -346,7 +371,12 @@ impl<'a> Sampler<'a> {
         Ok(Value::Array(items))
     }
 
-    fn object(&mut self, schema: &Map<String, Value>, depth: usize, at: &str) -> Result<Value, String> {
+    fn object(
+        &mut self,
+        schema: &Map<String, Value>,
+        depth: usize,
+        at: &str,
+    ) -> Result<Value, String> {
         let empty = Map::new();
         let properties = schema
             .get("properties")
@@ -357,7 +387,10 @@ impl<'a> Sampler<'a> {
             .and_then(Value::as_array)
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        let min = schema.get("minProperties").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let min = schema
+            .get("minProperties")
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as usize;
         let max = schema
             .get("maxProperties")
             .and_then(Value::as_u64)
@@ -379,7 +412,9 @@ impl<'a> Sampler<'a> {
                 out.insert(name.clone(), value);
             }
         }
-        let extra = schema.get("additionalProperties").unwrap_or(&Value::Bool(true));
+        let extra = schema
+            .get("additionalProperties")
+            .unwrap_or(&Value::Bool(true));
         let mut n = 0;
         while out.len() < min {
             if extra == &Value::Bool(false) {
@@ -407,13 +442,24 @@ impl<'a> Sampler<'a> {
 /// The type a schema without `type` describes by its other keywords.
 fn implied_type(schema: &Map<String, Value>) -> &'static str {
     let has = |keys: &[&str]| keys.iter().any(|k| schema.contains_key(*k));
-    if has(&["properties", "required", "additionalProperties", "minProperties"]) {
+    if has(&[
+        "properties",
+        "required",
+        "additionalProperties",
+        "minProperties",
+    ]) {
         "object"
     } else if has(&["items", "prefixItems", "minItems", "maxItems"]) {
         "array"
     } else if has(&["minLength", "maxLength", "pattern", "format"]) {
         "string"
-    } else if has(&["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"]) {
+    } else if has(&[
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+    ]) {
         "number"
     } else {
         "null"
@@ -446,7 +492,13 @@ fn bounds(schema: &Map<String, Value>) -> (Bound, Bound) {
 }
 
 fn describe_bounds(schema: &Map<String, Value>) -> String {
-    let keys = ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "multipleOf"];
+    let keys = [
+        "minimum",
+        "exclusiveMinimum",
+        "maximum",
+        "exclusiveMaximum",
+        "multipleOf",
+    ];
     keys.iter()
         .filter_map(|k| schema.get(*k).map(|v| format!("{k} {v}")))
         .collect::<Vec<_>>()

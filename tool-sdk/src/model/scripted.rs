@@ -277,48 +277,46 @@ pub(super) fn play<'a>(
     request: &ModelRequest,
 ) -> ModelStream<'a> {
     let mut events = Vec::new();
-        for block in &content {
-            match block {
-                MessageContent::Text { text } => {
-                    // Word by word, as a real stream arrives.
-                    for piece in text.split_inclusive(' ') {
-                        events.push(Ok(ModelEvent::TextDelta(piece.to_owned())));
-                    }
+    for block in &content {
+        match block {
+            MessageContent::Text { text } => {
+                // Word by word, as a real stream arrives.
+                for piece in text.split_inclusive(' ') {
+                    events.push(Ok(ModelEvent::TextDelta(piece.to_owned())));
                 }
-                MessageContent::ToolUse(tool_use) => {
-                    events.push(Ok(ModelEvent::ToolUseStarted {
-                        id: tool_use.id.clone(),
-                        name: tool_use.name.clone(),
-                    }))
-                }
-                _ => {}
             }
+            MessageContent::ToolUse(tool_use) => events.push(Ok(ModelEvent::ToolUseStarted {
+                id: tool_use.id.clone(),
+                name: tool_use.name.clone(),
+            })),
+            _ => {}
         }
-        let has_tools = content
-            .iter()
-            .any(|block| matches!(block, MessageContent::ToolUse(_)));
-        let input_tokens = request
-            .messages
-            .iter()
-            .map(|m: &Message| approximate_tokens(m))
-            .sum();
-        let output_tokens = content
-            .iter()
-            .map(|block| block_chars(block).div_ceil(4))
-            .sum();
-        events.push(Ok(ModelEvent::Completed(ModelResponse {
-            content,
-            stop_reason: if has_tools {
-                StopReason::ToolUse
-            } else {
-                StopReason::EndTurn
-            },
-            usage: usage.unwrap_or(Usage {
-                input_tokens,
-                output_tokens,
-                ..Usage::default()
-            }),
-        })));
+    }
+    let has_tools = content
+        .iter()
+        .any(|block| matches!(block, MessageContent::ToolUse(_)));
+    let input_tokens = request
+        .messages
+        .iter()
+        .map(|m: &Message| approximate_tokens(m))
+        .sum();
+    let output_tokens = content
+        .iter()
+        .map(|block| block_chars(block).div_ceil(4))
+        .sum();
+    events.push(Ok(ModelEvent::Completed(ModelResponse {
+        content,
+        stop_reason: if has_tools {
+            StopReason::ToolUse
+        } else {
+            StopReason::EndTurn
+        },
+        usage: usage.unwrap_or(Usage {
+            input_tokens,
+            output_tokens,
+            ..Usage::default()
+        }),
+    })));
     Box::pin(futures::stream::iter(events))
 }
 

@@ -39,18 +39,22 @@ enum Calls {
 /// use std::sync::Arc;
 /// use tool_sdk::agent::{Agent, AgentConfig};
 /// use tool_sdk::model::TestModel;
-/// use tool_sdk::{ToolRegistry, tool};
+/// use tool_sdk::{JsonSchema, ToolRegistry, schemars, tool};
 ///
-/// /// Adds up to five stars to a review.
-/// #[tool(register = false, read_only)]
-/// async fn rate(
+/// /// A review.
+/// #[derive(serde::Deserialize, JsonSchema)]
+/// struct Review {
 ///     /// How many stars.
 ///     #[schemars(range(min = 1, max = 5))]
 ///     stars: u8,
 ///     comment: Option<String>,
-/// ) -> String {
-///     assert!((1..=5).contains(&stars));
-///     format!("{stars} stars{}", comment.map(|c| format!(": {c}")).unwrap_or_default())
+/// }
+///
+/// /// Rates something.
+/// #[tool(register = false, read_only)]
+/// async fn rate(#[input] review: Review) -> String {
+///     assert!((1..=5).contains(&review.stars));
+///     format!("{} stars", review.stars)
 /// }
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
