@@ -173,13 +173,13 @@ async fn place_order(#[input] order: Order) -> String {
     format!("{count} items")
 }
 
-static RATINGS: Mutex<Vec<(u8, Option<String>, Vec<i32>)>> = Mutex::new(Vec::new());
+static RATINGS: Mutex<Vec<(u8, Option<String>)>> = Mutex::new(Vec::new());
 
 /// Rates something.
 #[tool(register = false, read_only)]
 async fn rate(stars: u8, comment: Option<String>, scores: Vec<i32>) -> String {
-    RATINGS.lock().unwrap().push((stars, comment, scores));
-    "rated".into()
+    RATINGS.lock().unwrap().push((stars, comment));
+    format!("rated ({} scores)", scores.len())
 }
 
 #[tokio::test]
@@ -199,7 +199,7 @@ async fn macro_tools_receive_typed_values_within_their_schemas() {
         let result = agent.prompt("Order and rate").await.unwrap();
         assert!(result.errors.is_empty(), "seed {seed}: {:?}", result.errors);
         let summary: Value = serde_json::from_str(&result.text).unwrap();
-        assert_eq!(summary["rate"], "rated");
+        assert!(summary["rate"].as_str().unwrap().starts_with("rated ("));
         assert!(summary["place_order"].as_str().unwrap().ends_with("items"));
     }
     // At least: the other tests of this file call these tools too, at the same time.
