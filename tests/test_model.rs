@@ -417,6 +417,8 @@ fn corpus() -> Vec<Value> {
                "required": ["v"], "not": {"properties": {"v": {"const": 0}}},
                "additionalProperties": false}),
         json!({"type": "string", "pattern": "^[a-z]+-[0-9]+$"}),
+        json!({"type": "string", "pattern": "^(GET|POST) /[a-z]{1,8}(\\?q=\\d+)?$",
+               "maxLength": 24}),
         json!({"type": "object", "properties": {
             "deep": {"type": "object", "properties": {
                 "deeper": {"type": "array", "minItems": 1, "items": {
@@ -474,6 +476,10 @@ fn a_schema_nothing_fits_is_a_clear_error() {
             "at /a: the schema `false`",
         ),
         (json!({"$ref": "#/$defs/Missing"}), "Missing"),
+        (
+            json!({"type": "string", "pattern": "^a{3}$", "maxLength": 2}),
+            "TestModel::with_arguments",
+        ),
     ] {
         let error = TestModel::new().sample(&schema).unwrap_err();
         assert!(error.contains(says), "{schema}: {error}");

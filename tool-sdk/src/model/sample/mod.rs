@@ -1,6 +1,6 @@
 //! Values made up from a JSON Schema, for [`TestModel`](super::TestModel): every type, bounds,
 //! lengths, enums and `const`, `oneOf`/`anyOf`/`allOf`, `$ref` into `$defs` (as schemars
-//! emits them) and the common string formats.
+//! emits them), string patterns and the common string formats.
 
 use serde_json::{Map, Value, json};
 
@@ -10,6 +10,7 @@ use keywords::{
 };
 
 mod keywords;
+mod pattern;
 #[cfg(test)]
 mod tests;
 
@@ -259,8 +260,8 @@ impl<'a> Sampler<'a> {
         ))
     }
 
-    /// A string matching `pattern`: tried among common shapes, since no general inverse of
-    /// a regex is at hand.
+    /// A string matching `pattern`, within the lengths: made from the parsed pattern, drawn
+    /// again while a length is off.
     fn matching(
         &mut self,
         pattern: &str,
@@ -268,40 +269,23 @@ impl<'a> Sampler<'a> {
         max: usize,
         at: &str,
     ) -> Result<String, String> {
-        let regex = regex::Regex::new(pattern).map_err(|error| {
-            format!("{}: the pattern {pattern:?} is unusable: {error}", here(at))
-        })?;
-        let letters: String = (0..8).map(|_| self.rng.lowercase()).collect();
-        let digits: String = (0..8).map(|_| self.rng.digit(10)).collect();
-        let candidates = [
-            letters.clone(),
-            digits.clone(),
-            format!("{letters}{digits}"),
-            letters.to_uppercase(),
-            format!("{}-{}", &letters[..4], &digits[..4]),
-            format!("{}_{}", &letters[..4], &letters[4..]),
-            "user@example.com".to_owned(),
-            "https://example.com/".to_owned(),
-            "2024-01-02".to_owned(),
-            "a".to_owned(),
-            "0".to_owned(),
-            String::new(),
-        ];
-        candidates
-            .into_iter()
-            .flat_map(|c| {
-                let prefixes: Vec<String> =
-                    (0..=c.len()).rev().map(|n| c[..n].to_owned()).collect();
-                prefixes
-            })
-            .find(|c| (min..=max).contains(&c.chars().count()) && regex.is_match(c))
-            .ok_or_else(|| {
-                format!(
-                    "{}: cannot make up a string matching the pattern {pattern:?}; give the \
-                     tool's arguments with `TestModel::with_arguments`",
-                    here(at)
-                )
-            })
+        let hir = regex_syntax::Parser::new()
+            .parse(pattern)
+            .map_err(|error| {
+                format!("{}: the pattern {pattern:?} is unusable: {error}", here(at))
+            })?;
+        for _ in 0..32 {
+            let mut text = String::new();
+            pattern::write(&hir, self.rng, &mut text);
+            if (min..=max).contains(&text.chars().count()) {
+                return Ok(text);
+            }
+        }
+        Err(format!(
+            "{}: cannot make up a string of {min} to {max} characters matching the pattern \
+             {pattern:?}; give the tool's arguments with `TestModel::with_arguments`",
+            here(at)
+        ))
     }
 
     fn array(

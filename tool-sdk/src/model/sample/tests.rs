@@ -84,6 +84,11 @@ fn hand_written_schemas_get_valid_values() {
                                "required": ["a"]}}}),
         json!({"$ref": "#/$defs/a~1b%20c", "$defs": {"a/b c": {"type": "boolean"}}}),
         json!({"type": "object", "minProperties": 2, "maxProperties": 2}),
+        json!({"type": "string", "pattern": "^[A-Z]{2}-\\d{3}$"}),
+        json!({"type": "string", "pattern": "^(cat|dog)s?$"}),
+        json!({"type": "string", "pattern": "^\\w+@[a-z]+\\.(com|org)$", "maxLength": 20}),
+        json!({"type": "string", "pattern": "^[^\\s]{4,}$"}),
+        json!({"type": "string", "pattern": "x+", "minLength": 3}),
     ] {
         valid_on_the_first_draw(&schema);
     }
