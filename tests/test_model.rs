@@ -323,6 +323,19 @@ async fn prompt_as_gets_a_valid_typed_answer_after_the_tools() {
     }
     // Both variants of the tagged enum, over the seeds.
     assert!(!names.is_empty() && !ages.is_empty(), "{names:?} {ages:?}");
+    // An answer of the test's choosing.
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model(TestModel::new().with_output(json!({
+                "destination": "Oslo", "nights": 3, "travellers": [{"kind": "child", "age": 7}]
+            })))
+            .with_registry(registry.clone()),
+    )
+    .await
+    .unwrap();
+    let trip: Trip = agent.prompt_as("Plan a trip").await.unwrap();
+    assert_eq!((trip.destination.as_str(), trip.nights), ("Oslo", 3));
+    assert!(matches!(trip.travellers[..], [Traveller::Child { age: 7 }]));
     // A bare type (not an object) is wrapped by the agent, and still answered.
     let agent = Agent::create(
         AgentConfig::new()

@@ -26,9 +26,8 @@ enum Calls {
 /// the tool's schema: required and optional properties, enums and `const`, one branch of a
 /// `oneOf`/`anyOf`, nested objects and arrays within `minItems`/`maxItems`, strings within
 /// their lengths, matching their `pattern` and in the common formats (`date-time`, `uri`,
-/// `email`...), numbers within
-/// their bounds and steps, `$ref`s into `$defs` as schemars emits them, and `null` for
-/// `Option`s now and then. Once the results are back it answers with a JSON object of each
+/// `email`...), numbers within their bounds and steps, `$ref`s into `$defs` as schemars emits
+/// them, and `null` for `Option`s now and then. Once the results are back it answers with a JSON object of each
 /// tool's name and result text (or [`with_text`](Self::with_text)'s text). Asked for a typed
 /// answer ([`Agent::prompt_as`](crate::agent::Agent::prompt_as)), it calls
 /// [`OutputFormat::TOOL_NAME`] with a value made up from the answer's schema instead.
