@@ -14,6 +14,10 @@ mod pattern;
 #[cfg(test)]
 mod tests;
 
+/// The largest `minLength`, `minItems` or `minProperties` honoured: a test value that big
+/// is a mistake in the schema, and would take the memory of one.
+const MOST: u64 = 100_000;
+
 /// How deep `$ref`s may nest before only what is required is made: recursive types end.
 const DEEP: usize = 6;
 /// Past this, the schema is taken to recurse without end.
@@ -97,7 +101,10 @@ impl<'a> Sampler<'a> {
                 };
                 pick.to_owned()
             }
-            _ => implied_type(object).to_owned(),
+            None => implied_type(object).to_owned(),
+            Some(other) => {
+                return Err(format!("{}: `type` {other} names no type", here(at)));
+            }
         };
         match kind.as_str() {
             "null" => Ok(Value::Null),
@@ -232,7 +239,7 @@ impl<'a> Sampler<'a> {
     }
 
     fn string(&mut self, schema: &Map<String, Value>, at: &str) -> Result<Value, String> {
-        let min = schema.get("minLength").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let min = least(schema, "minLength", at)?;
         let max = schema
             .get("maxLength")
             .and_then(Value::as_u64)
@@ -243,6 +250,10 @@ impl<'a> Sampler<'a> {
                 here(at)
             ));
         }
+        // The pattern first: validators check it always, and formats only when asked.
+        if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
+            return self.matching(pattern, min, max, at).map(Value::String);
+        }
         let format = schema.get("format").and_then(Value::as_str);
         if let Some(text) = format.and_then(formatted) {
             let length = text.chars().count();
@@ -250,11 +261,9 @@ impl<'a> Sampler<'a> {
                 return Ok(Value::String(text.to_owned()));
             }
         }
-        if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
-            return self.matching(pattern, min, max, at).map(Value::String);
-        }
-        let length = self.rng.usize(min.max(1)..=max.min(min.max(1) + 7));
-        let length = length.clamp(min, max);
+        // A short word, not empty unless it must be.
+        let shortest = min.max(1).min(max);
+        let length = self.rng.usize(shortest..=max.min(shortest + 7));
         Ok(Value::String(
             (0..length).map(|_| self.rng.lowercase()).collect(),
         ))
@@ -294,7 +303,7 @@ impl<'a> Sampler<'a> {
         depth: usize,
         at: &str,
     ) -> Result<Value, String> {
-        let min = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let min = least(schema, "minItems", at)?;
         let max = schema
             .get("maxItems")
             .and_then(Value::as_u64)
@@ -372,10 +381,7 @@ impl<'a> Sampler<'a> {
             .and_then(Value::as_array)
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        let min = schema
-            .get("minProperties")
-            .and_then(Value::as_u64)
-            .unwrap_or(0) as usize;
+        let min = least(schema, "minProperties", at)?;
         let max = schema
             .get("maxProperties")
             .and_then(Value::as_u64)
@@ -421,5 +427,16 @@ impl<'a> Sampler<'a> {
             ));
         }
         Ok(Value::Object(out))
+    }
+}
+
+/// A `min...` keyword's value, 0 when absent; an error past [`MOST`].
+fn least(schema: &Map<String, Value>, key: &str, at: &str) -> Result<usize, String> {
+    match schema.get(key).and_then(Value::as_u64).unwrap_or(0) {
+        n if n > MOST => Err(format!(
+            "{}: {key} {n} is more than a test value should hold ({MOST} at most)",
+            here(at)
+        )),
+        n => Ok(n as usize),
     }
 }

@@ -84,6 +84,9 @@ fn hand_written_schemas_get_valid_values() {
                                "required": ["a"]}}}),
         json!({"$ref": "#/$defs/a~1b%20c", "$defs": {"a/b c": {"type": "boolean"}}}),
         json!({"type": "object", "minProperties": 2, "maxProperties": 2}),
+        json!({"type": "string", "maxLength": 0}),
+        json!({"type": "array", "maxItems": 0}),
+        json!({"type": "string", "format": "date", "pattern": "^[0-9]+$"}),
         json!({"type": "string", "pattern": "^[A-Z]{2}-\\d{3}$"}),
         json!({"type": "string", "pattern": "^(cat|dog)s?$"}),
         json!({"type": "string", "pattern": "^\\w+@[a-z]+\\.(com|org)$", "maxLength": 20}),
@@ -106,4 +109,45 @@ fn a_recursive_schema_ends() {
     let mut rng = fastrand::Rng::with_seed(0);
     let error = Sampler::new(&endless, &mut rng).sample().unwrap_err();
     assert!(error.contains("nests without end"), "{error}");
+}
+
+#[test]
+fn odd_schemas_are_errors_not_panics() {
+    for (schema, says) in [
+        (
+            json!({"type": "array", "minItems": 10_000_000_000u64}),
+            "minItems 10000000000",
+        ),
+        (
+            json!({"type": "string", "minLength": 1_000_000}),
+            "minLength 1000000",
+        ),
+        (json!({"type": 5}), "names no type"),
+        (json!({"type": []}), "names no type"),
+        (json!({"items": 3, "minItems": 1}), "not a schema"),
+        (
+            json!({"type": "integer", "minimum": 1, "maximum": 2, "multipleOf": 5}),
+            "no integer",
+        ),
+        (
+            json!({"type": "number", "multipleOf": 3, "maximum": 1, "minimum": 0.5}),
+            "no multiple",
+        ),
+        (
+            json!({"$ref": "http://example.com/s.json"}),
+            "points outside",
+        ),
+        (
+            json!({"type": "string", "pattern": "(unclosed"}),
+            "unusable",
+        ),
+        (
+            json!({"type": "array", "prefixItems": [true, true], "items": false, "maxItems": 1}),
+            "tuple",
+        ),
+    ] {
+        let mut rng = fastrand::Rng::with_seed(1);
+        let error = Sampler::new(&schema, &mut rng).sample().unwrap_err();
+        assert!(error.contains(says), "{schema}: {error}");
+    }
 }
