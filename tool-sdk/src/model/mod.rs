@@ -1,8 +1,9 @@
 //! Models behind one trait: a request of messages and tool specs in, a stream of events out.
 //!
 //! Clients: [`anthropic::AnthropicModel`] (Messages API, SSE), [`openai::OpenAiModel`] (Chat
-//! Completions, SSE; any compatible server through `base_url`) and [`ScriptedModel`], which
-//! plays back turns for tests and offline demos.
+//! Completions, SSE; any compatible server through `base_url`), [`ScriptedModel`], which
+//! plays back turns for tests and offline demos, and [`TestModel`], which calls every tool it
+//! is offered with arguments made up from their schemas.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -22,12 +23,15 @@ mod history;
 mod http;
 pub mod openai;
 mod retry;
+mod sample;
 mod scripted;
+mod test_model;
 
 pub use catalog::{Catalog, ModelInfo, Price};
 pub use history::{History, Iter as HistoryIter};
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
+pub use test_model::TestModel;
 
 /// A boxed stream of model events.
 pub type ModelStream<'a> = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send + 'a>>;

@@ -254,7 +254,6 @@ impl Model for ScriptedModel {
 
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> ModelStream<'a> {
         let mut turn = self.next_turn(request);
-        let mut events = Vec::new();
         if turn.typed && request.output.is_none() {
             turn.error = Some(ModelError::Api {
                 status: 400,
@@ -263,56 +262,62 @@ impl Model for ScriptedModel {
                     .into(),
             });
         }
-        if let Some(error) = turn.error {
-            events.push(Err(error));
-        } else {
-            for block in &turn.content {
-                match block {
-                    MessageContent::Text { text } => {
-                        // Word by word, as a real stream arrives.
-                        for piece in text.split_inclusive(' ') {
-                            events.push(Ok(ModelEvent::TextDelta(piece.to_owned())));
-                        }
-                    }
-                    MessageContent::ToolUse(tool_use) => {
-                        events.push(Ok(ModelEvent::ToolUseStarted {
-                            id: tool_use.id.clone(),
-                            name: tool_use.name.clone(),
-                        }))
-                    }
-                    _ => {}
+        match turn.error {
+            Some(error) => Box::pin(futures::stream::iter([Err(error)])),
+            None => play(turn.content, turn.usage, request),
+        }
+    }
+}
+
+/// Streams a whole turn as a provider would: text word by word, each call announced, then
+/// the turn with its usage (`usage`, or an estimate of about four characters a token).
+pub(super) fn play<'a>(
+    content: Vec<MessageContent>,
+    usage: Option<Usage>,
+    request: &ModelRequest,
+) -> ModelStream<'a> {
+    let mut events = Vec::new();
+    for block in &content {
+        match block {
+            MessageContent::Text { text } => {
+                // Word by word, as a real stream arrives.
+                for piece in text.split_inclusive(' ') {
+                    events.push(Ok(ModelEvent::TextDelta(piece.to_owned())));
                 }
             }
-            let has_tools = turn
-                .content
-                .iter()
-                .any(|block| matches!(block, MessageContent::ToolUse(_)));
-            let input_tokens = request
-                .messages
-                .iter()
-                .map(|m: &Message| approximate_tokens(m))
-                .sum();
-            let output_tokens = turn
-                .content
-                .iter()
-                .map(|block| block_chars(block).div_ceil(4))
-                .sum();
-            events.push(Ok(ModelEvent::Completed(ModelResponse {
-                content: turn.content,
-                stop_reason: if has_tools {
-                    StopReason::ToolUse
-                } else {
-                    StopReason::EndTurn
-                },
-                usage: turn.usage.unwrap_or(Usage {
-                    input_tokens,
-                    output_tokens,
-                    ..Usage::default()
-                }),
-            })));
+            MessageContent::ToolUse(tool_use) => events.push(Ok(ModelEvent::ToolUseStarted {
+                id: tool_use.id.clone(),
+                name: tool_use.name.clone(),
+            })),
+            _ => {}
         }
-        Box::pin(futures::stream::iter(events))
     }
+    let has_tools = content
+        .iter()
+        .any(|block| matches!(block, MessageContent::ToolUse(_)));
+    let input_tokens = request
+        .messages
+        .iter()
+        .map(|m: &Message| approximate_tokens(m))
+        .sum();
+    let output_tokens = content
+        .iter()
+        .map(|block| block_chars(block).div_ceil(4))
+        .sum();
+    events.push(Ok(ModelEvent::Completed(ModelResponse {
+        content,
+        stop_reason: if has_tools {
+            StopReason::ToolUse
+        } else {
+            StopReason::EndTurn
+        },
+        usage: usage.unwrap_or(Usage {
+            input_tokens,
+            output_tokens,
+            ..Usage::default()
+        }),
+    })));
+    Box::pin(futures::stream::iter(events))
 }
 
 /// About four characters a token: enough for usage totals in demos and tests.
