@@ -882,7 +882,10 @@ async fn a_long_conversation_counts_every_request_billed() {
         .collect();
     assert_eq!(stored.len(), requests, "one record a request");
     assert_eq!(sum(stored), billed);
-    let resumed = Agent::resume(run.config.clone(), &id).await.unwrap();
+    // The first agent lets the session go (its lease with it) before another takes it up.
+    let config = run.config.clone();
+    drop(run);
+    let resumed = Agent::resume(config, &id).await.unwrap();
     assert_eq!(resumed.total_usage(), billed);
     assert_close(resumed.total_cost_usd().unwrap(), price.cost_usd(&billed));
 }
