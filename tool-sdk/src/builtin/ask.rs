@@ -23,6 +23,7 @@ pub struct Question {
     /// A very short label for it (at most 12 characters), such as "Auth method".
     pub header: String,
     /// Two to four options. The user can always answer in their own words instead.
+    #[schemars(length(min = 2, max = 4))]
     pub options: Vec<QuestionOption>,
     /// Whether several options may be chosen.
     #[serde(rename = "multiSelect", default)]
