@@ -64,6 +64,25 @@ fn check_report(report: &Value) {
     let hung = report["hang"]["text"].as_str().unwrap();
     assert!(hung.contains("timed out after 1.5s"), "{hung}");
     assert_eq!(report["after"], json!({"is_error": false, "text": "2"}));
+    // Typed output: `outputSchema` from `Json<T>`, `structuredContent` with the text beside it
+    // (the SDK client refuses structured content that does not match the schema).
+    let forecast = &tools["forecast"]["output_schema"];
+    assert_eq!(forecast["type"], "object", "{forecast}");
+    assert_eq!(forecast["properties"]["celsius"]["type"], "integer");
+    assert_eq!(forecast["required"], json!(["city", "celsius"]));
+    assert_eq!(
+        report["forecast"],
+        json!({"is_error": false, "text": r#"{"city":"Oslo","celsius":21}"#,
+            "structured": {"city": "Oslo", "celsius": 21}})
+    );
+    let primes = &tools["primes"]["output_schema"];
+    assert_eq!(primes["properties"]["result"]["type"], "array", "{primes}");
+    assert_eq!(
+        report["primes"],
+        json!({"is_error": false, "text": "[2,3,5,7]", "structured": {"result": [2, 3, 5, 7]}})
+    );
+    // Tools that return no `Json` declare no output schema.
+    assert_eq!(tools["add"]["output_schema"], Value::Null);
     assert_eq!(
         report["count"]["progress"],
         json!(["step 1 of 3", "step 2 of 3", "step 3 of 3"])

@@ -15,8 +15,8 @@ use tool_sdk::pipeline::CallPolicy;
 /// How long a call may run on this server.
 const HANG_LIMIT: Duration = Duration::from_millis(1500);
 use tool_sdk::{
-    BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolResult,
-    tool,
+    BoxFuture, Json, JsonSchema, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput,
+    ToolRegistry, ToolResult, schemars, tool,
 };
 
 /// Returns structured content that does or does not match its output schema, as a success or
@@ -127,6 +127,29 @@ async fn forget_tool() -> String {
     "forgot greet".to_owned()
 }
 
+/// A city's forecast: typed output.
+#[derive(serde::Serialize, JsonSchema)]
+struct Forecast {
+    city: String,
+    celsius: i32,
+}
+
+/// Forecasts the weather in a city (always 21 degrees).
+#[tool(read_only, register = false)]
+async fn forecast(city: String) -> Result<Json<Forecast>, ToolError> {
+    Ok(Json(Forecast { city, celsius: 21 }))
+}
+
+/// The primes below `below`: typed output whose schema is not an object, so it is wrapped.
+#[tool(read_only, register = false)]
+async fn primes(below: u32) -> Json<Vec<u32>> {
+    Json(
+        (2..below)
+            .filter(|n| (2..*n).take_while(|d| d * d <= *n).all(|d| n % d != 0))
+            .collect(),
+    )
+}
+
 /// Conformance suite: returns plain text.
 #[tool(read_only, register = false)]
 async fn test_simple_text() -> String {
@@ -197,6 +220,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry.register(Arc::new(HangTool))?;
     registry.register(Arc::new(LearnToolTool))?;
     registry.register(Arc::new(ForgetToolTool))?;
+    registry.register(Arc::new(ForecastTool))?;
+    registry.register(Arc::new(PrimesTool))?;
     registry.register(Arc::new(TestSimpleTextTool))?;
     registry.register(Arc::new(TestImageContentTool))?;
     registry.register(Arc::new(TestErrorHandlingTool))?;
@@ -217,8 +242,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "required": ["n"]}),
     }))?;
     let _ = REGISTRY.set(registry.clone());
-    // The server's own limit: short, so that `hang` is stopped quickly.
-    let policy = CallPolicy::new().with_timeouts(HANG_LIMIT, HANG_LIMIT);
+    // The server's own limit: short, so that `hang` is stopped quickly. No output check:
+    // `shape` sends mismatched structured content on purpose, for the client's check to catch.
+    let policy = CallPolicy::new()
+        .with_timeouts(HANG_LIMIT, HANG_LIMIT)
+        .with_output_check(false);
     let server = McpToolServer::new(registry)
         .with_root(&root)?
         .with_call_policy(policy);

@@ -64,6 +64,7 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     );
 
     let call = call_body(tool, plan, &input_ty, krate);
+    let (output_shape, output_schema) = output_shape(tool, &struct_ident, krate);
     let annotations = annotations(tool, krate);
     let read_only = tool.args.read_only.is_some_and(|hint| hint.value);
     let timeout = plan.timeout_ms.map(|ms| {
@@ -190,9 +191,11 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
         const _: () = {
             #[allow(unused_imports)]
             use #private::{ViaDisplay as _, ViaPlain as _, ViaResult as _, ViaSerialize as _,
-                ViaToolError as _, ViaToolOutput as _, ViaJsonSchema as _, ViaNoSchema as _};
+                ViaToolError as _, ViaToolOutput as _, ViaJsonSchema as _, ViaNoSchema as _,
+                ViaJsonReturn as _, ViaPlainReturn as _};
 
             #field_schemas
+            #output_shape
 
             impl #krate::Tool for #struct_ident {
                 fn name(&self) -> &str {
@@ -208,6 +211,8 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
                         ::std::sync::OnceLock::new();
                     #private::schema_once(&SCHEMA, || #input_schema)
                 }
+
+                #output_schema
 
                 fn annotations(&self) -> #krate::ToolAnnotations {
                     #annotations
@@ -525,12 +530,53 @@ fn call_body(
             ),
         }
     };
+    // Fitted to the output shape `output_shape` generates for the same return type.
+    let convert = match &tool.func.sig.output {
+        ReturnType::Default => convert,
+        ReturnType::Type(..) => quote! {
+            #private::fit_output(#convert, Self::__tool_output_shape())
+        },
+    };
     quote! {
         #parse
         #(#prelude)*
         let #ret = #fn_ident(#(#call_args),*).await;
         #convert
     }
+}
+
+/// The output shape of a tool whose return type carries `Json<T>` (probed by type, so that a
+/// renamed import or a type alias still counts), and the `output_schema` method that reads it.
+/// Other return types probe to no shape; a fn without a return type gets neither.
+fn output_shape(
+    tool: &ToolFn,
+    struct_ident: &Ident,
+    krate: &TokenStream,
+) -> (TokenStream, TokenStream) {
+    let private = quote!(#krate::__private);
+    let ReturnType::Type(_, ty) = &tool.func.sig.output else {
+        return (TokenStream::new(), TokenStream::new());
+    };
+    // A `T` that is not `JsonSchema` is reported at the return type.
+    let shape = quote_spanned! {ty.span()=>
+        (&&#private::Tag::<#ty>::of_type()).__tool_output_shape_tag().shape()
+    };
+    let shape_fn = quote! {
+        impl #struct_ident {
+            fn __tool_output_shape() -> ::core::option::Option<&'static #private::OutputShape> {
+                static SHAPE: ::std::sync::OnceLock<
+                    ::core::option::Option<#private::OutputShape>,
+                > = ::std::sync::OnceLock::new();
+                #private::output_shape_once(&SHAPE, || #shape)
+            }
+        }
+    };
+    let method = quote! {
+        fn output_schema(&self) -> ::core::option::Option<&#private::serde_json::Value> {
+            Self::__tool_output_shape().map(|shape| &shape.schema)
+        }
+    };
+    (shape_fn, method)
 }
 
 fn annotations(tool: &ToolFn, krate: &TokenStream) -> TokenStream {
