@@ -559,7 +559,11 @@ fn output_shape(
     };
     // A `T` that is not `JsonSchema` is reported at the return type.
     let shape = quote_spanned! {ty.span()=>
-        (&&#private::Tag::<#ty>::of_type()).__tool_output_shape_tag().shape()
+        {
+            let tag = (&&#private::Tag::<#ty>::of_type()).__tool_output_shape_tag();
+            let probe = (&&tag.inner()).__tool_schema_tag();
+            tag.shape(probe)
+        }
     };
     let shape_fn = quote! {
         impl #struct_ident {

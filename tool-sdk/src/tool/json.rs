@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value, json};
 
 use super::output::{ToolError, ToolOutput};
-use crate::__private::Tag;
+use crate::__private::{SchemaTag, Tag};
 
 /// A typed result: a `#[tool]` that returns `Json<T>` (or `Result<Json<T>, E>`) gets an output
 /// schema generated from `T`, and each call's value as structured output beside its JSON text.
@@ -130,7 +130,8 @@ impl OutputShape {
 // ---- `#[tool]` support: which return types have an output schema ----
 //
 // Probed by type, like return values in `__private`, so that `Json` renamed on import or behind
-// a type alias still counts: `(&&Tag::<R>::of_type()).__tool_output_shape_tag().shape()`.
+// a type alias still counts: `(&&Tag::<R>::of_type()).__tool_output_shape_tag()`, then `T` is
+// probed for `JsonSchema` as arguments are.
 
 /// Picked for `Json<T>` and `Result<Json<T>, E>`: `T` must then be `JsonSchema`.
 #[doc(hidden)]
@@ -166,31 +167,46 @@ pub trait ViaPlainReturn {
 }
 impl<T: ?Sized> ViaPlainReturn for Tag<T> {}
 
-/// What `Json<T>` needs of `T` for its schema.
+/// Holds when the schema probe found `T` to be `JsonSchema` (see `__private`'s argument
+/// probe: one clear message instead of rustc's list of `JsonSchema` implementors).
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be returned in `Json`: it does not implement `JsonSchema`",
+    message = "`{T}` cannot be returned in `Json`: it does not implement `JsonSchema`",
     label = "a tool returning `Json<T>` declares `T`'s JSON Schema as its output schema",
     note = "derive it on your type: `#[derive(serde::Serialize, JsonSchema)]`, with \
             `use tool_sdk::{{schemars, JsonSchema}};` (or return `T` itself, without `Json`, \
             for JSON output with no schema)"
 )]
-pub trait OutputSchema: schemars::JsonSchema {}
-impl<T: schemars::JsonSchema + ?Sized> OutputSchema for T {}
+pub trait OutputSchema<T> {
+    /// `T`'s output shape.
+    fn build(self) -> OutputShape;
+}
+impl<T: schemars::JsonSchema> OutputSchema<T> for SchemaTag {
+    fn build(self) -> OutputShape {
+        OutputShape::of::<T>()
+    }
+}
 
 impl<T> JsonReturnTag<T> {
-    /// `T`'s output shape.
-    pub fn shape(self) -> Option<OutputShape>
-    where
-        T: OutputSchema,
-    {
-        Some(OutputShape::of::<T>())
+    /// Stands for `T`, for the schema probe.
+    pub fn inner(&self) -> Tag<T> {
+        Tag::of_type()
+    }
+
+    /// `T`'s output shape; `probe` is what the schema probe found for `T`.
+    pub fn shape<S: OutputSchema<T>>(self, probe: S) -> Option<OutputShape> {
+        Some(probe.build())
     }
 }
 
 impl PlainReturnTag {
+    /// Stands for nothing in particular: there is no `T` to probe.
+    pub fn inner(&self) -> Tag<()> {
+        Tag::of_type()
+    }
+
     /// None: the tool has no output schema.
-    pub fn shape(self) -> Option<OutputShape> {
+    pub fn shape<S>(self, _probe: S) -> Option<OutputShape> {
         None
     }
 }
