@@ -288,10 +288,43 @@ async fn our_client_against_our_server_cancels_for_real() {
     assert_eq!(good.structured, Some(json!({"n": 1})));
     let bad = call(false, false).await.unwrap();
     assert!(bad.is_error, "{bad:?}");
-    assert!(bad.to_text().contains("output schema"), "{bad:?}");
+    let text = bad.to_text();
+    assert!(
+        text.contains(
+            "MCP server `ours`: the output of its tool `shape` does not match the output schema \
+             the server declared"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("/n: must be integer"), "{text}");
+    // A declared schema and no structured content at all: refused too.
+    let bare = shape
+        .call(json!({"valid": true, "error": false, "none": true}), &ctx)
+        .await
+        .unwrap();
+    assert!(bare.is_error, "{bare:?}");
+    assert!(
+        bare.to_text().contains("sent no structured content"),
+        "{bare:?}"
+    );
     let failed = call(false, true).await.unwrap();
     assert!(failed.is_error);
     assert_eq!(failed.structured, Some(json!({"n": "one"})), "{failed:?}");
+
+    // A typed tool of ours, through our client: its schema, and its value both ways.
+    let forecast = tools
+        .iter()
+        .find(|t| t.name() == "mcp__ours__forecast")
+        .unwrap();
+    let schema = forecast.output_schema().unwrap();
+    assert_eq!(
+        schema["properties"]["celsius"]["type"], "integer",
+        "{schema}"
+    );
+    let out = forecast.call(json!({"city": "Oslo"}), &ctx).await.unwrap();
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(out.structured, Some(json!({"city": "Oslo", "celsius": 21})));
+    assert_eq!(out.to_text(), r#"{"city":"Oslo","celsius":21}"#);
     client.close().await;
 }
 

@@ -31,7 +31,8 @@ impl Tool for ShapeTool {
         "shape"
     }
     fn description(&self) -> &str {
-        "Returns {\"n\": 1} when `valid`, else {\"n\": \"one\"}; an error result when `error`."
+        "Returns {\"n\": 1} when `valid`, else {\"n\": \"one\"}, or only text when `none`; an \
+         error result when `error`."
     }
     fn input_schema(&self) -> &Value {
         &self.input
@@ -52,7 +53,10 @@ impl Tool for ShapeTool {
             } else {
                 json!("one")
             };
-            let mut output = ToolOutput::json(json!({ "n": n }));
+            let mut output = match input["none"] == true {
+                true => ToolOutput::text("no structure"),
+                false => ToolOutput::json(json!({ "n": n })),
+            };
             output.is_error = input["error"] == true;
             Ok(output)
         })
@@ -236,7 +240,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }))))?;
     registry.register(Arc::new(ShapeTool {
         input: json!({"type": "object", "properties": {
-            "valid": {"type": "boolean"}, "error": {"type": "boolean"}},
+            "valid": {"type": "boolean"}, "error": {"type": "boolean"},
+            "none": {"type": "boolean"}},
             "required": ["valid", "error"]}),
         output: json!({"type": "object", "properties": {"n": {"type": "integer"}},
             "required": ["n"]}),
