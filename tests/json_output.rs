@@ -180,8 +180,11 @@ async fn a_json_result_is_text_for_the_model_and_structured_for_the_app() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(debug_assertions),
+    ignore = "the default policy checks outputs in debug builds"
+)]
 async fn an_output_that_breaks_its_schema_is_an_error_in_debug_builds() {
-    assert!(cfg!(debug_assertions), "tests run with debug assertions");
     let registry = registry();
     let ctx = ToolContext::default();
 
