@@ -13,8 +13,9 @@ use crate::__private::{SchemaTag, Tag};
 ///
 /// The model reads the compact JSON text. An MCP client sees the schema as the tool's
 /// `outputSchema` and the value as `structuredContent`. In debug builds (tests too) every
-/// call's structured output is checked against the schema, so a `T` whose `Serialize` and
-/// `JsonSchema` disagree fails loudly (see
+/// call that takes the pipeline (an agent's, the registry's, the MCP server's) has its
+/// structured output checked against the schema, so a `T` whose `Serialize` and `JsonSchema`
+/// disagree fails loudly (see
 /// [`CallPolicy::with_output_check`](crate::pipeline::CallPolicy::with_output_check)).
 ///
 /// MCP wants an output schema whose root is an object. A `T` whose schema is not
