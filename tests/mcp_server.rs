@@ -64,6 +64,25 @@ fn check_report(report: &Value) {
     let hung = report["hang"]["text"].as_str().unwrap();
     assert!(hung.contains("timed out after 1.5s"), "{hung}");
     assert_eq!(report["after"], json!({"is_error": false, "text": "2"}));
+    // Typed output: `outputSchema` from `Json<T>`, `structuredContent` with the text beside it
+    // (the SDK client refuses structured content that does not match the schema).
+    let forecast = &tools["forecast"]["output_schema"];
+    assert_eq!(forecast["type"], "object", "{forecast}");
+    assert_eq!(forecast["properties"]["celsius"]["type"], "integer");
+    assert_eq!(forecast["required"], json!(["city", "celsius"]));
+    assert_eq!(
+        report["forecast"],
+        json!({"is_error": false, "text": r#"{"city":"Oslo","celsius":21}"#,
+            "structured": {"city": "Oslo", "celsius": 21}})
+    );
+    let primes = &tools["primes"]["output_schema"];
+    assert_eq!(primes["properties"]["result"]["type"], "array", "{primes}");
+    assert_eq!(
+        report["primes"],
+        json!({"is_error": false, "text": "[2,3,5,7]", "structured": {"result": [2, 3, 5, 7]}})
+    );
+    // Tools that return no `Json` declare no output schema.
+    assert_eq!(tools["add"]["output_schema"], Value::Null);
     assert_eq!(
         report["count"]["progress"],
         json!(["step 1 of 3", "step 2 of 3", "step 3 of 3"])
@@ -269,10 +288,43 @@ async fn our_client_against_our_server_cancels_for_real() {
     assert_eq!(good.structured, Some(json!({"n": 1})));
     let bad = call(false, false).await.unwrap();
     assert!(bad.is_error, "{bad:?}");
-    assert!(bad.to_text().contains("output schema"), "{bad:?}");
+    let text = bad.to_text();
+    assert!(
+        text.contains(
+            "MCP server `ours`: the output of its tool `shape` does not match the output schema \
+             the server declared"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("/n: must be integer"), "{text}");
+    // A declared schema and no structured content at all: refused too.
+    let bare = shape
+        .call(json!({"valid": true, "error": false, "none": true}), &ctx)
+        .await
+        .unwrap();
+    assert!(bare.is_error, "{bare:?}");
+    assert!(
+        bare.to_text().contains("sent no structured content"),
+        "{bare:?}"
+    );
     let failed = call(false, true).await.unwrap();
     assert!(failed.is_error);
     assert_eq!(failed.structured, Some(json!({"n": "one"})), "{failed:?}");
+
+    // A typed tool of ours, through our client: its schema, and its value both ways.
+    let forecast = tools
+        .iter()
+        .find(|t| t.name() == "mcp__ours__forecast")
+        .unwrap();
+    let schema = forecast.output_schema().unwrap();
+    assert_eq!(
+        schema["properties"]["celsius"]["type"], "integer",
+        "{schema}"
+    );
+    let out = forecast.call(json!({"city": "Oslo"}), &ctx).await.unwrap();
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(out.structured, Some(json!({"city": "Oslo", "celsius": 21})));
+    assert_eq!(out.to_text(), r#"{"city":"Oslo","celsius":21}"#);
     client.close().await;
 }
 

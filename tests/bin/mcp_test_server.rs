@@ -15,8 +15,8 @@ use tool_sdk::pipeline::CallPolicy;
 /// How long a call may run on this server.
 const HANG_LIMIT: Duration = Duration::from_millis(1500);
 use tool_sdk::{
-    BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolRegistry, ToolResult,
-    tool,
+    BoxFuture, Json, JsonSchema, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput,
+    ToolRegistry, ToolResult, schemars, tool,
 };
 
 /// Returns structured content that does or does not match its output schema, as a success or
@@ -31,7 +31,8 @@ impl Tool for ShapeTool {
         "shape"
     }
     fn description(&self) -> &str {
-        "Returns {\"n\": 1} when `valid`, else {\"n\": \"one\"}; an error result when `error`."
+        "Returns {\"n\": 1} when `valid`, else {\"n\": \"one\"}, or only text when `none`; an \
+         error result when `error`."
     }
     fn input_schema(&self) -> &Value {
         &self.input
@@ -52,7 +53,10 @@ impl Tool for ShapeTool {
             } else {
                 json!("one")
             };
-            let mut output = ToolOutput::json(json!({ "n": n }));
+            let mut output = match input["none"] == true {
+                true => ToolOutput::text("no structure"),
+                false => ToolOutput::json(json!({ "n": n })),
+            };
             output.is_error = input["error"] == true;
             Ok(output)
         })
@@ -127,6 +131,29 @@ async fn forget_tool() -> String {
     "forgot greet".to_owned()
 }
 
+/// A city's forecast: typed output.
+#[derive(serde::Serialize, JsonSchema)]
+struct Forecast {
+    city: String,
+    celsius: i32,
+}
+
+/// Forecasts the weather in a city (always 21 degrees).
+#[tool(read_only, register = false)]
+async fn forecast(city: String) -> Result<Json<Forecast>, ToolError> {
+    Ok(Json(Forecast { city, celsius: 21 }))
+}
+
+/// The primes below `below`: typed output whose schema is not an object, so it is wrapped.
+#[tool(read_only, register = false)]
+async fn primes(below: u32) -> Json<Vec<u32>> {
+    Json(
+        (2..below)
+            .filter(|n| (2..*n).take_while(|d| d * d <= *n).all(|d| n % d != 0))
+            .collect(),
+    )
+}
+
 /// Conformance suite: returns plain text.
 #[tool(read_only, register = false)]
 async fn test_simple_text() -> String {
@@ -197,6 +224,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry.register(Arc::new(HangTool))?;
     registry.register(Arc::new(LearnToolTool))?;
     registry.register(Arc::new(ForgetToolTool))?;
+    registry.register(Arc::new(ForecastTool))?;
+    registry.register(Arc::new(PrimesTool))?;
     registry.register(Arc::new(TestSimpleTextTool))?;
     registry.register(Arc::new(TestImageContentTool))?;
     registry.register(Arc::new(TestErrorHandlingTool))?;
@@ -211,14 +240,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }))))?;
     registry.register(Arc::new(ShapeTool {
         input: json!({"type": "object", "properties": {
-            "valid": {"type": "boolean"}, "error": {"type": "boolean"}},
+            "valid": {"type": "boolean"}, "error": {"type": "boolean"},
+            "none": {"type": "boolean"}},
             "required": ["valid", "error"]}),
         output: json!({"type": "object", "properties": {"n": {"type": "integer"}},
             "required": ["n"]}),
     }))?;
     let _ = REGISTRY.set(registry.clone());
-    // The server's own limit: short, so that `hang` is stopped quickly.
-    let policy = CallPolicy::new().with_timeouts(HANG_LIMIT, HANG_LIMIT);
+    // The server's own limit: short, so that `hang` is stopped quickly. No output check:
+    // `shape` sends mismatched structured content on purpose, for the client's check to catch.
+    let policy = CallPolicy::new()
+        .with_timeouts(HANG_LIMIT, HANG_LIMIT)
+        .with_output_check(false);
     let server = McpToolServer::new(registry)
         .with_root(&root)?
         .with_call_policy(policy);

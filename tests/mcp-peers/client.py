@@ -24,6 +24,7 @@ async def main() -> None:
             tool.name: {
                 "read_only": bool(tool.annotations and tool.annotations.read_only_hint),
                 "input_schema": tool.input_schema,
+                "output_schema": tool.output_schema,
             }
             for tool in tools.tools
         }
@@ -41,6 +42,14 @@ async def main() -> None:
         for name in ["panic_now", "hang"]:
             result = await client.call_tool(name, {})
             report[name] = {"is_error": bool(result.is_error), "text": result.content[0].text}
+        # The SDK checks structured content against the output schema itself.
+        for name, args in [("forecast", {"city": "Oslo"}), ("primes", {"below": 10})]:
+            result = await client.call_tool(name, args)
+            report[name] = {
+                "is_error": bool(result.is_error),
+                "text": result.content[0].text,
+                "structured": result.structured_content,
+            }
         after = await client.call_tool("add", {"a": 1, "b": 1})
         report["after"] = {"is_error": bool(after.is_error), "text": after.content[0].text}
     print(json.dumps(report))

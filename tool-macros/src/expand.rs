@@ -64,6 +64,7 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     );
 
     let call = call_body(tool, plan, &input_ty, krate);
+    let (output_shape, output_schema) = crate::output::output_shape(tool, &struct_ident, krate);
     let annotations = annotations(tool, krate);
     let read_only = tool.args.read_only.is_some_and(|hint| hint.value);
     let timeout = plan.timeout_ms.map(|ms| {
@@ -190,9 +191,11 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
         const _: () = {
             #[allow(unused_imports)]
             use #private::{ViaDisplay as _, ViaPlain as _, ViaResult as _, ViaSerialize as _,
-                ViaToolError as _, ViaToolOutput as _, ViaJsonSchema as _, ViaNoSchema as _};
+                ViaToolError as _, ViaToolOutput as _, ViaJsonSchema as _, ViaNoSchema as _,
+                ViaJsonReturn as _, ViaPlainReturn as _};
 
             #field_schemas
+            #output_shape
 
             impl #krate::Tool for #struct_ident {
                 fn name(&self) -> &str {
@@ -208,6 +211,8 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
                         ::std::sync::OnceLock::new();
                     #private::schema_once(&SCHEMA, || #input_schema)
                 }
+
+                #output_schema
 
                 fn annotations(&self) -> #krate::ToolAnnotations {
                     #annotations
@@ -524,6 +529,13 @@ fn call_body(
                 (&&#krate::__private::Tag::of(&#error)).__tool_error_tag().convert(::core::convert::identity(#error)),
             ),
         }
+    };
+    // Fitted to the output shape `output_shape` generates for the same return type.
+    let convert = match &tool.func.sig.output {
+        ReturnType::Default => convert,
+        ReturnType::Type(..) => quote! {
+            #private::fit_output(#convert, Self::__tool_output_shape())
+        },
     };
     quote! {
         #parse

@@ -12,6 +12,7 @@ use syn::ItemFn;
 mod attr;
 mod check;
 mod expand;
+mod output;
 
 /// Turns an async fn into a tool an LLM can call. See `tool_sdk::tool`.
 #[proc_macro_attribute]

@@ -18,6 +18,10 @@ pub use serde;
 pub use serde_json;
 
 pub use crate::registry::ToolRegistration;
+pub use crate::tool::json::{
+    JsonReturnTag, OutputSchema, OutputShape, PlainReturnTag, ViaJsonReturn, ViaPlainReturn,
+    fit_output, output_shape_once,
+};
 use crate::{ContentBlock, ToolError, ToolOutput};
 use serde_json::Value;
 

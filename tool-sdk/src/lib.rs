@@ -115,7 +115,7 @@ pub use registry::{
 };
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
-    ActsOn, AgentId, BoxFuture, ContentBlock, FileRead, FileStateTracker, PermissionPrompt,
+    ActsOn, AgentId, BoxFuture, ContentBlock, FileRead, FileStateTracker, Json, PermissionPrompt,
     ResultDisplay, SessionValues, State, StateMap, StateRequirement, SubagentReport,
     SubagentRequest, SubagentRunner, Tool, ToolAnnotations, ToolContext, ToolError, ToolErrorKind,
     ToolOutput, ToolResult, ToolUpdate, ToolUpdateKind,

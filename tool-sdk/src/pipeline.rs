@@ -9,10 +9,12 @@
 //! 6. **run**: within the timeout (the tool's, capped by the policy's maximum), stopped by
 //!    the context's cancellation token (after half a second to wind down on its own), a
 //!    panic caught and turned into an error;
-//! 7. **post hooks** see the result;
-//! 8. **size cap**: the whole result, error or not, text and images, is cut to the policy's
+//! 7. **output check**: structured output against the tool's output schema (debug builds, or
+//!    [`CallPolicy::with_output_check`]);
+//! 8. **post hooks** see the result;
+//! 9. **size cap**: the whole result, error or not, text and images, is cut to the policy's
 //!    budget;
-//! 9. **result**: one [`CallOutcome`], statistics recorded.
+//! 10. **result**: one [`CallOutcome`], statistics recorded.
 //!
 //! Every call into tool code (its metadata too) is contained: a panic anywhere becomes an
 //! `is_error` result, never a dead run or server.
@@ -42,6 +44,7 @@ pub struct CallPolicy {
     max_result_image_bytes: usize,
     gate: Option<Arc<PermissionGate>>,
     post_hooks: Vec<Arc<dyn PostToolUse>>,
+    check_output: bool,
 }
 
 impl std::fmt::Debug for CallPolicy {
@@ -53,6 +56,7 @@ impl std::fmt::Debug for CallPolicy {
             .field("max_result_image_bytes", &self.max_result_image_bytes)
             .field("gate", &self.gate)
             .field("post_hooks", &self.post_hooks.len())
+            .field("check_output", &self.check_output)
             .finish()
     }
 }
@@ -69,6 +73,7 @@ impl Default for CallPolicy {
             max_result_image_bytes: usize::MAX,
             gate: None,
             post_hooks: Vec::new(),
+            check_output: cfg!(debug_assertions),
         }
     }
 }
@@ -107,6 +112,15 @@ impl CallPolicy {
     /// Adds a hook that sees every result.
     pub fn with_post_hook(mut self, hook: Arc<dyn PostToolUse>) -> Self {
         self.post_hooks.push(hook);
+        self
+    }
+
+    /// Whether a successful call of a tool that declares an output schema
+    /// ([`Tool::output_schema`], such as a `#[tool]` returning [`Json<T>`](crate::Json)) must
+    /// return structured output that matches it; a mismatch is an error result naming the tool
+    /// and every problem. On by default in debug builds (so in tests), off in release builds.
+    pub fn with_output_check(mut self, check: bool) -> Self {
+        self.check_output = check;
         self
     }
 
@@ -347,6 +361,9 @@ impl Road<'_> {
                 return Err(ToolError::Cancelled);
             }
         };
+        if policy.check_output && !output.is_error {
+            entry.check_output(&output)?;
+        }
         for hook in &policy.post_hooks {
             hook.after(tool.name(), &self.input, &output, ctx).await;
         }

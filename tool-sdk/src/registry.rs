@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::schema::{self, Provider};
-use crate::tool::{Tool, ToolError};
+use crate::tool::{Tool, ToolError, ToolOutput};
 use crate::validate::{InputValidator, ValidationOptions};
 
 /// A `#[tool]`'s entry in the global registry. Generated code builds these; apps do not.
@@ -206,6 +206,8 @@ pub(crate) struct Entry {
     defined_at: String,
     enabled: AtomicBool,
     validator: InputValidator,
+    /// The output schema compiled on the first output checked (or why it does not compile).
+    output_validator: OnceLock<Result<InputValidator, String>>,
     stats: StatCounters,
 }
 
@@ -355,6 +357,7 @@ impl ToolRegistry {
             defined_at,
             enabled: AtomicBool::new(true),
             validator,
+            output_validator: OnceLock::new(),
             stats: StatCounters::default(),
         };
         entries.insert(name, Arc::new(entry));
@@ -554,6 +557,40 @@ impl Entry {
     /// Whether `input` passes the schema as it is (no coercion, no copy).
     pub(crate) fn is_valid(&self, input: &Value) -> bool {
         self.validator.is_valid(input)
+    }
+
+    /// Checks a successful output against the tool's output schema, if it declares one: the
+    /// structured value must be there and match (no coercion).
+    pub(crate) fn check_output(&self, output: &ToolOutput) -> Result<(), ToolError> {
+        let Some(schema) = self.tool.output_schema() else {
+            return Ok(());
+        };
+        let name = self.tool.name();
+        let compiled = self.output_validator.get_or_init(|| {
+            InputValidator::new(schema, ValidationOptions { coerce: false })
+                .map_err(|error| error.to_string())
+        });
+        let validator = compiled.as_ref().map_err(|error| {
+            ToolError::failed(format!(
+                "the output schema of `{name}` is not a valid JSON Schema: {error}"
+            ))
+        })?;
+        let Some(value) = &output.structured else {
+            return Err(ToolError::failed(format!(
+                "`{name}` declares an output schema but returned no structured output (return \
+                 `Json(..)`, or set `ToolOutput::structured`)"
+            )));
+        };
+        if validator.is_valid(value) {
+            return Ok(());
+        }
+        let errors = match validator.check(value.clone()) {
+            Ok(_) => return Ok(()),
+            Err(errors) => errors,
+        };
+        Err(ToolError::failed(format!(
+            "the output of `{name}` does not match its output schema:\n{errors}"
+        )))
     }
 
     /// [`ToolRegistry::record_call`] for a tool already looked up.

@@ -43,6 +43,21 @@ pub async fn visit(stop: Stop, nights: Option<u32>) -> String {
     format!("{} x{}", stop.name, nights.unwrap_or(1))
 }
 
+/// How long a trip is.
+#[derive(serde::Serialize, JsonSchema)]
+pub struct Length {
+    /// Nights in all.
+    pub nights: u32,
+}
+
+/// Measures a trip: typed output, through the renamed crate.
+#[tool(register = false)]
+pub async fn measure(#[input] trip: Trip) -> my_sdk::Json<Length> {
+    my_sdk::Json(Length {
+        nights: trip.nights.unwrap_or(0),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,5 +96,14 @@ mod tests {
         let input = serde_json::json!({"stop": {"name": "C"}});
         let out = VisitTool.call(input, &ctx).await.unwrap();
         assert_eq!(out.to_text(), "C x1");
+
+        let schema = MeasureTool.output_schema().unwrap();
+        assert_eq!(
+            schema["properties"]["nights"]["description"],
+            "Nights in all."
+        );
+        let input = serde_json::json!({"stops": [], "nights": 2});
+        let out = MeasureTool.call(input, &ctx).await.unwrap();
+        assert_eq!(out.structured, Some(serde_json::json!({"nights": 2})));
     }
 }

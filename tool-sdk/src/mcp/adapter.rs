@@ -13,6 +13,7 @@ use crate::schema::{self, Provider};
 use crate::tool::{
     BoxFuture, ContentBlock, Tool, ToolAnnotations, ToolContext, ToolOutput, ToolResult,
 };
+use crate::validate::{InputValidator, ValidationOptions};
 
 /// One tool of an MCP server.
 pub(super) struct McpTool {
@@ -22,7 +23,9 @@ pub(super) struct McpTool {
     description: String,
     input_schema: Value,
     output_schema: Option<Value>,
-    output_validator: Option<jsonschema::Validator>,
+    /// Compiled once; `None` when the server declares no output schema or one that does not
+    /// compile (its results are then passed on unchecked).
+    output_validator: Option<InputValidator>,
     annotations: ToolAnnotations,
 }
 
@@ -34,9 +37,17 @@ impl McpTool {
             .output_schema
             .as_ref()
             .map(|s| Value::Object((**s).clone()));
-        let output_validator = output_schema
-            .as_ref()
-            .and_then(|s| jsonschema::validator_for(s).ok());
+        let output_validator = output_schema.as_ref().and_then(|s| {
+            InputValidator::new(s, ValidationOptions { coerce: false })
+                .inspect_err(|error| {
+                    tracing::warn!(
+                        server = %client.name, tool = %tool.name, %error,
+                        "the output schema of an MCP tool does not compile; its results are \
+                         not checked"
+                    );
+                })
+                .ok()
+        });
         let hints = tool.annotations.clone().unwrap_or_default();
         let annotations = ToolAnnotations {
             title: tool.title.clone().or(hints.title),
@@ -108,15 +119,24 @@ impl McpTool {
             content.push(ContentBlock::text(value.to_string()));
         }
         // An error result's structured content is not held to the output schema.
-        if !is_error
-            && let (Some(value), Some(validator)) = (&structured, &self.output_validator)
-            && let Err(error) = validator.validate(value)
-        {
-            return ToolOutput::error(format!(
-                "MCP server `{}`: the structured result of `{}` does not match its output \
-                 schema: {error}",
-                self.client.name, self.server_name
-            ));
+        if !is_error && let Some(validator) = &self.output_validator {
+            let mismatch = match &structured {
+                None => {
+                    Some("it declares an output schema but sent no structured content".to_owned())
+                }
+                Some(value) if !validator.is_valid(value) => validator
+                    .check(value.clone())
+                    .err()
+                    .map(|errors| format!("its structured content does not match:\n{errors}")),
+                Some(_) => None,
+            };
+            if let Some(mismatch) = mismatch {
+                return ToolOutput::error(format!(
+                    "MCP server `{}`: the output of its tool `{}` does not match the output \
+                     schema the server declared: {mismatch}",
+                    self.client.name, self.server_name
+                ));
+            }
         }
         ToolOutput {
             content,

@@ -268,6 +268,7 @@ pub struct ResultDisplay {
 }
 
 mod context;
+pub(crate) mod json;
 mod output;
 
 pub use context::{
@@ -275,4 +276,5 @@ pub use context::{
     StateRequirement, SubagentReport, SubagentRequest, SubagentRunner, ToolContext, ToolUpdate,
     ToolUpdateKind,
 };
+pub use json::Json;
 pub use output::{ContentBlock, ToolError, ToolErrorKind, ToolOutput};
