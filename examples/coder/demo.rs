@@ -122,7 +122,9 @@ fn next_turn(root: &Path, request: &ModelRequest) -> ScriptedTurn {
         results.iter().find(|(rid, _, _)| rid == id)
     };
     if let Some((_, text, _)) = result_of("Grep") {
-        let rust_files = result_of("Glob").map_or(0, |(_, text, _)| paths_in(root, text).len());
+        let rust_files = result_of("Glob").map_or(0, |(_, text, _)| {
+            paths_in(root, text).len() + more_than_listed(text)
+        });
         return read_first_todo(root, text, rust_files);
     }
     if let Some((_, _, is_error)) = result_of("Read") {
@@ -304,6 +306,15 @@ fn paths_in(root: &Path, listing: &str) -> Vec<PathBuf> {
         .map(|line| root.join(line.trim()))
         .filter(|path| path.is_file())
         .collect()
+}
+
+/// How many more files matched than a truncated listing shows ("(Results are truncated: 3
+/// more files matched. ...)"), so the demo counts them all.
+fn more_than_listed(listing: &str) -> usize {
+    listing
+        .split_once("truncated: ")
+        .and_then(|(_, rest)| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 fn first_line(text: &str) -> &str {
