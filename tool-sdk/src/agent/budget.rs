@@ -1,12 +1,12 @@
 //! What the agent's tokens cost, and the budgets that stop a run.
 //!
-//! The agent looks its model up once, in the [`Catalog`] its config makes
-//! ([`AgentConfig::with_model_info`], `[models."<prefix>"]` in a file), and prices each
+//! The agent looks its model up once, in the [`Catalog`](crate::model::Catalog) its config makes
+//! ([`ModelSettings::with_model_info`], `[models."<prefix>"]` in a file), and prices each
 //! turn's [`Usage`] with it. A model the catalog does not know has no cost: every `cost_usd`
 //! is `None` (and a warning is logged once), never a misleading `0.0`.
 //!
-//! Budgets are per run ([`AgentConfig::with_max_budget_usd`],
-//! [`AgentConfig::with_max_run_tokens`]): checked before each model request and after each
+//! Budgets are per run ([`Limits::with_max_budget_usd`],
+//! [`Limits::with_max_run_tokens`]): checked before each model request and after each
 //! model turn. A turn that reaches one has its tool calls answered as calls that did not run,
 //! stored like any result, so the conversation stays valid and a later prompt (or a
 //! [`resume`](Agent::resume)) goes on from there with a fresh budget.
@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::executor::Outcome;
 use super::{Agent, AgentConfig, AgentError, AgentInner, RunResult};
 use crate::ToolOutput;
-use crate::model::{Catalog, History, MessageContent, ModelInfo, Price, ToolUse, Usage};
+use crate::model::{History, MessageContent, ModelInfo, Price, ToolUse, Usage};
 use crate::session::Record;
 
 /// The agent's model, its price, the conversation's token totals and the run limits. Shared
@@ -46,7 +46,7 @@ impl Ledger {
     /// (no price for the model, or not a sensible amount) is an error.
     pub(crate) fn new(config: &AgentConfig, model_id: &str) -> Result<Self, AgentError> {
         let info = config.catalog().lookup(model_id).copied();
-        if let Some(limit) = config.max_budget_usd {
+        if let Some(limit) = config.limits.max_budget_usd {
             if !limit.is_finite() || limit < 0.0 {
                 return Err(AgentError::Config(format!(
                     "max_budget_usd must be a number of dollars, 0 or more (got {limit})"
@@ -56,7 +56,7 @@ impl Ledger {
                 return Err(AgentError::Config(format!(
                     "max_budget_usd is set, but the price of the model `{model_id}` is \
                      unknown, so the budget could not be checked: add it with \
-                     `AgentConfig::with_model_info(\"{model_id}\", ...)` or a \
+                     `.model(|m| m.with_model_info(\"{model_id}\", ...))` or a \
                      `[models.\"{model_id}\"]` table in the config file"
                 )));
             }
@@ -64,8 +64,8 @@ impl Ledger {
         Ok(Ledger {
             model_id: model_id.to_owned(),
             info,
-            max_budget_usd: config.max_budget_usd,
-            max_run_tokens: config.max_run_tokens,
+            max_budget_usd: config.limits.max_budget_usd,
+            max_run_tokens: config.limits.max_run_tokens,
             warned: AtomicBool::new(false),
             totals: Mutex::new(Usage::default()),
         })
@@ -80,7 +80,7 @@ impl Ledger {
                     tracing::warn!(
                         model = %self.model_id,
                         "the price of this model is unknown: costs are reported as None; add \
-                         it with `AgentConfig::with_model_info` or `[models.\"<prefix>\"]`"
+                         it with `ModelSettings::with_model_info` or `[models.\"<prefix>\"]`"
                     );
                 }
                 None
@@ -207,7 +207,7 @@ impl Agent {
     }
 
     /// What [`total_usage`](Self::total_usage) cost, in USD; `None` when the model's price is
-    /// unknown (see [`AgentConfig::with_model_info`]).
+    /// unknown (see [`ModelSettings::with_model_info`]).
     pub fn total_cost_usd(&self) -> Option<f64> {
         self.inner.ledger.cost_usd(&self.total_usage())
     }
@@ -220,63 +220,6 @@ impl Agent {
     /// The agent's model as the catalog knows it (window and prices), if it does.
     pub fn model_info(&self) -> Option<ModelInfo> {
         self.inner.ledger.info
-    }
-}
-
-impl AgentConfig {
-    /// Adds or replaces the catalog entry of model ids starting with `prefix`, so runs of a
-    /// model the built-in [`Catalog`] does not know (a fine-tune, a local model) get a cost,
-    /// or a negotiated price replaces the list price (`[models."<prefix>"]` in a file). The
-    /// longest matching prefix wins.
-    ///
-    /// ```
-    /// use tool_sdk::agent::AgentConfig;
-    /// use tool_sdk::model::{ModelInfo, Price};
-    ///
-    /// let config = AgentConfig::new()
-    ///     .with_model_info("my-finetune", ModelInfo::new(32_000, Price::per_million(1.0, 2.0)))
-    ///     .with_max_budget_usd(0.50);
-    /// assert_eq!(config.models["my-finetune"].price.output, 2.0);
-    /// ```
-    pub fn with_model_info(mut self, prefix: impl Into<String>, info: ModelInfo) -> Self {
-        self.models.insert(prefix.into(), info);
-        self
-    }
-
-    /// Starts from `catalog` instead of [`Catalog::default`]; entries added with
-    /// [`with_model_info`](Self::with_model_info) still take precedence.
-    pub fn with_catalog(mut self, catalog: Catalog) -> Self {
-        self.catalog = Some(catalog);
-        self
-    }
-
-    /// Stops a run once its turns have cost `usd` or more (`max_budget_usd` in a file). The
-    /// budget is per run: checked before each model request and after each turn; the calls
-    /// of the turn that reached it do not run (the model is told why; read-only calls that
-    /// started while the turn streamed, before its usage was known, finish) and the run fails
-    /// with [`AgentError::BudgetExceeded`]. A turn that ends the run anyway (no calls) is not an
-    /// error. Needs the model's price: `Agent::create` fails for a model the catalog does
-    /// not know.
-    pub fn with_max_budget_usd(mut self, usd: f64) -> Self {
-        self.max_budget_usd = Some(usd);
-        self
-    }
-
-    /// Stops a run once its turns have used `tokens` or more, prompt and output, cached or
-    /// not (`max_run_tokens` in a file); as [`with_max_budget_usd`](Self::with_max_budget_usd),
-    /// ending with [`AgentError::TokenLimitExceeded`]. Works whatever the model.
-    pub fn with_max_run_tokens(mut self, tokens: u64) -> Self {
-        self.max_run_tokens = Some(tokens);
-        self
-    }
-
-    /// The built-in catalog (or the one given) with the config's own entries.
-    pub(crate) fn catalog(&self) -> Catalog {
-        let mut catalog = self.catalog.clone().unwrap_or_default();
-        for (prefix, info) in &self.models {
-            catalog.insert(prefix.clone(), *info);
-        }
-        catalog
     }
 }
 
@@ -383,8 +326,8 @@ mod tests {
             "#,
         )
         .unwrap();
-        assert_eq!(config.max_budget_usd, Some(0.25));
-        assert_eq!(config.max_run_tokens, Some(100_000));
+        assert_eq!(config.limits.max_budget_usd, Some(0.25));
+        assert_eq!(config.limits.max_run_tokens, Some(100_000));
         let catalog = config.catalog();
         let mine = catalog.lookup("my-finetune-v2").unwrap();
         assert_eq!(mine.context_window, 32_000);

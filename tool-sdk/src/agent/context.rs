@@ -21,7 +21,7 @@
 //!   summarise the older part, and from then on the view is the summary (a user message) then
 //!   the recent messages verbatim. The cut is made before an assistant message or before a
 //!   user message that holds no tool results, so no call is separated from its result and
-//!   roles still alternate. A [`PreCompact`] hook may add instructions or veto it. The
+//!   roles still alternate. A [`pre_compact`](super::Hook::pre_compact) hook may add instructions or veto it. The
 //!   summary request is billed like a turn: it counts in the run's and the agent's usage and
 //!   cost, the budgets, the [`AgentEvent::Compacted`] event and a stored [`Record::Usage`].
 //!
@@ -37,7 +37,6 @@ use serde::{Deserialize, Serialize};
 use super::*;
 use crate::model::MessageContent;
 use crate::session::{Compaction, Restored};
-use crate::tool::BoxFuture;
 
 /// What one image is counted as, in tokens (about what a 1,000 × 1,000 pixel image costs).
 pub const IMAGE_TOKENS: u64 = 1_600;
@@ -152,7 +151,7 @@ impl ContextSettings {
     }
 }
 
-/// What a [`PreCompact`] hook is told about the compaction about to happen.
+/// What a [`pre_compact`](super::Hook::pre_compact) hook is told about the compaction about to happen.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CompactRequest {
@@ -167,7 +166,7 @@ pub struct CompactRequest {
     pub forced: bool,
 }
 
-/// A [`PreCompact`] hook's answer.
+/// A [`pre_compact`](super::Hook::pre_compact) hook's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CompactDecision {
     /// Compact as planned.
@@ -176,66 +175,6 @@ pub enum CompactDecision {
     Instruct(String),
     /// Do not compact: the request goes out as it is (tool results may still be cleared).
     Veto,
-}
-
-/// A hook that runs before the conversation is compacted: it may add instructions to the
-/// summary request or veto the compaction. Closures `Fn(&CompactRequest) -> CompactDecision`
-/// are hooks.
-pub trait PreCompact: Send + Sync {
-    /// Decides about one compaction.
-    fn before_compact<'a>(&'a self, request: &'a CompactRequest) -> BoxFuture<'a, CompactDecision>;
-}
-
-impl<F> PreCompact for F
-where
-    F: Fn(&CompactRequest) -> CompactDecision + Send + Sync,
-{
-    fn before_compact<'a>(&'a self, request: &'a CompactRequest) -> BoxFuture<'a, CompactDecision> {
-        Box::pin(std::future::ready(self(request)))
-    }
-}
-
-impl AgentConfig {
-    /// Sets the model's context window, in tokens, whatever the model id: for a model the
-    /// [`Catalog`](crate::model::Catalog) does not know, or to manage the window as if it were smaller (`window` in
-    /// the `[context]` table).
-    pub fn with_context_window(mut self, tokens: u64) -> Self {
-        self.context.window = Some(tokens);
-        self
-    }
-
-    /// Turns the management of the context window on (the default) or off. On, when the
-    /// window is known (from the [`Catalog`](crate::model::Catalog) or [`with_context_window`]), each request is
-    /// estimated before it is sent, against the room the window leaves the prompt once
-    /// `max_tokens` is reserved for the answer: above `clear_at` of it (0.7) the results of
-    /// older tool calls are replaced by a short note in what the model sees, down to
-    /// `clear_to` (0.1), and above `compact_at` (0.85), or when the provider answers that the
-    /// prompt is too long, the older part of the conversation is replaced by a summary the
-    /// model writes. The full conversation is kept in [`RunResult::messages`] and the
-    /// session. (`compaction` in the `[context]` table.)
-    ///
-    /// [`with_context_window`]: Self::with_context_window
-    pub fn with_compaction(mut self, on: bool) -> Self {
-        self.context.compaction = on;
-        self
-    }
-
-    /// Sets the shares of the prompt's room (the window less `max_tokens`) above which tool
-    /// results are cleared and the conversation compacted (`clear_at`, `compact_at` in the
-    /// `[context]` table). A `clear_to` above the new `clear_at` is lowered to it.
-    pub fn with_context_thresholds(mut self, clear_at: f64, compact_at: f64) -> Self {
-        self.context.clear_at = clear_at;
-        self.context.clear_to = self.context.clear_to.min(clear_at);
-        self.context.compact_at = compact_at;
-        self
-    }
-
-    /// Adds a hook that runs before each compaction (they run in the order added; the first
-    /// veto wins).
-    pub fn with_pre_compact(mut self, hook: impl PreCompact + 'static) -> Self {
-        self.run_hooks.pre_compact.push(Arc::new(hook));
-        self
-    }
 }
 
 /// The view's state: what stands in for what. Kept in the agent's [`SessionValues`].
@@ -282,7 +221,7 @@ impl AgentInner {
     /// The room a request's prompt has in `window`: what `max_tokens` leaves of it. An error
     /// when it leaves nothing.
     fn prompt_room(&self, window: u64) -> Result<u64, AgentError> {
-        let answer = u64::from(self.config.max_tokens);
+        let answer = u64::from(self.config.model.max_tokens);
         match window.checked_sub(answer) {
             Some(room) if room > 0 => Ok(room),
             _ => Err(AgentError::Config(format!(
@@ -362,7 +301,7 @@ impl AgentInner {
     /// The estimated size, in tokens, of a request sending `messages` as the view stands.
     fn estimate(&self, messages: &History) -> u64 {
         let view = build_view(messages, &self.session.get::<ContextState>().get());
-        let system = self.config.system_prompt.as_deref().map_or(0, str::len);
+        let system = self.config.model.system_prompt.as_deref().map_or(0, str::len);
         (system + self.tool_chars()) as u64 / 4 + estimate_messages(view.iter())
     }
 
@@ -467,15 +406,12 @@ impl AgentInner {
             forced,
         };
         let mut instructions = SUMMARY_INSTRUCTIONS.to_owned();
-        for hook in &self.config.run_hooks.pre_compact {
-            match hook.before_compact(&request).await {
-                CompactDecision::Proceed => {}
-                CompactDecision::Instruct(more) => {
-                    instructions.push_str("\n\n");
-                    instructions.push_str(&more);
-                }
-                CompactDecision::Veto => return Ok(false),
-            }
+        let Ok(more) = self.config.hooks.check_compact(&request).await else {
+            return Ok(false);
+        };
+        for more in more {
+            instructions.push_str("\n\n");
+            instructions.push_str(&more);
         }
 
         // The older part as the model sees it now (an earlier summary, cleared results), then
@@ -485,11 +421,11 @@ impl AgentInner {
         let mut older = build_view(&History::from(older), &view);
         push_user_message_to(&mut older, Message::user(instructions));
         let summary_request = ModelRequest {
-            system: self.config.system_prompt.clone(),
+            system: self.config.model.system_prompt.clone(),
             messages: older,
             tools: self.specs(),
-            max_tokens: self.config.max_tokens,
-            temperature: self.config.temperature,
+            max_tokens: self.config.model.max_tokens,
+            temperature: self.config.model.temperature,
             output: None,
             // Its prefix is the requests' before it: the cache serves it.
             cache: self.config.prompt_cache(self.ledger.info()),

@@ -95,7 +95,7 @@ impl<'a> EarlyCalls<'a> {
             return;
         }
         self.announce(&call.id);
-        let limit = self.agent.config.max_concurrent_tools.max(1);
+        let limit = self.agent.config.limits.max_concurrent_tools.max(1);
         let running = self.live.as_ref().map_or(0, |live| live.running.len());
         // Every call announced before this one started early, so none waits before it.
         let first_waiting = self.announced.get(self.started.len());

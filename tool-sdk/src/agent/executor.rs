@@ -14,6 +14,7 @@ use tracing::Instrument;
 
 use super::early::Journal;
 use super::events::{AgentEvent, PermissionRequest};
+use super::hooks::ToolFailure;
 use super::{AgentInner, Emit, spans};
 use crate::model::{MessageContent, ToolUse};
 use crate::permission::{
@@ -88,7 +89,7 @@ pub(crate) async fn execute(
             outcomes[first].store_error = Some(error);
             break;
         }
-        let limit = agent.config.max_concurrent_tools.max(1);
+        let limit = agent.config.limits.max_concurrent_tools.max(1);
         let turn = agent.turn_context(emit);
         // Futures built up front: a closure inside the stream combinator would trip the
         // compiler's higher-ranked lifetime check for `Send`. Each call's span is made here,
@@ -292,16 +293,17 @@ async fn run_one(
         call_id: &call.id,
         emit,
     };
+    let hooked = agent.config.hooks.asker(match &agent.config.permissions.handler {
+        Some(handler) => handler.as_ref(),
+        None => &asker,
+    });
     let ask = RecordingAsker {
         agent,
         call,
-        asker: match &agent.config.permission_handler {
-            Some(handler) => handler.as_ref(),
-            None => &asker,
-        },
+        asker: &hooked,
         answer,
         journal,
-        defer: agent.config.session.defer_approvals && agent.config.permission_handler.is_none(),
+        defer: agent.config.session.defer_approvals && agent.config.permissions.handler.is_none(),
         deferred: Mutex::new(None),
         failure: Mutex::new(None),
     };
@@ -333,6 +335,16 @@ async fn run_one(
         };
     }
     spans::end_tool(&span, error.as_ref(), &output);
+    if let Some(error) = &error {
+        let error = error.to_string();
+        let failure = ToolFailure {
+            tool: &call.name,
+            call_id: &call.id,
+            input: &input,
+            error: &error,
+        };
+        agent.config.hooks.tool_failed(&failure).await;
+    }
     let error_line = match &error {
         None => output
             .is_error

@@ -85,15 +85,19 @@ mod spans;
 mod stored;
 mod subagent;
 
+#[cfg(feature = "mcp")]
+pub use config::McpSettings;
 pub use config::{
-    AgentConfig, ModelSpec, ProviderKind, SessionLeasing, SessionSettings, SubagentConfig,
+    AgentConfig, Limits, ModelSettings, ModelSource, ModelSpec, PermissionSettings, ProviderKind,
+    SessionLeasing, SessionSettings, StoreSource, SubagentConfig,
 };
-pub use context::{CompactDecision, CompactRequest, ContextSettings, IMAGE_TOKENS, PreCompact};
+pub use context::{CompactDecision, CompactRequest, ContextSettings, IMAGE_TOKENS};
 pub use events::{AgentEvent, PermissionRequest};
 pub use executor::READ_ONLY_COMMIT_DELAY;
 pub use hooks::{
-    PromptCheck, SessionEvent, SessionHook, SessionSource, StopCheck, StopContext, StopHook,
-    UserPromptSubmit,
+    Hook, Hooks, Notification, NotificationKind, PromptCheck, SessionEnd, SessionEndReason,
+    SessionSource, SessionStart, StopCheck, StopContext, SubagentStart, ToolCall, ToolFailure,
+    ToolResult,
 };
 pub use output::TypedRun;
 pub use project::{ClaudeSettings, MEMORY_FILES, MemoryFile, ProjectMemory};
@@ -131,7 +135,7 @@ pub enum AgentError {
     /// The run was cancelled.
     #[error("the run was cancelled")]
     Cancelled,
-    /// The run's turns cost its budget ([`AgentConfig::with_max_budget_usd`]) or more. The
+    /// The run's turns cost its budget ([`Limits::with_max_budget_usd`]) or more. The
     /// last turn's tool calls did not run (the model was told so); the session is intact and
     /// a new prompt goes on with a fresh budget.
     #[error(
@@ -144,7 +148,7 @@ pub enum AgentError {
         /// The budget.
         limit_usd: f64,
     },
-    /// The run's turns used its token limit ([`AgentConfig::with_max_run_tokens`]) or more;
+    /// The run's turns used its token limit ([`Limits::with_max_run_tokens`]) or more;
     /// as [`BudgetExceeded`](Self::BudgetExceeded).
     #[error(
         "stopped: this run used {spent} tokens, its limit is {limit} (max_run_tokens); the \
@@ -160,7 +164,7 @@ pub enum AgentError {
     #[error(transparent)]
     Session(#[from] crate::session::SessionError),
     /// The run stopped to wait for permission answers
-    /// ([`AgentConfig::with_deferred_approvals`]): answer each with
+    /// ([`SessionSettings::with_deferred_approvals`]): answer each with
     /// [`Agent::answer_approval`], then go on with [`Agent::continue_run`]. The session is
     /// stored; this can happen in another process after [`Agent::resume`].
     #[error(
@@ -204,7 +208,7 @@ pub struct RunResult {
     /// Tokens used by the run.
     pub usage: Usage,
     /// What [`usage`](Self::usage) cost, in USD; `None` when the model's price is unknown
-    /// (see [`AgentConfig::with_model_info`]) or no turn ran.
+    /// (see [`ModelSettings::with_model_info`]) or no turn ran.
     pub cost_usd: Option<f64>,
     /// Model turns taken.
     pub turns: u32,
@@ -304,7 +308,7 @@ impl Agent {
         if config.session.defer_approvals && store.is_none() {
             return Err(AgentError::Config(
                 "deferred approvals need a session store, where the questions wait for their \
-                 answers: set one with `AgentConfig::with_session_store(...)`"
+                 answers: set one with `.session(|s| s.with_store(...))`"
                     .into(),
             ));
         }
@@ -506,7 +510,7 @@ impl Agent {
 
     /// Runs to the end and returns the result. Calls that need the user's permission are
     /// refused (use [`run`](Self::run) to answer them), or with
-    /// [`AgentConfig::with_deferred_approvals`] stop the run until they are answered. Fails
+    /// [`SessionSettings::with_deferred_approvals`] stop the run until they are answered. Fails
     /// if the run failed.
     pub async fn prompt(&self, prompt: impl Into<String>) -> Result<RunResult, AgentError> {
         self.prompt_with(Some(prompt.into())).await
@@ -516,7 +520,7 @@ impl Agent {
     /// [`resume`](Agent::resume) whose history ends with the user's message or tool results
     /// (a model turn the crash cut off, sealed calls), this gets the answer that never came.
     ///
-    /// After a run stopped for [deferred approvals](AgentConfig::with_deferred_approvals),
+    /// After a run stopped for [deferred approvals](SessionSettings::with_deferred_approvals),
     /// all answered, this finishes the stopped turn first, from the store: allowed calls run,
     /// refused ones are answered with the refusal as an error, calls that waited behind them
     /// run in order (and may stop the run again if they need approval); then the model is
@@ -797,10 +801,10 @@ impl AgentInner {
         config: AgentConfig,
         agent_id: AgentId,
     ) -> Result<Self, AgentError> {
-        if let Some(problem) = config.problems.first() {
+        if let Some(problem) = config.problem() {
             return Err(AgentError::Config(problem.clone()));
         }
-        if config.max_turns == 0 {
+        if config.limits.max_turns == 0 {
             return Err(AgentError::Config("max_turns must be at least 1".into()));
         }
         let registry = ToolRegistry::with_options(ValidationOptions {
@@ -838,7 +842,7 @@ impl AgentInner {
                 working_dir.display()
             ))
         })?;
-        for dir in &config.additional_dirs {
+        for dir in &config.permissions.additional_dirs {
             sandbox = sandbox.allow_dir(dir).map_err(|error| {
                 AgentError::Config(format!(
                     "the additional directory {} cannot be used: {error}",
@@ -847,19 +851,19 @@ impl AgentInner {
             })?;
         }
         let session = Arc::new(SessionValues::default());
-        session.get::<ModeState>().set(config.permission_mode);
+        session.get::<ModeState>().set(config.permissions.mode);
         let plan_exit_offered = specs.iter().any(|spec| spec.name == "ExitPlanMode");
         let gate = Arc::new(
-            PermissionGate::new(config.permissions.clone(), config.pre_hooks.clone())
+            PermissionGate::new(config.permissions.rules.clone(), config.hooks.pre_tool_use())
                 .with_plan_exit_offered(plan_exit_offered),
         );
         let mut policy = CallPolicy::new()
-            .with_timeouts(config.tool_timeout, config.max_tool_timeout)
-            .with_max_result_chars(config.max_result_chars)
+            .with_timeouts(config.limits.tool_timeout, config.limits.max_tool_timeout)
+            .with_max_result_chars(config.limits.max_result_chars)
             .with_max_result_image_bytes(MAX_RESULT_IMAGE_BYTES)
             .with_permission_gate(gate.clone());
-        for hook in &config.post_hooks {
-            policy = policy.with_post_hook(hook.clone());
+        for hook in config.hooks.post_tool_use() {
+            policy = policy.with_post_hook(hook);
         }
         // Sub-agents live inside their parent's session.
         let session_start = (agent_id == AgentId::Main).then_some(SessionSource::Startup);

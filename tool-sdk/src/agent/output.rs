@@ -212,7 +212,7 @@ impl AgentInner {
                         ),
                     }
                 );
-                if *refused > self.config.max_output_retries {
+                if *refused > self.config.limits.max_output_retries {
                     Err(AgentError::OutputInvalid {
                         attempts: *refused,
                         errors,

@@ -54,8 +54,8 @@ impl AgentInner {
             .take();
         if let Some(source) = start {
             let session_id = self.store.as_ref().map(|_| &*self.session_id);
-            let event = SessionEvent::Start { session_id, source };
-            self.config.run_hooks.session_event(event).await;
+            let start = SessionStart { session_id, source };
+            self.config.hooks.session_start(start).await;
         }
         let written_before = self.files.written().len();
         let mut result = RunResult::default();
@@ -139,7 +139,7 @@ impl AgentInner {
             Some(prompt) => {
                 let contexts = self
                     .config
-                    .run_hooks
+                    .hooks
                     .check_prompt(&prompt)
                     .await
                     .map_err(AgentError::PromptBlocked)?;
@@ -170,8 +170,8 @@ impl AgentInner {
             if cancel.is_cancelled() {
                 return Err(AgentError::Cancelled);
             }
-            if result.turns == self.config.max_turns {
-                return Err(AgentError::MaxTurns(self.config.max_turns));
+            if result.turns == self.config.limits.max_turns {
+                return Err(AgentError::MaxTurns(self.config.limits.max_turns));
             }
             self.ledger.check(result)?;
             result.turns += 1;
@@ -179,11 +179,11 @@ impl AgentInner {
             emit(AgentEvent::TurnStarted { turn });
             let view = self.context_view(messages, result, emit, cancel).await?;
             let request = ModelRequest {
-                system: self.config.system_prompt.clone(),
+                system: self.config.model.system_prompt.clone(),
                 messages: view,
                 tools: self.specs(),
-                max_tokens: self.config.max_tokens,
-                temperature: self.config.temperature,
+                max_tokens: self.config.model.max_tokens,
+                temperature: self.config.model.temperature,
                 output: output.map(|spec| spec.format.clone()),
                 cache: self.config.prompt_cache(self.ledger.info()),
             };
@@ -273,7 +273,7 @@ impl AgentInner {
                     text: &result.text,
                     continued: stop_continued,
                 };
-                match self.config.run_hooks.check_stop(&stop).await {
+                match self.config.hooks.check_stop(&stop).await {
                     None => return Ok(()),
                     Some(message) => {
                         stop_continued += 1;

@@ -96,13 +96,16 @@ impl Agent {
         })
     }
 
-    /// Ends the session: its [`SessionHook`]s see [`SessionEvent::End`]. The agent stays
+    /// Ends the session: its hooks see [`Hook::session_end`](super::Hook::session_end). The agent stays
     /// usable: its next run starts the session again for the hooks (as
     /// [`SessionSource::Startup`]), and a stored session simply goes on.
     pub async fn close(&self) {
         let session_id = self.inner.store.as_ref().map(|_| &*self.inner.session_id);
-        let hooks = &self.inner.config.run_hooks;
-        hooks.session_event(SessionEvent::End { session_id }).await;
+        let end = SessionEnd {
+            session_id,
+            reason: SessionEndReason::Closed,
+        };
+        self.inner.config.hooks.session_end(end).await;
         *self
             .inner
             .session_start
@@ -177,12 +180,36 @@ impl Agent {
     }
 }
 
+/// A session started and not closed ends when the agent goes: its hooks see
+/// [`SessionEndReason::Dropped`], on the runtime the agent was dropped in (without one there is
+/// nothing to run them on).
+impl Drop for AgentInner {
+    fn drop(&mut self) {
+        let pending = self.session_start.get_mut().unwrap_or_else(|p| p.into_inner());
+        if self.agent_id != AgentId::Main || pending.is_some() || self.config.hooks.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let hooks = self.config.hooks.clone();
+        let session_id = self.store.as_ref().map(|_| self.session_id.clone());
+        runtime.spawn(async move {
+            let end = SessionEnd {
+                session_id: session_id.as_deref(),
+                reason: SessionEndReason::Dropped,
+            };
+            hooks.session_end(end).await;
+        });
+    }
+}
+
 /// The store `config` names, which resuming and forking need.
 fn required_store(config: &AgentConfig, what: &str) -> Result<Arc<dyn SessionStore>, AgentError> {
     config.resolve_session_store()?.ok_or_else(|| {
         AgentError::Config(format!(
             "cannot {what} a session without a session store: set one with \
-             `AgentConfig::with_session_store(...)` or `[session] store = \"sqlite:PATH\"`"
+             `.session(|s| s.with_store(...))` or `[session] store = \"sqlite:PATH\"`"
         ))
     })
 }

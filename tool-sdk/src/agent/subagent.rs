@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::hooks::SubagentStart;
 use super::{AgentEvent, AgentInner, Emit, resolve_tools};
 use crate::{
     AgentId, BoxFuture, SubagentReport, SubagentRequest, SubagentRunner, ToolContext, ToolError,
@@ -50,10 +51,8 @@ impl Subagents {
         // A sub-agent's run lives inside the Task call and has no session of its own to wait
         // in: its questions are asked (or refused) as usual.
         config.session.defer_approvals = false;
-        // The parent's sub-agent stop hooks are its stop hooks; it has no session of its own.
-        config.run_hooks.stop = config.run_hooks.subagent_stop.clone();
-        config.run_hooks.prompt.clear();
-        config.run_hooks.session.clear();
+        // The parent's hooks see its stops as `subagent_stop`; it has no session of its own.
+        config.hooks = config.hooks.for_subagent();
         // Its traces name it after its kind.
         config.name = Some(
             request
@@ -62,7 +61,7 @@ impl Subagents {
                 .unwrap_or_else(|| "general-purpose".to_owned()),
         );
         if let Some(kind) = kind {
-            config.system_prompt = kind.system_prompt.or(config.system_prompt);
+            config.model.system_prompt = kind.system_prompt.or(config.model.system_prompt);
         }
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let id = AgentId::Sub(Arc::from(format!(
@@ -90,6 +89,12 @@ impl SubagentRunner for Subagents {
     ) -> BoxFuture<'a, Result<SubagentReport, ToolError>> {
         Box::pin(async move {
             let child = Arc::new(self.child(&request)?);
+            let start = SubagentStart {
+                agent: &child.agent_id,
+                kind: request.subagent_type.as_deref().unwrap_or("general-purpose"),
+                prompt: &request.prompt,
+            };
+            self.parent.config.hooks.subagent_start(&start).await;
             let agent_id = child.agent_id.clone();
             let parent_emit = self.emit.clone();
             let forward = self.emit.forward(move |event| {

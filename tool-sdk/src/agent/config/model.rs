@@ -1,0 +1,283 @@
+//! `config.model`: which model, and what each request asks of it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent::AgentError;
+use crate::model::{
+    Catalog, Model, ModelError, ModelInfo, PromptCache, RetryPolicy, anthropic::AnthropicModel,
+    openai::OpenAiModel,
+};
+
+/// The model an agent talks to, and what its requests ask: the `[model]` table of a config
+/// file and the request settings beside it (`system_prompt`, `max_tokens`, `temperature`,
+/// `prompt_caching`, `[models."<prefix>"]` at the top of a file).
+///
+/// The model itself is set with [`AgentConfig::with_model`](super::AgentConfig::with_model);
+/// the rest with the builder methods here, through
+/// [`AgentConfig::model`](super::AgentConfig::model):
+///
+/// ```
+/// use tool_sdk::agent::AgentConfig;
+/// use tool_sdk::model::{ModelInfo, Price, TestModel};
+///
+/// let config = AgentConfig::new()
+///     .with_model(TestModel::new())
+///     .model(|model| {
+///         model
+///             .with_system_prompt("You are terse.")
+///             .with_max_tokens(1024)
+///             .with_temperature(0.2)
+///             .with_model_info("my-finetune", ModelInfo::new(32_000, Price::per_million(1.0, 2.0)))
+///     });
+/// assert_eq!(config.model.max_tokens, 1024);
+/// assert_eq!(config.model.models["my-finetune"].price.output, 2.0);
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ModelSettings {
+    /// The model: an instance, or a [`ModelSpec`] built from the environment when the agent
+    /// is created. `None` fails `Agent::create`.
+    pub source: Option<ModelSource>,
+    /// The system prompt.
+    pub system_prompt: Option<String>,
+    /// The most tokens per model turn (default 8192).
+    pub max_tokens: u32,
+    /// Sampling temperature (default: the provider's).
+    pub temperature: Option<f32>,
+    /// Retries of failed requests, for a model built from a [`ModelSpec`] (an instance has
+    /// its own).
+    pub retry: Option<RetryPolicy>,
+    /// Whether the provider is asked to cache the prompt's prefix (on by default): see
+    /// [`with_prompt_caching`](Self::with_prompt_caching).
+    pub prompt_caching: bool,
+    /// The catalog model ids are looked up in, for their window and prices (default: the
+    /// built-in [`Catalog`]).
+    pub catalog: Option<Catalog>,
+    /// Catalog entries of the config's own, by id prefix, over [`catalog`](Self::catalog)'s
+    /// (`[models."<prefix>"]` in a file).
+    pub models: BTreeMap<String, ModelInfo>,
+}
+
+impl Default for ModelSettings {
+    fn default() -> Self {
+        ModelSettings {
+            source: None,
+            system_prompt: None,
+            max_tokens: 8192,
+            temperature: None,
+            retry: None,
+            prompt_caching: true,
+            catalog: None,
+            models: BTreeMap::new(),
+        }
+    }
+}
+
+/// Where the agent's model comes from: what
+/// [`AgentConfig::with_model`](super::AgentConfig::with_model) takes (a model, an
+/// `Arc<dyn Model>`, or a [`ModelSpec`]).
+#[derive(Clone)]
+pub enum ModelSource {
+    /// A model named as in a config file's `[model]` table, built when the agent is created.
+    Spec(ModelSpec),
+    /// A model instance.
+    Instance(Arc<dyn Model>),
+}
+
+impl std::fmt::Debug for ModelSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelSource::Spec(spec) => spec.fmt(f),
+            ModelSource::Instance(model) => write!(f, "Instance({})", model.model_id()),
+        }
+    }
+}
+
+impl From<ModelSpec> for ModelSource {
+    fn from(spec: ModelSpec) -> Self {
+        ModelSource::Spec(spec)
+    }
+}
+
+impl From<Arc<dyn Model>> for ModelSource {
+    fn from(model: Arc<dyn Model>) -> Self {
+        ModelSource::Instance(model)
+    }
+}
+
+impl<M: Model + 'static> From<M> for ModelSource {
+    fn from(model: M) -> Self {
+        ModelSource::Instance(Arc::new(model))
+    }
+}
+
+/// A model named in a config file.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// Which API.
+    pub provider: ProviderKind,
+    /// The model id, such as `claude-sonnet-4-5` or `gpt-4.1`.
+    pub id: String,
+    /// Another endpoint, e.g. `http://localhost:11434/v1` for Ollama.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (default: the provider's usual one,
+    /// `ANTHROPIC_API_KEY` or `OPENAI_API_KEY`).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// The API key itself. Prefer `api_key_env`: config files get committed.
+    #[serde(default, skip_serializing)]
+    pub api_key: Option<String>,
+}
+
+impl std::fmt::Debug for ModelSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelSpec")
+            .field("provider", &self.provider)
+            .field("id", &self.id)
+            .field("base_url", &self.base_url)
+            .field("api_key_env", &self.api_key_env)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// The APIs a [`ModelSpec`] can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// Anthropic Messages.
+    Anthropic,
+    /// OpenAI Chat Completions, or any compatible server.
+    OpenAi,
+}
+
+impl ModelSettings {
+    /// Sets the system prompt.
+    pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Sets the most tokens per model turn.
+    pub fn with_max_tokens(mut self, tokens: u32) -> Self {
+        self.max_tokens = tokens;
+        self
+    }
+
+    /// Sets the sampling temperature.
+    pub fn with_temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Sets how failed model requests are retried (for a model built from a [`ModelSpec`]).
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = Some(retry);
+        self
+    }
+
+    /// Asks the provider to cache the prompt's prefix, or not (default: on;
+    /// `prompt_caching = false` in a file). Sub-agents inherit it.
+    ///
+    /// On Anthropic each request then carries up to four `cache_control` breakpoints (the
+    /// tools, the system prompt, the end of the conversation and the end the previous request
+    /// had), placed only where the prefix reaches the model's minimum
+    /// ([`ModelInfo::min_cacheable_tokens`], 1024 tokens for a model the [`Catalog`] does not
+    /// know). Reads cost 0.1x the input price, writes 1.25x: turn it off for one-shot prompts
+    /// that are never continued. OpenAI caches on its own whatever this says.
+    pub fn with_prompt_caching(mut self, on: bool) -> Self {
+        self.prompt_caching = on;
+        self
+    }
+
+    /// Starts from `catalog` instead of [`Catalog::default`]; entries added with
+    /// [`with_model_info`](Self::with_model_info) still take precedence.
+    pub fn with_catalog(mut self, catalog: Catalog) -> Self {
+        self.catalog = Some(catalog);
+        self
+    }
+
+    /// Adds or replaces the catalog entry of model ids starting with `prefix`, so runs of a
+    /// model the built-in [`Catalog`] does not know (a fine-tune, a local model) get a cost,
+    /// or a negotiated price replaces the list price (`[models."<prefix>"]` in a file). The
+    /// longest matching prefix wins.
+    pub fn with_model_info(mut self, prefix: impl Into<String>, info: ModelInfo) -> Self {
+        self.models.insert(prefix.into(), info);
+        self
+    }
+
+    /// The catalog (the built-in one or the one given) with the config's own entries.
+    pub(crate) fn full_catalog(&self) -> Catalog {
+        let mut catalog = self.catalog.clone().unwrap_or_default();
+        for (prefix, info) in &self.models {
+            catalog.insert(prefix.clone(), *info);
+        }
+        catalog
+    }
+
+    /// What a request to a model with catalog entry `info` asks of the cache: `None` when
+    /// caching is off.
+    pub(crate) fn prompt_cache(&self, info: Option<&ModelInfo>) -> Option<PromptCache> {
+        self.prompt_caching.then(|| PromptCache::for_info(info))
+    }
+
+    /// The model instance, built from its spec if need be.
+    pub(crate) fn resolve(&self) -> Result<Arc<dyn Model>, AgentError> {
+        match &self.source {
+            Some(ModelSource::Instance(model)) => Ok(model.clone()),
+            Some(ModelSource::Spec(spec)) => spec.build(self.retry.unwrap_or_default()),
+            None => Err(AgentError::Config(
+                "no model: set `[model]` in the config file or call `with_model(...)`".into(),
+            )),
+        }
+    }
+}
+
+impl ModelSpec {
+    fn build(&self, retry: RetryPolicy) -> Result<Arc<dyn Model>, AgentError> {
+        let key = |default_var: &str| -> Option<String> {
+            if let Some(key) = &self.api_key {
+                return Some(key.clone());
+            }
+            let var = self.api_key_env.as_deref().unwrap_or(default_var);
+            std::env::var(var).ok().filter(|key| !key.is_empty())
+        };
+        let model: Arc<dyn Model> = match self.provider {
+            ProviderKind::Anthropic => {
+                let var = self.api_key_env.as_deref().unwrap_or("ANTHROPIC_API_KEY");
+                let api_key = key("ANTHROPIC_API_KEY").ok_or_else(|| {
+                    AgentError::Model(ModelError::MissingApiKey(format!(
+                        "set {var} to use Anthropic's {}",
+                        self.id
+                    )))
+                })?;
+                let mut model = AnthropicModel::new(&self.id, api_key).with_retry(retry);
+                if let Some(url) = &self.base_url {
+                    model = model.with_base_url(url);
+                }
+                Arc::new(model)
+            }
+            ProviderKind::OpenAi => {
+                let api_key = key("OPENAI_API_KEY");
+                if api_key.is_none() && self.base_url.is_none() {
+                    let var = self.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
+                    return Err(AgentError::Model(ModelError::MissingApiKey(format!(
+                        "set {var} to use OpenAI's {} (or a base_url for a local server)",
+                        self.id
+                    ))));
+                }
+                let mut model = OpenAiModel::new(&self.id, api_key).with_retry(retry);
+                if let Some(url) = &self.base_url {
+                    model = model.with_base_url(url);
+                }
+                Arc::new(model)
+            }
+        };
+        Ok(model)
+    }
+}
