@@ -371,6 +371,9 @@ impl AgentConfig {
             for warning in &settings.warnings {
                 tracing::warn!("{warning}");
             }
+            if !settings.hooks.is_empty() {
+                self.hooks = self.hooks.add(settings.hooks);
+            }
             let rules = settings.permissions;
             for (mine, theirs) in [
                 (&mut self.permissions.rules.allow, rules.allow),

@@ -68,6 +68,7 @@ use crate::{
 };
 
 mod budget;
+mod command_hooks;
 mod config;
 mod context;
 mod early;
@@ -91,6 +92,7 @@ pub use config::{
     AgentConfig, Limits, ModelSettings, ModelSource, ModelSpec, PermissionSettings, ProviderKind,
     SessionLeasing, SessionSettings, StoreSource, SubagentConfig,
 };
+pub use command_hooks::CommandHooks;
 pub use context::{CompactDecision, CompactRequest, ContextSettings, IMAGE_TOKENS};
 pub use events::{AgentEvent, PermissionRequest};
 pub use executor::READ_ONLY_COMMIT_DELAY;

@@ -138,8 +138,8 @@ impl ProjectMemory {
 /// not a list of strings, is an error naming the file; so is an `ask` or `deny` rule that does
 /// not parse (leaving it out would let through what it stops). An `allow` rule that does not
 /// parse is left out with a warning (such calls ask), as are settings other than these three
-/// lists under `permissions` (`defaultMode`, `additionalDirectories`, ...). Keys outside
-/// `permissions` (`env`, `hooks`, ...) are not read.
+/// lists under `permissions` (`defaultMode`, `additionalDirectories`, ...). Their `hooks`
+/// are read too (see [`CommandHooks`](super::CommandHooks)); other keys (`env`, ...) are not.
 ///
 /// [`AgentConfig::with_claude_settings`]: super::AgentConfig::with_claude_settings
 ///
@@ -161,6 +161,8 @@ impl ProjectMemory {
 pub struct ClaudeSettings {
     /// The rules of both files.
     pub permissions: PermissionRules,
+    /// The command hooks of both files (`hooks`), the local file's after.
+    pub hooks: super::CommandHooks,
     /// The files read.
     pub files: Vec<PathBuf>,
     /// What was left out, and why, each naming its file.
@@ -183,6 +185,7 @@ impl ClaudeSettings {
             settings.read(&path)?;
             settings.files.push(path);
         }
+        settings.hooks = settings.hooks.in_dir(dir);
         Ok(settings)
     }
 
@@ -194,6 +197,13 @@ impl ClaudeSettings {
         let Value::Object(root) = root else {
             return Err(error("must be a JSON object".into()));
         };
+        if let Some(hooks) = root.get("hooks") {
+            let mut warnings = Vec::new();
+            self.hooks.read(hooks, &mut warnings).map_err(error)?;
+            let file = path.display();
+            self.warnings
+                .extend(warnings.into_iter().map(|w| format!("{file}: {w}")));
+        }
         let permissions = match root.get("permissions") {
             None => return Ok(()),
             Some(Value::Object(permissions)) => permissions,
