@@ -29,7 +29,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = AgentConfig::new()
         .with_model(model)
         .with_tools(["get_weather", "save_note"])
-        .allow("save_note"); // read-only tools run; others ask unless allowed
+        .permissions(|p| p.allow("save_note")); // read-only tools run; others ask unless allowed
     let agent = Agent::create(config).await?;
     let result = agent.prompt("Do I need a jacket in Lisbon?").await?;
     println!("{} ({} tool calls)", result.text, result.tool_calls);

@@ -161,13 +161,15 @@ async fn run_agent(registry: Arc<ToolRegistry>) -> Result<(), Box<dyn std::error
     println!("\n== An agent with both tools, on {source}");
     let agent = Agent::create(
         AgentConfig::new()
-            .with_model_arc(model)
+            .with_model(model)
             .with_registry(registry)
             .with_tools(["get_weather", "save_note"])
             .with_state(Notes::default())
             // Reading the weather needs no permission (read-only); saving a note does.
-            .allow("save_note")
-            .with_system_prompt("You are a concise assistant. Use the tools when they help."),
+            .permissions(|p| p.allow("save_note"))
+            .model(|m| {
+                m.with_system_prompt("You are a concise assistant. Use the tools when they help.")
+            }),
     )
     .await?;
     let prompt = "What will the weather be in Lisbon over the next two days? Save a note \

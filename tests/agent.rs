@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::Barrier;
 use tool_sdk::agent::{Agent, AgentConfig, AgentError, AgentEvent, SubagentConfig};
 use tool_sdk::builtin::TaskTool;
@@ -150,7 +150,7 @@ fn config(model: ScriptedModel) -> AgentConfig {
         .with_registry(all_tools())
         .with_state(Arc::new(Barrier::new(2)))
         .with_state(Activity::default())
-        .allow("write_note")
+        .permissions(|p| p.allow("write_note"))
 }
 
 /// The tool_result blocks of the last user message, in order.
@@ -252,6 +252,13 @@ async fn missing_state_fails_create() {
     );
 }
 
+fn model_id(config: &AgentConfig) -> &str {
+    match &config.model.source {
+        Some(tool_sdk::agent::ModelSource::Spec(spec)) => &spec.id,
+        other => panic!("expected a model spec, got {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn config_loads_from_toml_and_json_files() {
     let dir = std::env::temp_dir().join(format!("agent-config-{}", std::process::id()));
@@ -265,16 +272,17 @@ async fn config_loads_from_toml_and_json_files() {
     )
     .unwrap();
     let config = AgentConfig::from_file(&toml_path).unwrap();
-    assert_eq!(config.max_turns, 7);
+    assert_eq!(config.limits.max_turns, 7);
     assert_eq!(config.tools.as_deref(), Some(&["look".to_owned()][..]));
-    assert_eq!(config.model.as_ref().unwrap().id, "llama3");
+    assert_eq!(model_id(&config), "llama3");
+    assert_eq!(config.model.system_prompt.as_deref(), Some("Be brief."));
     assert_eq!(config.subagents["reviewer"].description, "Reviews code");
-    assert_eq!(config.max_concurrent_tools, 8, "defaults fill the rest");
+    assert_eq!(config.limits.max_concurrent_tools, 8, "defaults fill the rest");
 
     let json_path = dir.join("agent.json");
     std::fs::write(&json_path, r#"{"max_turns": 3, "max_result_chars": 100}"#).unwrap();
     let config = AgentConfig::from_file(&json_path).unwrap();
-    assert_eq!((config.max_turns, config.max_result_chars), (3, 100));
+    assert_eq!((config.limits.max_turns, config.limits.max_result_chars), (3, 100));
 
     std::fs::write(&json_path, r#"{"max_turn": 3}"#).unwrap();
     let error = AgentConfig::from_file(&json_path).unwrap_err().to_string();
@@ -322,7 +330,7 @@ async fn a_mutating_call_runs_alone_and_order_is_kept() {
             .with_registry(all_tools())
             .with_tools(["look", "write_note"])
             .with_state(activity.clone())
-            .allow("write_note"),
+            .permissions(|p| p.allow("write_note")),
     )
     .await
     .unwrap();
@@ -360,7 +368,7 @@ async fn concurrency_is_bounded_by_max_concurrent_tools() {
             .with_registry(all_tools())
             .with_tools(["look"])
             .with_state(activity.clone())
-            .with_max_concurrent_tools(3),
+            .limits(|l| l.with_max_concurrent_tools(3)),
     )
     .await
     .unwrap();
@@ -381,7 +389,7 @@ async fn every_failing_step_becomes_an_error_result_the_model_sees() {
     ]);
     // Large enough for the error messages (they are capped too), small enough to cut the
     // 500-character result.
-    let agent = Agent::create(config(model).with_max_result_chars(300))
+    let agent = Agent::create(config(model).limits(|l| l.with_max_result_chars(300)))
         .await
         .unwrap();
     let result = agent.prompt("try things").await.unwrap();
@@ -615,7 +623,7 @@ async fn a_model_error_mid_run_ends_the_run_with_a_valid_transcript() {
 async fn max_turns_stops_a_model_that_never_stops() {
     let model = ScriptedModel::new([])
         .with_responder(|_| ScriptedTurn::tool_call("count", json!({"n": 1})));
-    let agent = Agent::create(config(model).with_max_turns(3))
+    let agent = Agent::create(config(model).limits(|l| l.with_max_turns(3)))
         .await
         .unwrap();
     let error = agent.prompt("loop").await.unwrap_err();
@@ -631,7 +639,7 @@ async fn the_conversation_carries_over_between_prompts() {
     ]));
     let agent = Agent::create(
         AgentConfig::new()
-            .with_model_arc(model.clone())
+            .with_model(model.clone())
             .with_registry(all_tools())
             .with_tools(Vec::<String>::new()),
     )
@@ -695,21 +703,23 @@ async fn deny_rules_beat_allow_rules_and_hooks_can_deny_or_rewrite() {
             .with_registry(all_tools())
             .with_tools(["write_note"])
             .with_state(activity.clone())
-            .allow("write_note")
-            .with_pre_tool_use(|_: &dyn Tool, input: &Value| match input["text"].as_str() {
-                Some("secret") => HookDecision::Deny("secrets stay unwritten".into()),
-                Some("loud") => HookDecision::Rewrite(json!({"text": "LOUD"})),
-                _ => HookDecision::Continue,
-            })
-            .with_post_tool_use(
-                move |tool: &str, input: &Value, output: &tool_sdk::ToolOutput| {
-                    audit.lock().unwrap().push(format!(
-                        "{tool} {} -> {}",
-                        input["text"],
-                        output.to_text()
-                    ))
-                },
-            ),
+            .permissions(|p| p.allow("write_note"))
+            .hooks(|hooks| {
+                hooks
+                    .on_pre_tool_use(|call| match call.input["text"].as_str() {
+                        Some("secret") => HookDecision::Deny("secrets stay unwritten".into()),
+                        Some("loud") => HookDecision::Rewrite(json!({"text": "LOUD"})),
+                        _ => HookDecision::Continue,
+                    })
+                    .on_post_tool_use(move |result| {
+                        audit.lock().unwrap().push(format!(
+                            "{} {} -> {}",
+                            result.tool,
+                            result.input["text"],
+                            result.output.to_text()
+                        ))
+                    })
+            }),
     )
     .await
     .unwrap();
@@ -738,9 +748,13 @@ async fn deny_rules_beat_allow_rules_and_hooks_can_deny_or_rewrite() {
         ScriptedTurn::tool_call("write_note", json!({"text": "x"})),
         ScriptedTurn::text("ok"),
     ]);
-    let agent = Agent::create(config(model).with_tools(["write_note"]).deny("write_note"))
-        .await
-        .unwrap();
+    let agent = Agent::create(
+        config(model)
+            .with_tools(["write_note"])
+            .permissions(|p| p.deny("write_note")),
+    )
+    .await
+    .unwrap();
     let result = agent.prompt("write").await.unwrap();
     let (_, text, _) = &last_results(&result.messages.to_vec())[0];
     assert_eq!(
@@ -755,12 +769,13 @@ async fn a_hook_rewrite_is_validated_again() {
         ScriptedTurn::tool_call("write_note", json!({"text": "x"})),
         ScriptedTurn::text("ok"),
     ]);
-    let agent =
-        Agent::create(config(model).with_tools(["write_note"]).with_pre_tool_use(
-            |_: &dyn Tool, _: &Value| HookDecision::Rewrite(json!({"text": 5})),
-        ))
-        .await
-        .unwrap();
+    let agent = Agent::create(
+        config(model)
+            .with_tools(["write_note"])
+            .hooks(|hooks| hooks.on_pre_tool_use(|_| HookDecision::Rewrite(json!({"text": 5})))),
+    )
+    .await
+    .unwrap();
     let result = agent.prompt("write").await.unwrap();
     let (_, text, is_error) = &last_results(&result.messages.to_vec())[0];
     assert!(is_error);
@@ -783,8 +798,10 @@ async fn a_handler_answers_and_allow_always_is_remembered() {
             ScriptedTurn::text("done"),
         ]))
         .with_tools(["write_note"])
-        .ask("write_note")
-        .with_permission_handler(|_: &PermissionQuestion| PermissionAnswer::Deny("only a".into())),
+        .permissions(|p| {
+            p.ask("write_note")
+                .with_handler(|_: &PermissionQuestion| PermissionAnswer::Deny("only a".into()))
+        }),
     )
     .await
     .unwrap();
@@ -801,13 +818,15 @@ async fn a_handler_answers_and_allow_always_is_remembered() {
             .with_registry(all_tools())
             .with_tools(["write_note"])
             .with_state(Activity::default())
-            .with_permission_handler(move |question: &PermissionQuestion| {
-                count.fetch_add(1, Ordering::SeqCst);
-                if question.input["text"] == "a" {
-                    PermissionAnswer::AllowAlways
-                } else {
-                    PermissionAnswer::Deny("only a".into())
-                }
+            .permissions(|p| {
+                p.with_handler(move |question: &PermissionQuestion| {
+                    count.fetch_add(1, Ordering::SeqCst);
+                    if question.input["text"] == "a" {
+                        PermissionAnswer::AllowAlways
+                    } else {
+                        PermissionAnswer::Deny("only a".into())
+                    }
+                })
             }),
     )
     .await
@@ -904,7 +923,7 @@ async fn task_runs_a_sub_agent_with_restricted_tools_and_forwards_its_events() {
     ]));
     let agent = Agent::create(
         config(ScriptedModel::new([]))
-            .with_model_arc(model.clone())
+            .with_model(model.clone())
             .with_subagent(
                 "counter",
                 SubagentConfig {

@@ -371,7 +371,7 @@ mod early {
             .with_model(model)
             .with_registry(Arc::new(registry))
             .with_state(probe.clone())
-            .allow("change")
+            .permissions(|p| p.allow("change"))
     }
 
     fn send(text: String) -> Piece {
@@ -638,7 +638,7 @@ mod early {
             probe.log.clone(),
         )
         .await;
-        let agent = Agent::create(config(&server, &probe).with_session_store(store.clone()))
+        let agent = Agent::create(config(&server, &probe).session(|s| s.with_store(store.clone())))
             .await
             .unwrap();
         agent.prompt("Look up a.").await.unwrap();
@@ -660,9 +660,12 @@ mod early {
         // The agent lets the session go (its lease with it) before another takes it up.
         let (id, messages) = (agent.session_id().to_owned(), agent.messages().await);
         drop(agent);
-        let resumed = Agent::resume(config(&server, &probe).with_session_store(store), &id)
-            .await
-            .unwrap();
+        let resumed = Agent::resume(
+            config(&server, &probe).session(|s| s.with_store(store)),
+            &id,
+        )
+        .await
+        .unwrap();
         assert_eq!(resumed.messages().await, messages);
     }
 }

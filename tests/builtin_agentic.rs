@@ -196,9 +196,8 @@ async fn plan_mode_runs_only_read_only_tools_until_the_plan_is_approved() {
                 Arc::new(ExitPlanModeTool),
             ])))
             .with_state(writes.clone())
-            .allow("write_file")
-            .allow("ExitPlanMode")
-            .with_permission_mode(PermissionMode::Plan),
+            .permissions(|p| p.allow("write_file").allow("ExitPlanMode"))
+            .permissions(|p| p.with_mode(PermissionMode::Plan)),
     )
     .await
     .unwrap();

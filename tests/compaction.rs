@@ -149,8 +149,8 @@ fn config(server: &MockServer) -> AgentConfig {
     let mut config = AgentConfig::new()
         .with_model(model(server))
         .with_registry(Arc::new(registry))
-        .with_context_window(10_000);
-    config.max_tokens = 1_000;
+        .context(|c| c.with_window(10_000));
+    config.model.max_tokens = 1_000;
     // Three 3,000-token results are never cleared: only a compaction makes room for them.
     config.context.keep_tool_results = 3;
     config
@@ -256,7 +256,7 @@ async fn older_tool_results_are_cleared_in_what_the_model_sees_only() {
     config.context.keep_tool_results = 1;
     // 3,000 tokens a result in a room of 9,000: two stay under 7,200, three pass it, and
     // clearing down to 900 takes both older ones (c is unread) and stays far below 8,550.
-    let agent = Agent::create(config.with_context_thresholds(0.8, 0.95))
+    let agent = Agent::create(config.context(|c| c.with_thresholds(0.8, 0.95)))
         .await
         .unwrap();
     let (events, result) = run(&agent, "Read a, b and c.").await;
@@ -304,12 +304,12 @@ async fn compaction_sends_a_summary_request_then_the_summary_and_the_recent_turn
     .await;
     let asked = Arc::new(Mutex::new(Vec::<CompactRequest>::new()));
     let seen = asked.clone();
-    let agent = Agent::create(
-        config(&server).with_pre_compact(move |request: &CompactRequest| {
+    let agent = Agent::create(config(&server).hooks(|h| {
+        h.on_pre_compact(move |request: &CompactRequest| {
             seen.lock().unwrap().push(request.clone());
             CompactDecision::Instruct("Keep the page names.".into())
-        }),
-    )
+        })
+    }))
     .await
     .unwrap();
     let (events, result) = run(&agent, "Read a, b and c.").await;
@@ -372,9 +372,11 @@ async fn a_vetoed_compaction_sends_the_request_as_it_is() {
     .await;
     let vetoes = Arc::new(AtomicUsize::new(0));
     let count = vetoes.clone();
-    let agent = Agent::create(config(&server).with_pre_compact(move |_: &CompactRequest| {
-        count.fetch_add(1, Ordering::SeqCst);
-        CompactDecision::Veto
+    let agent = Agent::create(config(&server).hooks(|h| {
+        h.on_pre_compact(move |_: &CompactRequest| {
+            count.fetch_add(1, Ordering::SeqCst);
+            CompactDecision::Veto
+        })
     }))
     .await
     .unwrap();
@@ -398,7 +400,7 @@ async fn a_prompt_too_long_is_answered_by_one_compaction_and_a_retry() {
     ])
     .await;
     // A window the estimate never comes near: only the provider's answer compacts.
-    let agent = Agent::create(config(&server).with_context_window(1_000_000))
+    let agent = Agent::create(config(&server).context(|c| c.with_window(1_000_000)))
         .await
         .unwrap();
     let (events, result) = run(&agent, "Read a.").await;
@@ -433,7 +435,7 @@ async fn a_prompt_still_too_long_after_compacting_fails_the_run() {
         too_long(),
     ])
     .await;
-    let agent = Agent::create(config(&server).with_context_window(1_000_000))
+    let agent = Agent::create(config(&server).context(|c| c.with_window(1_000_000)))
         .await
         .unwrap();
     let (events, result) = run(&agent, "Read a.").await;
@@ -489,7 +491,7 @@ async fn a_resumed_session_sends_the_same_compacted_view() {
     let with_store = || {
         config(&server)
             .with_working_dir(dir.path())
-            .with_session_store(store())
+            .session(|s| s.with_store(store()))
     };
     let id = {
         let agent = Agent::create(with_store()).await.unwrap();
@@ -780,8 +782,8 @@ async fn long_run(
             )
             .with_registry(Arc::new(registry))
             .with_working_dir(dir)
-            .with_session_store(SqliteStore::open(dir.join("sessions.db")).unwrap())
-            .with_context_window(window),
+            .session(|s| s.with_store(SqliteStore::open(dir.join("sessions.db")).unwrap()))
+            .context(|c| c.with_window(window)),
     );
     let agent = Agent::create(config.clone()).await.unwrap();
     let mut events = Vec::new();
@@ -965,7 +967,7 @@ async fn input_and_max_tokens_over_the_window_is_answered_by_a_compaction() {
         text_turn("done"),
     ])
     .await;
-    let agent = Agent::create(config(&server).with_context_window(1_000_000))
+    let agent = Agent::create(config(&server).context(|c| c.with_window(1_000_000)))
         .await
         .unwrap();
     let (events, result) = run(&agent, "Read a.").await;
@@ -989,7 +991,7 @@ async fn input_and_max_tokens_over_the_window_is_answered_by_a_compaction() {
 #[tokio::test]
 async fn max_tokens_as_large_as_the_window_is_a_config_error() {
     let server = server(vec![text_turn("never sent")]).await;
-    let agent = Agent::create(config(&server).with_context_window(1_000))
+    let agent = Agent::create(config(&server).context(|c| c.with_window(1_000)))
         .await
         .unwrap();
     let (_, result) = run(&agent, "Hi").await;
@@ -1018,7 +1020,7 @@ async fn a_budget_the_summary_uses_up_stops_the_run() {
     ])
     .await;
     // 15 tokens a request: 45 after three turns, 60 with the summary.
-    let agent = Agent::create(config(&server).with_max_run_tokens(50))
+    let agent = Agent::create(config(&server).limits(|l| l.with_max_run_tokens(50)))
         .await
         .unwrap();
     let (events, result) = run(&agent, "Read a, b and c.").await;

@@ -75,8 +75,8 @@ fn config(model: ScriptedModel, runs: &Runs) -> AgentConfig {
         .with_model(model)
         .with_registry(Arc::new(registry))
         .with_state(runs.clone())
-        .with_model_info("scripted", ModelInfo::new(100_000, price()))
-        .allow("touch")
+        .model(|m| m.with_model_info("scripted", ModelInfo::new(100_000, price())))
+        .permissions(|p| p.allow("touch"))
 }
 
 fn touch_twice() -> ScriptedTurn {
@@ -196,7 +196,7 @@ async fn an_unknown_model_has_no_cost_and_cannot_have_a_budget() {
     let config = AgentConfig::new()
         .with_model(model)
         .with_tools(["Read"])
-        .with_catalog(Catalog::empty());
+        .model(|m| m.with_catalog(Catalog::empty()));
     let agent = Agent::create(config.clone()).await.unwrap();
     let (result, costs) = run_collecting(&agent, "hi").await;
     assert_eq!(result.error, None);
@@ -204,7 +204,7 @@ async fn an_unknown_model_has_no_cost_and_cannot_have_a_budget() {
     assert_eq!(agent.total_cost_usd(), None);
     assert_eq!(agent.total_usage(), usage(10, 1, 0, 0));
 
-    let error = Agent::create(config.with_max_budget_usd(1.0))
+    let error = Agent::create(config.limits(|l| l.with_max_budget_usd(1.0)))
         .await
         .err()
         .unwrap();
@@ -224,7 +224,7 @@ async fn a_token_limit_stops_the_run_and_the_next_prompt_continues() {
         touch_twice().with_usage(usage(40, 10, 0, 0)),
         ScriptedTurn::text("all right").with_usage(usage(5, 5, 0, 0)),
     ]);
-    let agent = Agent::create(config(model, &runs).with_max_run_tokens(100))
+    let agent = Agent::create(config(model, &runs).limits(|l| l.with_max_run_tokens(100)))
         .await
         .unwrap();
     let error = agent.prompt("touch things").await.unwrap_err();
@@ -268,8 +268,8 @@ async fn a_dollar_budget_stops_mid_turn_and_the_stored_session_resumes() {
     ]);
     let budgeted = |model| {
         config(model, &runs)
-            .with_session_store(store.clone())
-            .with_max_budget_usd(0.002)
+            .session(|s| s.with_store(store.clone()))
+            .limits(|l| l.with_max_budget_usd(0.002))
     };
     let agent = Agent::create(budgeted(model)).await.unwrap();
     let id = agent.session_id().to_owned();
@@ -315,7 +315,7 @@ async fn a_final_answer_past_the_budget_is_not_an_error() {
     let runs = Runs::default();
     let model =
         ScriptedModel::new([ScriptedTurn::text("expensive").with_usage(usage(0, 1_000_000, 0, 0))]);
-    let agent = Agent::create(config(model, &runs).with_max_budget_usd(1.0))
+    let agent = Agent::create(config(model, &runs).limits(|l| l.with_max_budget_usd(1.0)))
         .await
         .unwrap();
     let result = agent.prompt("hi").await.unwrap();
@@ -394,7 +394,7 @@ async fn a_read_only_call_started_while_the_turn_streamed_finishes_past_the_limi
         .with_model(model)
         .with_registry(Arc::new(registry))
         .with_state(runs.clone())
-        .with_max_run_tokens(100);
+        .limits(|l| l.with_max_run_tokens(100));
     let agent = Agent::create(config).await.unwrap();
     let result = agent.run("Weather in Paris?").result().await;
     assert_eq!(

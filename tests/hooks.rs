@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use tool_sdk::agent::{
-    Agent, AgentConfig, AgentError, PromptCheck, SessionEvent, StopCheck, StopContext,
+    Agent, AgentConfig, AgentError, PromptCheck, StopCheck, StopContext,
     SubagentConfig,
 };
 use tool_sdk::builtin::TaskTool;
@@ -25,7 +25,7 @@ fn config(model: &Arc<ScriptedModel>) -> AgentConfig {
     registry.register(Arc::new(NoteTool)).unwrap();
     registry.register(Arc::new(TaskTool)).unwrap();
     AgentConfig::new()
-        .with_model_arc(model.clone())
+        .with_model(model.clone())
         .with_registry(Arc::new(registry))
 }
 
@@ -43,8 +43,10 @@ fn texts(message: &Message) -> Vec<String> {
 #[tokio::test]
 async fn a_prompt_hook_adds_context_to_the_prompt_the_model_sees() {
     let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("ok")]));
-    let agent = Agent::create(config(&model).with_user_prompt_submit(|prompt: &str| {
-        PromptCheck::AddContext(format!("({} chars; today is Monday)", prompt.len()))
+    let agent = Agent::create(config(&model).hooks(|h| {
+        h.on_user_prompt_submit(|prompt: &str| {
+            PromptCheck::AddContext(format!("({} chars; today is Monday)", prompt.len()))
+        })
     }))
     .await
     .unwrap();
@@ -61,10 +63,12 @@ async fn a_blocked_prompt_is_neither_sent_nor_stored() {
     let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("ok")]));
     let agent = Agent::create(
         config(&model)
-            .with_session_store(store.clone())
-            .with_user_prompt_submit(|prompt: &str| match prompt.contains("password") {
-                true => PromptCheck::Block("prompts must not carry secrets".into()),
-                false => PromptCheck::Continue,
+            .session(|s| s.with_store(store.clone()))
+            .hooks(|h| {
+                h.on_user_prompt_submit(|prompt: &str| match prompt.contains("password") {
+                    true => PromptCheck::Block("prompts must not carry secrets".into()),
+                    false => PromptCheck::Continue,
+                })
             }),
     )
     .await
@@ -91,8 +95,8 @@ async fn a_stop_hook_sends_the_run_on_until_it_is_satisfied() {
     ]));
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
-    let agent = Agent::create(
-        config(&model).with_stop_hook(move |stop: &StopContext<'_>| {
+    let agent = Agent::create(config(&model).hooks(|h| {
+        h.on_stop(move |stop: &StopContext<'_>| {
             log.lock()
                 .unwrap()
                 .push((stop.agent.clone(), stop.text.to_owned(), stop.continued));
@@ -100,8 +104,8 @@ async fn a_stop_hook_sends_the_run_on_until_it_is_satisfied() {
                 true => StopCheck::Continue("Finish the TODOs first.".into()),
                 false => StopCheck::Stop,
             }
-        }),
-    )
+        })
+    }))
     .await
     .unwrap();
     let result = agent.prompt("write it").await.unwrap();
@@ -124,11 +128,10 @@ async fn stop_hooks_cannot_keep_a_run_alive_forever() {
     let model = Arc::new(ScriptedModel::new(
         (0..5).map(|n| ScriptedTurn::text(format!("answer {n}"))),
     ));
-    let agent = Agent::create(
-        config(&model)
-            .with_stop_hook(|_: &StopContext<'_>| StopCheck::Continue("again".into()))
-            .with_max_stop_continuations(2),
-    )
+    let agent = Agent::create(config(&model).hooks(|h| {
+        h.on_stop(|_: &StopContext<'_>| StopCheck::Continue("again".into()))
+            .with_max_stop_continuations(2)
+    }))
     .await
     .unwrap();
     let result = agent.prompt("go").await.unwrap();
@@ -160,20 +163,24 @@ async fn a_subagent_stop_hook_sends_the_sub_agent_on_and_not_the_parent() {
                     tools: Some(vec!["note".into()]),
                 },
             )
-            .with_subagent_stop(move |stop: &StopContext<'_>| {
-                sub_log.lock().unwrap().push(format!("sub: {}", stop.text));
-                match stop.text.contains("half") {
-                    true => StopCheck::Continue("Keep going.".into()),
-                    false => StopCheck::Stop,
-                }
+            .hooks(|h| {
+                h.on_subagent_stop(move |stop: &StopContext<'_>| {
+                    sub_log.lock().unwrap().push(format!("sub: {}", stop.text));
+                    match stop.text.contains("half") {
+                        true => StopCheck::Continue("Keep going.".into()),
+                        false => StopCheck::Stop,
+                    }
+                })
             })
-            .with_stop_hook(move |stop: &StopContext<'_>| {
-                assert_eq!(stop.agent, &AgentId::Main);
-                main_log
-                    .lock()
-                    .unwrap()
-                    .push(format!("main: {}", stop.text));
-                StopCheck::Stop
+            .hooks(|h| {
+                h.on_stop(move |stop: &StopContext<'_>| {
+                    assert_eq!(stop.agent, &AgentId::Main);
+                    main_log
+                        .lock()
+                        .unwrap()
+                        .push(format!("main: {}", stop.text));
+                    StopCheck::Stop
+                })
             }),
     )
     .await
@@ -203,15 +210,20 @@ async fn session_hooks_see_a_start_once_a_resume_and_an_end() {
     let hooked = |model: &Arc<ScriptedModel>| {
         let log = seen.clone();
         config(model)
-            .with_session_store(store.clone())
-            .with_session_hook(move |event: SessionEvent<'_>| {
-                log.lock().unwrap().push(match event {
-                    SessionEvent::Start { session_id, source } => {
-                        format!("start {source:?} {}", session_id.is_some())
-                    }
-                    SessionEvent::End { session_id } => format!("end {}", session_id.is_some()),
-                    _ => "other".into(),
-                })
+            .session(|s| s.with_store(store.clone()))
+            .hooks(|hooks| {
+                let end = log.clone();
+                hooks
+                    .on_session_start(move |start| {
+                        let started = start.session_id.is_some();
+                        log.lock()
+                            .unwrap()
+                            .push(format!("start {:?} {started}", start.source))
+                    })
+                    .on_session_end(move |ended| {
+                        let stored = ended.session_id.is_some();
+                        end.lock().unwrap().push(format!("end {stored}"))
+                    })
             })
     };
     let model = Arc::new(ScriptedModel::new([

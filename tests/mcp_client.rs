@@ -364,10 +364,12 @@ async fn a_server_that_fails_to_start_fails_create_with_its_stderr() {
     let started = Instant::now();
     let config = AgentConfig::new()
         .with_model(ScriptedModel::new([]))
-        .with_mcp_server(
-            "broken",
-            McpServerConfig::stdio("sh", ["-c", "echo 'cannot find config.yaml' >&2; exit 3"]),
-        );
+        .mcp(|m| {
+            m.with_server(
+                "broken",
+                McpServerConfig::stdio("sh", ["-c", "echo 'cannot find config.yaml' >&2; exit 3"]),
+            )
+        });
     let error = Agent::create(config).await.unwrap_err().to_string();
     assert!(error.contains("`broken`"), "{error}");
     assert!(error.contains("cannot find config.yaml"), "{error}");
@@ -376,10 +378,12 @@ async fn a_server_that_fails_to_start_fails_create_with_its_stderr() {
 
     let config = AgentConfig::new()
         .with_model(ScriptedModel::new([]))
-        .with_mcp_server(
-            "missing",
-            McpServerConfig::stdio("surely-not-a-program-42", ["x"]),
-        );
+        .mcp(|m| {
+            m.with_server(
+                "missing",
+                McpServerConfig::stdio("surely-not-a-program-42", ["x"]),
+            )
+        });
     let error = Agent::create(config).await.unwrap_err().to_string();
     assert!(error.contains("surely-not-a-program-42"), "{error}");
     assert!(error.contains("PATH"), "{error}");
@@ -387,11 +391,13 @@ async fn a_server_that_fails_to_start_fails_create_with_its_stderr() {
     // A chatty server that never answers: the start-up timeout, not a hang.
     let config = AgentConfig::new()
         .with_model(ScriptedModel::new([]))
-        .with_mcp_server(
-            "mute",
-            McpServerConfig::stdio("sh", ["-c", "yes noise >&2"])
-                .with_startup_timeout(Duration::from_secs(1)),
-        );
+        .mcp(|m| {
+            m.with_server(
+                "mute",
+                McpServerConfig::stdio("sh", ["-c", "yes noise >&2"])
+                    .with_startup_timeout(Duration::from_secs(1)),
+            )
+        });
     let started = Instant::now();
     let error = Agent::create(config).await.unwrap_err().to_string();
     assert!(error.contains("noise"), "{error}");
@@ -412,8 +418,8 @@ async fn an_agent_uses_an_mcp_tool_and_a_builtin_in_one_turn() {
         .with_model(model)
         .with_working_dir(&root)
         .with_tools(["Read", "mcp__everything__*"])
-        .with_mcp_server("everything", everything())
-        .allow("mcp__everything__*");
+        .mcp(|m| m.with_server("everything", everything()))
+        .permissions(|p| p.allow("mcp__everything__*"));
     let agent = Agent::create(config).await.unwrap();
     let names = agent.tool_names();
     assert!(names.contains(&"Read".to_owned()));
@@ -469,8 +475,10 @@ async fn an_agent_uses_an_mcp_tool_and_a_builtin_in_one_turn() {
     let saved = std::fs::read_to_string(root.join(".mcp.json")).unwrap();
     assert!(saved.contains("\"everything\""), "{saved}");
     // The saved file is what the next agent loads.
-    let again = AgentConfig::new().with_mcp_servers_file(root.join(".mcp.json"));
-    assert_eq!(again.mcp_servers.len(), 1);
+    let again = AgentConfig::new().mcp(|m| {
+        m.with_servers(tool_sdk::mcp::McpServers::from_file(root.join(".mcp.json")).unwrap())
+    });
+    assert_eq!(again.mcp.servers.len(), 1);
     agent
         .remove_mcp_server("everything", McpScope::Project)
         .await
@@ -487,7 +495,7 @@ async fn an_unknown_exact_mcp_tool_name_fails_create_with_a_suggestion() {
     let config = AgentConfig::new()
         .with_model(ScriptedModel::new([]))
         .with_tools(["mcp__everything__ech"])
-        .with_mcp_server("everything", everything());
+        .mcp(|m| m.with_server("everything", everything()));
     let error = Agent::create(config).await.unwrap_err().to_string();
     assert!(error.contains("mcp__everything__echo"), "{error}");
 }
@@ -506,7 +514,7 @@ async fn the_config_file_shape_of_claude_desktop_loads() {
     )
     .unwrap();
     let config = AgentConfig::from_file(&file).unwrap();
-    assert_eq!(config.mcp_servers.len(), 2);
+    assert_eq!(config.mcp.servers.len(), 2);
     let toml_file = dir.path().join("agent.toml");
     std::fs::write(
         &toml_file,
@@ -516,7 +524,8 @@ async fn the_config_file_shape_of_claude_desktop_loads() {
     assert_eq!(
         AgentConfig::from_file(&toml_file)
             .unwrap()
-            .mcp_servers
+            .mcp
+            .servers
             .len(),
         1
     );
@@ -555,20 +564,24 @@ async fn permissions_treat_mcp_tools_by_their_hints_and_rules() {
     // No rule: the read-only tool runs, the other one needs a permission no one can give.
     let base = AgentConfig::new()
         .with_working_dir(&root)
-        .with_mcp_server("fs", fs.clone());
+        .mcp(|m| m.with_server("fs", fs.clone()));
     let refused = errors(base.clone().with_model(turns())).await;
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert!(refused[0].starts_with("mcp__fs__write_file"), "{refused:?}");
     assert!(!root.join("b.txt").exists());
 
     // `mcp__fs__*` allows it; a deny rule beats that.
-    let allowed = errors(base.clone().with_model(turns()).allow("mcp__fs__*")).await;
+    let allowed = errors(
+        base.clone()
+            .with_model(turns())
+            .permissions(|p| p.allow("mcp__fs__*")),
+    )
+    .await;
     assert!(allowed.is_empty(), "{allowed:?}");
     assert_eq!(std::fs::read_to_string(root.join("b.txt")).unwrap(), "beta");
     let denied = errors(
         base.with_model(turns())
-            .allow("mcp__fs__*")
-            .deny("mcp__fs__write_file"),
+            .permissions(|p| p.allow("mcp__fs__*").deny("mcp__fs__write_file")),
     )
     .await;
     assert_eq!(denied.len(), 1, "{denied:?}");

@@ -339,7 +339,7 @@ async fn tools_are_listed_again_on_list_changed_and_the_agent_sees_them() {
         AgentConfig::new()
             .with_model(ScriptedModel::new([]))
             .with_tools(["mcp__ours__*"])
-            .with_mcp_server("ours", McpServerConfig::stdio(SERVER, [root.as_str()])),
+            .mcp(|m| m.with_server("ours", McpServerConfig::stdio(SERVER, [root.as_str()]))),
     )
     .await
     .unwrap();

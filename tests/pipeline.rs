@@ -168,7 +168,7 @@ async fn permissions_follow_what_a_tool_declares_not_its_name() {
         ScriptedTurn::tool_call("save_file", json!({"path": "notes.txt"})),
         ScriptedTurn::text("done"),
     ];
-    let config = AgentConfig::new().with_permission_mode(PermissionMode::AcceptEdits);
+    let config = AgentConfig::new().permissions(|p| p.with_mode(PermissionMode::AcceptEdits));
     let agent = agent(
         vec![Arc::new(UsersEditTool), Arc::new(SaveFileTool)],
         turns,
@@ -194,7 +194,7 @@ async fn rules_read_declared_paths_whatever_the_tool_is_called() {
         ScriptedTurn::tool_call("save_file", json!({"path": "secret/a.rs"})),
         ScriptedTurn::text("done"),
     ];
-    let config = AgentConfig::new().allow("Edit(src/**)");
+    let config = AgentConfig::new().permissions(|p| p.allow("Edit(src/**)"));
     let agent = agent(vec![Arc::new(SaveFileTool)], turns, config).await;
     let results = results(&run(&agent).await.messages.to_vec());
     assert_eq!(results[0], ("saved src/a.rs".to_owned(), false));
@@ -219,7 +219,7 @@ async fn tools_that_only_touch_agent_state_never_ask() {
         let agent = agent(
             vec![Arc::new(RememberTool), Arc::new(TodoWriteTool)],
             turns,
-            AgentConfig::new().with_permission_mode(mode),
+            AgentConfig::new().permissions(|p| p.with_mode(mode)),
         )
         .await;
         let results = results(&run(&agent).await.messages.to_vec());
@@ -242,7 +242,7 @@ async fn plan_mode_names_exit_plan_mode_only_when_the_model_has_it() {
             ScriptedTurn::tool_call("save_file", json!({"path": "a"})),
             ScriptedTurn::text("done"),
         ];
-        let config = AgentConfig::new().with_permission_mode(PermissionMode::Plan);
+        let config = AgentConfig::new().permissions(|p| p.with_mode(PermissionMode::Plan));
         let agent = agent(tools, turns, config).await;
         let results = results(&run(&agent).await.messages.to_vec());
         assert!(results[0].1);
@@ -294,7 +294,7 @@ async fn the_whole_result_is_capped_errors_included() {
     let agent = agent(
         vec![Arc::new(BigTool), Arc::new(NoisyFailureTool)],
         turns,
-        AgentConfig::new().with_max_result_chars(50_000),
+        AgentConfig::new().limits(|l| l.with_max_result_chars(50_000)),
     )
     .await;
     let mut events = agent.run("go");
@@ -414,8 +414,10 @@ async fn timeouts_below_a_second_are_exact() {
         ScriptedTurn::tool_call("hang", json!({})),
         ScriptedTurn::text("done"),
     ];
-    let config = AgentConfig::new()
-        .with_tool_timeouts(Duration::from_millis(300), Duration::from_millis(300));
+    let config = AgentConfig::new().limits(|l| {
+        l.with_tool_timeout(Duration::from_millis(300))
+            .with_max_tool_timeout(Duration::from_millis(300))
+    });
     let agent = agent(vec![Arc::new(HangTool)], turns, config).await;
     let started = std::time::Instant::now();
     let results = results(&run(&agent).await.messages.to_vec());

@@ -865,8 +865,12 @@ async fn agents_on_postgres_resume_each_others_sessions_one_at_a_time() {
             .with_model(ScriptedModel::new([ScriptedTurn::text(answer)]))
             .with_tools(Vec::<String>::new())
             .with_working_dir(dir.path())
-            .with_session_store(store.clone())
-            .with_session_lease(Duration::from_secs(30))
+            .session(|s| {
+                s.with_store(store.clone())
+                    .with_lease(tool_sdk::agent::SessionLeasing::Ttl(Duration::from_secs(
+                        30,
+                    )))
+            })
     };
 
     let on_a = Agent::create(config(&host_a, "Four.")).await.unwrap();
@@ -944,9 +948,9 @@ async fn a_server_restarted_mid_turn_never_runs_a_call_twice() {
         AgentConfig::new()
             .with_registry(registry())
             .with_working_dir(&dir)
-            .with_session_store(store.clone())
+            .session(|s| s.with_store(store.clone()))
             .with_model(model)
-            .allow("note_step"),
+            .permissions(|p| p.allow("note_step")),
     )
     .await
     .unwrap();

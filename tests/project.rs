@@ -73,7 +73,7 @@ async fn memory_files_from_the_repository_root_down_join_the_system_prompt() {
     let (_dir, app) = repository();
     let system = system_prompt(
         AgentConfig::new()
-            .with_system_prompt("You are careful.")
+            .model(|m| m.with_system_prompt("You are careful."))
             .with_project_memory(),
         &app,
     )
@@ -110,7 +110,11 @@ async fn memory_files_from_the_repository_root_down_join_the_system_prompt() {
     assert!(system.contains(&tag), "{tag} in {system}");
 
     // Without the option, nothing is read.
-    let plain = system_prompt(AgentConfig::new().with_system_prompt("Plain."), &app).await;
+    let plain = system_prompt(
+        AgentConfig::new().model(|m| m.with_system_prompt("Plain.")),
+        &app,
+    )
+    .await;
     assert_eq!(plain.as_deref(), Some("Plain."));
 }
 

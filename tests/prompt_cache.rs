@@ -342,7 +342,7 @@ fn agent_config(server: &MockServer) -> AgentConfig {
     AgentConfig::new()
         .with_model(model_for(server, "claude-sonnet-4-5"))
         .with_registry(Arc::new(registry))
-        .with_system_prompt("You read code.")
+        .model(|m| m.with_system_prompt("You read code."))
 }
 
 #[tokio::test]
@@ -376,7 +376,7 @@ async fn each_request_reads_back_the_prefix_the_previous_one_wrote() {
 #[tokio::test]
 async fn caching_off_sends_no_breakpoints() {
     let server = scripted_server(2).await;
-    let config = agent_config(&server).with_prompt_caching(false);
+    let config = agent_config(&server).model(|m| m.with_prompt_caching(false));
     let agent = Agent::create(config).await.expect("builds");
     agent.prompt("Read the parts.").await.expect("the run ends");
     let bodies = bodies(&server).await;
@@ -390,8 +390,8 @@ async fn caching_off_sends_no_breakpoints() {
 #[test]
 fn a_config_file_turns_caching_off() {
     let config: AgentConfig = toml::from_str("prompt_caching = false").expect("parses");
-    assert!(!config.prompt_caching);
-    assert!(AgentConfig::new().prompt_caching);
+    assert!(!config.model.prompt_caching);
+    assert!(AgentConfig::new().model.prompt_caching);
 }
 
 #[test]
@@ -422,9 +422,9 @@ async fn sub_agents_ask_for_the_cache_as_their_parent_does() {
         registry.register(Arc::new(TaskTool)).unwrap();
         let agent = Agent::create(
             AgentConfig::new()
-                .with_model_arc(model.clone())
+                .with_model(model.clone())
                 .with_registry(Arc::new(registry))
-                .with_prompt_caching(caching),
+                .model(|m| m.with_prompt_caching(caching)),
         )
         .await
         .unwrap();
@@ -444,13 +444,15 @@ async fn the_agent_takes_the_minimum_from_its_own_catalog_entries() {
     let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("ok")]));
     let agent = Agent::create(
         AgentConfig::new()
-            .with_model_arc(model.clone())
+            .with_model(model.clone())
             .with_tools(Vec::<String>::new())
-            .with_model_info(
-                "scripted",
-                ModelInfo::new(50_000, Price::per_million(1.0, 2.0))
-                    .with_min_cacheable_tokens(3000),
-            ),
+            .model(|m| {
+                m.with_model_info(
+                    "scripted",
+                    ModelInfo::new(50_000, Price::per_million(1.0, 2.0))
+                        .with_min_cacheable_tokens(3000),
+                )
+            }),
     )
     .await
     .unwrap();

@@ -60,20 +60,21 @@ fn the_configuration_file_reference_loads_and_means_what_it_says() {
     let config = AgentConfig::from_file(&path).unwrap();
     // The values it shows are the defaults it claims.
     let defaults = AgentConfig::default();
-    assert_eq!(config.max_turns, defaults.max_turns);
-    assert_eq!(config.max_tokens, defaults.max_tokens);
-    assert_eq!(config.tool_timeout, defaults.tool_timeout);
-    assert_eq!(config.max_tool_timeout, defaults.max_tool_timeout);
-    assert_eq!(config.max_concurrent_tools, defaults.max_concurrent_tools);
-    assert_eq!(config.max_result_chars, defaults.max_result_chars);
+    assert_eq!(config.limits, defaults.limits);
+    assert_eq!(config.model.max_tokens, defaults.model.max_tokens);
+    assert_eq!(config.model.prompt_caching, defaults.model.prompt_caching);
     assert_eq!(config.coerce_inputs, defaults.coerce_inputs);
-    assert_eq!(config.permission_mode, defaults.permission_mode);
-    assert_eq!(config.permissions.deny.len(), 2);
+    assert_eq!(config.permissions.mode, defaults.permissions.mode);
+    assert_eq!(config.permissions.rules.deny.len(), 2);
+    assert_eq!(config.context, defaults.context);
     assert_eq!(
         config.subagents["reviewer"].tools.as_ref().unwrap().len(),
         3
     );
-    assert_eq!(config.model.unwrap().id, "claude-sonnet-4-5");
+    match config.model.source {
+        Some(tool_sdk::agent::ModelSource::Spec(spec)) => assert_eq!(spec.id, "claude-sonnet-4-5"),
+        other => panic!("the [model] table names a model: {other:?}"),
+    }
 }
 
 /// The README's `[dependencies]` block, parsed.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tool_sdk::agent::{Agent, AgentConfig, AgentError, READ_ONLY_COMMIT_DELAY};
+use tool_sdk::agent::{Agent, AgentConfig, AgentError, READ_ONLY_COMMIT_DELAY, StoreSource};
 use tool_sdk::model::{
     Message, MessageContent, Model, ModelEvent, ModelRequest, ModelStream, Role, ScriptedModel,
     ScriptedTurn,
@@ -123,8 +123,8 @@ fn config(dir: &Path, store: impl SessionStore + 'static) -> AgentConfig {
     AgentConfig::new()
         .with_registry(registry())
         .with_working_dir(dir)
-        .with_session_store(store)
-        .allow("mutate")
+        .session(|s| s.with_store(store))
+        .permissions(|p| p.allow("mutate"))
 }
 
 fn store(dir: &Path) -> SqliteStore {
@@ -278,21 +278,22 @@ fn child_entry() {
             }),
             other => panic!("unknown stage {other}"),
         };
-        let mut config = config(&dir, store(&dir)).with_model_arc(model);
+        let mut config = config(&dir, store(&dir)).with_model(model);
         if stage == "lease" {
-            config = config.with_session_lease(CHILD_LEASE);
+            config =
+                config.session(|s| s.with_lease(tool_sdk::agent::SessionLeasing::Ttl(CHILD_LEASE)));
         }
         if stage == "approval" {
             // The user never answers: the question is open when the process dies.
             let marker = dir.join("asked");
-            config = config
-                .ask("mutate")
-                .with_permission_handler(move |_: &PermissionQuestion| {
+            config = config.permissions(|p| {
+                p.ask("mutate").with_handler(move |_: &PermissionQuestion| {
                     std::fs::write(&marker, "").expect("the marker is written");
                     loop {
                         std::thread::sleep(Duration::from_secs(60));
                     }
-                });
+                })
+            });
         }
         let agent = Agent::create(config).await.expect("the agent is built");
         let outcome = agent.prompt("Change the file").await;
@@ -383,7 +384,7 @@ fn killed_mid_tool_the_call_is_sealed_as_maybe_done_and_never_rerun() {
         let again = Agent::resume(
             config(dir, store.clone())
                 .with_model(model.clone())
-                .without_session_lease(),
+                .session(|s| s.with_lease(tool_sdk::agent::SessionLeasing::Off)),
             &id,
         )
         .await
@@ -644,9 +645,9 @@ async fn permission_questions_and_answers_are_stored() {
     ]);
     let config = config(dir, store.clone())
         .with_model(model)
-        .ask("mutate")
-        .with_permission_handler(|_: &PermissionQuestion| {
-            PermissionAnswer::Deny("not today".into())
+        .permissions(|p| {
+            p.ask("mutate")
+                .with_handler(|_: &PermissionQuestion| PermissionAnswer::Deny("not today".into()))
         });
     let agent = Agent::create(config).await.unwrap();
     agent.prompt("Change the file").await.unwrap();
@@ -798,7 +799,10 @@ async fn a_corrupted_file_is_refused_by_name_and_left_alone() {
     .unwrap();
     let config = AgentConfig::from_file(&file).unwrap();
     assert_eq!(
-        config.session.store.as_deref(),
+        match &config.session.store {
+            Some(StoreSource::Spec(spec)) => Some(spec.as_str()),
+            _ => None,
+        },
         Some(format!("sqlite:{}", path.display()).as_str())
     );
     let error = Agent::create(
@@ -942,7 +946,7 @@ async fn a_fork_shares_the_history_up_to_its_point_and_goes_its_own_way() {
     let reopened = Agent::resume(
         config(dir, store.clone())
             .with_model(ScriptedModel::new([]))
-            .without_session_lease(),
+            .session(|s| s.with_lease(tool_sdk::agent::SessionLeasing::Off)),
         source.session_id(),
     )
     .await
@@ -951,7 +955,7 @@ async fn a_fork_shares_the_history_up_to_its_point_and_goes_its_own_way() {
     let refork = Agent::resume(
         config(dir, store.clone())
             .with_model(ScriptedModel::new([]))
-            .without_session_lease(),
+            .session(|s| s.with_lease(tool_sdk::agent::SessionLeasing::Off)),
         fork.session_id(),
     )
     .await
@@ -1133,9 +1137,13 @@ async fn a_step_is_stored_in_as_few_commits_as_its_calls_allow() {
             ),
             ScriptedTurn::text("done"),
         ]);
-        let agent = Agent::create(config(dir, store.clone()).with_model(model).allow("note"))
-            .await
-            .unwrap();
+        let agent = Agent::create(
+            config(dir, store.clone())
+                .with_model(model)
+                .permissions(|p| p.allow("note")),
+        )
+        .await
+        .unwrap();
         let outcome = agent.prompt("go").await.unwrap();
         assert_eq!(outcome.text, "done", "{tool}");
         assert_eq!(*store.commits.lock().unwrap(), commits, "{tool}");
@@ -1189,7 +1197,11 @@ async fn a_session_is_run_by_one_agent_at_a_time() {
     let leased = || {
         config(dir, store.clone())
             .with_model(ScriptedModel::new([ScriptedTurn::text("Done.")]))
-            .with_session_lease(Duration::from_millis(900))
+            .session(|s| {
+                s.with_lease(tool_sdk::agent::SessionLeasing::Ttl(Duration::from_millis(
+                    900,
+                )))
+            })
     };
     let first = Agent::create(leased()).await.unwrap();
     let id = first.session_id().to_owned();
@@ -1231,7 +1243,7 @@ async fn a_session_is_run_by_one_agent_at_a_time() {
             },
         )
         .with_model(ScriptedModel::new([]))
-        .with_session_lease(Duration::from_secs(1)),
+        .session(|s| s.with_lease(tool_sdk::agent::SessionLeasing::Ttl(Duration::from_secs(1)))),
     )
     .await
     .expect_err("refused");
@@ -1250,7 +1262,7 @@ fn a_killed_processs_lease_is_taken_over_at_once_on_its_host() {
         let leased = || {
             config(dir, store.clone())
                 .with_model(ScriptedModel::new([ScriptedTurn::text("Checked.")]))
-                .with_session_lease(CHILD_LEASE)
+                .session(|s| s.with_lease(tool_sdk::agent::SessionLeasing::Ttl(CHILD_LEASE)))
         };
         // The holder was a process of this host that no longer exists: its lease, still
         // live by its ttl, is not waited out.
@@ -1284,9 +1296,8 @@ fn deferred_turn(dir: &Path, block: bool) -> ScriptedModel {
 fn deferring_config(dir: &Path, model: ScriptedModel) -> AgentConfig {
     config(dir, store(dir))
         .with_model(model)
-        .ask("mutate")
-        .allow("note")
-        .with_deferred_approvals()
+        .permissions(|p| p.ask("mutate").allow("note"))
+        .session(|s| s.with_deferred_approvals())
 }
 
 fn lines(dir: &Path) -> Vec<String> {
@@ -1330,9 +1341,8 @@ fn a_deferred_approval_is_answered_by_another_process_and_the_run_goes_on() {
         let resumed_config = || {
             config(dir, store.clone())
                 .with_model(model.clone())
-                .ask("mutate")
-                .allow("note")
-                .with_deferred_approvals()
+                .permissions(|p| p.ask("mutate").allow("note"))
+                .session(|s| s.with_deferred_approvals())
         };
         let agent = Agent::resume(resumed_config(), &id).await.unwrap();
         // Resuming does not seal the waiting calls, nor store anything.
@@ -1415,9 +1425,12 @@ fn a_deferred_approval_is_answered_by_another_process_and_the_run_goes_on() {
         assert_eq!(started(&after, "call_2"), 1);
 
         // Stored whole: a later resume sees the same history and runs nothing again.
-        let again = Agent::resume(resumed_config().without_session_lease(), &id)
-            .await
-            .unwrap();
+        let again = Agent::resume(
+            resumed_config().session(|s| s.with_lease(tool_sdk::agent::SessionLeasing::Off)),
+            &id,
+        )
+        .await
+        .unwrap();
         assert_eq!(again.messages().await, outcome.messages);
         assert!(again.pending_approvals().await.unwrap().is_empty());
         assert_eq!(lines(dir), ["ran", "noted"]);
@@ -1449,9 +1462,8 @@ fn killed_while_an_approved_call_runs_it_is_sealed_and_the_calls_behind_it_still
         let model = ScriptedModel::new([ScriptedTurn::text("Noted.")]);
         let config = config(dir, store.clone())
             .with_model(model.clone())
-            .ask("mutate")
-            .allow("note")
-            .with_deferred_approvals();
+            .permissions(|p| p.ask("mutate").allow("note"))
+            .session(|s| s.with_deferred_approvals());
         let agent = Agent::resume(config, &id).await.unwrap();
         assert!(agent.pending_approvals().await.unwrap().is_empty());
         let outcome = agent.continue_run().await.unwrap();
@@ -1507,9 +1519,8 @@ async fn a_denied_deferred_approval_sends_the_model_the_message() {
     let resumed = Agent::resume(
         config(dir, store.clone())
             .with_model(model.clone())
-            .ask("mutate")
-            .allow("note")
-            .with_deferred_approvals(),
+            .permissions(|p| p.ask("mutate").allow("note"))
+            .session(|s| s.with_deferred_approvals()),
         &id,
     )
     .await
@@ -1545,7 +1556,7 @@ async fn deferred_approvals_need_a_store() {
         AgentConfig::new()
             .with_registry(registry())
             .with_model(ScriptedModel::new([]))
-            .with_deferred_approvals(),
+            .session(|s| s.with_deferred_approvals()),
     )
     .await
     .unwrap_err();
@@ -1579,7 +1590,7 @@ async fn a_config_file_defers_approvals() {
             )]))
             .with_registry(registry())
             .with_working_dir(dir)
-            .ask("mutate"),
+            .permissions(|p| p.ask("mutate")),
     )
     .await
     .unwrap();
@@ -1599,8 +1610,7 @@ fn file_config(dir: &Path, model: ScriptedModel) -> AgentConfig {
         .with_model(model)
         .with_tools(["Read", "Write", "Edit"])
         .with_working_dir(dir)
-        .allow("Write")
-        .allow("Edit")
+        .permissions(|p| p.allow("Write").allow("Edit"))
 }
 
 fn read(path: &Path) -> String {
@@ -1636,7 +1646,7 @@ async fn rewind_puts_files_back_as_before_each_message_even_after_resume() {
         ScriptedTurn::text("Done."),
     ]);
     let store = Arc::new(store(dir));
-    let agent = Agent::create(file_config(dir, model).with_session_store(store.clone()))
+    let agent = Agent::create(file_config(dir, model).session(|s| s.with_store(store.clone())))
         .await
         .unwrap();
     let outcome = agent.prompt("Change the files").await.unwrap();
@@ -1647,7 +1657,7 @@ async fn rewind_puts_files_back_as_before_each_message_even_after_resume() {
     let id = agent.session_id().to_owned();
     drop(agent);
     let resumed = Agent::resume(
-        file_config(dir, ScriptedModel::new([])).with_session_store(store.clone()),
+        file_config(dir, ScriptedModel::new([])).session(|s| s.with_store(store.clone())),
         &id,
     )
     .await
@@ -1718,7 +1728,7 @@ async fn the_same_content_is_stored_once() {
         ScriptedTurn::text("Done."),
     ]);
     let store = Arc::new(store(dir));
-    let agent = Agent::create(file_config(dir, model).with_session_store(store.clone()))
+    let agent = Agent::create(file_config(dir, model).session(|s| s.with_store(store.clone())))
         .await
         .unwrap();
     let outcome = agent.prompt("Flip it").await.unwrap();
@@ -1760,7 +1770,7 @@ async fn a_notebook_edit_is_rewound_to_the_exact_bytes() {
     ]);
     let config = file_config(dir, model)
         .with_tools(["Read", "NotebookEdit"])
-        .allow("NotebookEdit");
+        .permissions(|p| p.allow("NotebookEdit"));
     let agent = Agent::create(config).await.unwrap();
     let outcome = agent.prompt("Change the cell").await.unwrap();
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
@@ -1786,7 +1796,7 @@ async fn a_change_whose_checkpoint_cannot_be_stored_is_not_made() {
         ScriptedTurn::tool_call_with_id("w1", "Write", json!({"file_path": e, "content": "x"})),
         ScriptedTurn::text("never asked"),
     ]);
-    let agent = Agent::create(file_config(dir, model).with_session_store(store))
+    let agent = Agent::create(file_config(dir, model).session(|s| s.with_store(store)))
         .await
         .unwrap();
     let error = agent.prompt("Write e").await.unwrap_err();

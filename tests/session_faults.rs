@@ -24,9 +24,9 @@ fn config(dir: &Path, store: impl SessionStore + 'static, model: ScriptedModel) 
     AgentConfig::new()
         .with_registry(registry())
         .with_working_dir(dir)
-        .with_session_store(store)
+        .session(|s| s.with_store(store))
         .with_model(model)
-        .allow("note_step")
+        .permissions(|p| p.allow("note_step"))
 }
 
 fn sqlite(dir: &Path) -> SqliteStore {
@@ -267,7 +267,8 @@ fn child_entry() {
                     }
                     step_turn(&note_dir, 1, request)
                 });
-                let config = config(&dir, sqlite(&dir), model).with_session_lease(CHILD_LEASE);
+                let config = config(&dir, sqlite(&dir), model)
+                    .session(|s| s.with_lease(tool_sdk::agent::SessionLeasing::Ttl(CHILD_LEASE)));
                 let agent = Agent::create(config).await.unwrap();
                 std::fs::write(dir.join("session"), agent.session_id()).unwrap();
                 let outcome = agent.prompt("Note it.").await;
@@ -317,8 +318,11 @@ fn a_holder_stopped_past_its_ttl_stores_and_runs_nothing_once_its_session_is_tak
         let id = std::fs::read_to_string(dir.join("session")).unwrap();
         // Another process's agent (this one) takes the session over.
         let taker = Agent::resume(
-            config(dir, store.clone(), ScriptedModel::new([]))
-                .with_session_lease(Duration::from_secs(30)),
+            config(dir, store.clone(), ScriptedModel::new([])).session(|s| {
+                s.with_lease(tool_sdk::agent::SessionLeasing::Ttl(Duration::from_secs(
+                    30,
+                )))
+            }),
             &id,
         )
         .await
@@ -383,7 +387,10 @@ async fn agents_take_the_session_lease_by_default() {
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(second.prompt("Go on").await.unwrap().text, "Done.");
     // Without a lease, by choice, a second agent is let in.
-    let unleased = || config(dir, store.clone(), answering()).without_session_lease();
+    let unleased = || {
+        config(dir, store.clone(), answering())
+            .session(|s| s.with_lease(tool_sdk::agent::SessionLeasing::Off))
+    };
     let third = Agent::create(unleased()).await.unwrap();
     let _fourth = Agent::resume(unleased(), third.session_id()).await.unwrap();
 }

@@ -92,7 +92,7 @@ async fn every_builtin_tool_gets_arguments_its_own_validator_accepts() {
             .with_model(model.clone())
             .with_registry(registry.clone())
             .with_working_dir(&dir)
-            .with_permission_mode(PermissionMode::BypassPermissions),
+            .permissions(|p| p.with_mode(PermissionMode::BypassPermissions)),
     )
     .await
     .unwrap();
@@ -192,7 +192,7 @@ async fn macro_tools_receive_typed_values_within_their_schemas() {
             AgentConfig::new()
                 .with_model(TestModel::new().with_seed(seed))
                 .with_registry(registry.clone())
-                .with_permission_mode(PermissionMode::BypassPermissions),
+                .permissions(|p| p.with_mode(PermissionMode::BypassPermissions)),
         )
         .await
         .unwrap();
@@ -239,7 +239,7 @@ async fn calling_names_the_tools_and_an_unknown_one_is_a_clear_error() {
         AgentConfig::new()
             .with_model(model)
             .with_registry(registry.clone())
-            .with_permission_mode(PermissionMode::BypassPermissions)
+            .permissions(|p| p.with_mode(PermissionMode::BypassPermissions))
     };
     let model = TestModel::new().calling(["rate"]);
     let agent = Agent::create(config(model.clone())).await.unwrap();
@@ -362,7 +362,7 @@ async fn the_same_seed_makes_the_same_arguments() {
                 AgentConfig::new()
                     .with_model(TestModel::new().with_seed(seed))
                     .with_registry(registry)
-                    .with_permission_mode(PermissionMode::BypassPermissions),
+                    .permissions(|p| p.with_mode(PermissionMode::BypassPermissions)),
             )
             .await
             .unwrap();

@@ -129,7 +129,7 @@ async fn the_retry_bound_ends_the_run_with_the_last_errors() {
         ScriptedTurn::text("sunny, I think"),
     ])
     .with_responder(|request| ScriptedTurn::text(request.messages.len().to_string()));
-    let agent = Agent::create(no_tools(model.clone()).with_max_output_retries(1))
+    let agent = Agent::create(no_tools(model.clone()).limits(|l| l.with_max_output_retries(1)))
         .await
         .unwrap();
     let error = agent.prompt_as::<Forecast>("Weather?").await.unwrap_err();
@@ -472,7 +472,7 @@ async fn anthropic_keeps_the_output_tool_defined_for_a_later_plain_prompt() {
     let model = AnthropicModel::new("claude-sonnet-4-5", "test-key")
         .with_base_url(server.uri())
         .with_retry(RetryPolicy::none());
-    let agent = Agent::create(no_tools(model).with_max_turns(1))
+    let agent = Agent::create(no_tools(model).limits(|l| l.with_max_turns(1)))
         .await
         .unwrap();
     agent.prompt_as::<Forecast>("Weather?").await.unwrap();

@@ -58,9 +58,9 @@ fn config(
         .with_model(ScriptedModel::new(script(turns, 1)))
         .with_registry(registry.clone())
         .with_tools(["add"])
-        .with_max_turns(turns as u32 + 1);
+        .limits(|l| l.with_max_turns(turns as u32 + 1));
     match store {
-        Some(store) => config.with_session_store(store.clone()),
+        Some(store) => config.session(|s| s.with_store(store.clone())),
         None => config,
     }
 }

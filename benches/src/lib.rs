@@ -83,7 +83,7 @@ pub async fn ours_agent(registry: &Arc<ToolRegistry>, turns: usize, calls: usize
         .with_model(ScriptedModel::new(script(turns, calls)))
         .with_registry(registry.clone())
         .with_tools(["add"])
-        .with_max_turns(turns as u32 + 1);
+        .limits(|l| l.with_max_turns(turns as u32 + 1));
     Agent::create(config).await.expect("the agent builds")
 }
 
@@ -118,7 +118,7 @@ pub async fn ours_one_turn(
             .with_registry(registry.clone())
             .with_tools([tool])
             .allow(tool)
-            .with_max_turns(2);
+            .limits(|l| l.with_max_turns(2));
         let agent = Agent::create(config).await.expect("the agent builds");
         let started = Instant::now();
         let result = agent.prompt("go").await.expect("the run succeeds");

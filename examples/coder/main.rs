@@ -151,32 +151,37 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     let model = choose_model(&args, provider, &cwd).map_err(|e| e.to_string())?;
 
     let mut config = AgentConfig::new()
-        .with_model_arc(model.clone())
+        .with_model(model.clone())
         .with_tools(TOOLS.iter().copied().chain(["mcp__*"]))
         .with_working_dir(&cwd)
-        .with_system_prompt(system_prompt(&cwd))
+        .model(|m| m.with_system_prompt(system_prompt(&cwd)))
         // The team's own files, as Claude Code reads them: AGENTS.md and CLAUDE.md up to the
         // repository root, and .claude/settings(.local).json permission rules.
         .with_project_memory()
         .with_claude_settings();
     show_project_files(&cwd);
-    for rule in &args.allow {
-        config = config.allow(rule);
-    }
-    for rule in &args.deny {
-        config = config.deny(rule);
-    }
+    config = config.permissions(|mut permissions| {
+        for rule in &args.allow {
+            permissions = permissions.allow(rule);
+        }
+        for rule in &args.deny {
+            permissions = permissions.deny(rule);
+        }
+        permissions
+    });
     if let Some(file) = &args.mcp_config {
-        config = config.with_mcp_servers_file(file);
+        let servers = tool_sdk::mcp::McpServers::from_file(file).map_err(|e| e.to_string())?;
+        config = config.mcp(|mcp| mcp.with_servers(servers));
     }
     // Conversations are saved as they happen; without a store the coder still works.
     let store = sessions::open_store();
     match &store {
         // One coder at a time on a session: a second one is told who has it.
         Ok(store) => {
-            config = config
-                .with_session_store(store.clone())
-                .with_session_lease(LEASE);
+            config = config.session(|s| {
+                s.with_store(store.clone())
+                    .with_lease(tool_sdk::agent::SessionLeasing::Ttl(LEASE))
+            });
         }
         Err(problem) => warn(&format!("this conversation will not be saved: {problem}")),
     }

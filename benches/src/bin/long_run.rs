@@ -554,9 +554,9 @@ pub async fn run_session(turns: usize, tweak: impl FnOnce(AgentConfig) -> AgentC
     let config = AgentConfig::new()
         .with_model(model)
         .with_registry(registry())
-        .with_system_prompt(system_prompt())
-        .with_permission_mode(PermissionMode::BypassPermissions)
-        .with_max_turns(u32::try_from(turns + 5).unwrap_or(u32::MAX));
+        .model(|m| m.with_system_prompt(system_prompt()))
+        .permissions(|p| p.with_mode(PermissionMode::BypassPermissions))
+        .limits(|l| l.with_max_turns(u32::try_from(turns + 5).unwrap_or(u32::MAX)));
     let agent = Agent::create(tweak(config))
         .await
         .expect("the agent builds");
@@ -657,9 +657,9 @@ pub async fn small_window(prompts: usize, max_tokens: u32) -> WindowStats {
     let mut config = AgentConfig::new()
         .with_model(model)
         .with_registry(page_registry())
-        .with_system_prompt(system_prompt())
-        .with_permission_mode(PermissionMode::BypassPermissions)
-        .with_context_window(window);
+        .model(|m| m.with_system_prompt(system_prompt()))
+        .permissions(|p| p.with_mode(PermissionMode::BypassPermissions))
+        .context(|c| c.with_window(window));
     config.max_tokens = max_tokens;
     let agent = Agent::create(config).await.expect("the agent builds");
     let mut clearing_batches = 0;
@@ -725,18 +725,18 @@ async fn small_windows() -> Value {
 
 /// Both runs, and how much lower the bill is with caching.
 async fn measure(turns: usize) -> Value {
-    let off = run_session(turns, |config| config.with_prompt_caching(false)).await;
-    let on = run_session(turns, |config| config.with_prompt_caching(true)).await;
+    let off = run_session(turns, |config| config.model(|m| m.with_prompt_caching(false))).await;
+    let on = run_session(turns, |config| config.model(|m| m.with_prompt_caching(true))).await;
     let reduction = 1.0 - on.billed_input_equivalent / off.billed_input_equivalent;
     // Against a 100k window: "off" sends every request whole (the window is not managed).
     let window = 100_000;
-    let compaction_off = run_session(turns, |config| config.with_compaction(false)).await;
-    let compaction_on = run_session(turns, |config| config.with_context_window(window)).await;
+    let compaction_off = run_session(turns, |config| config.context(|c| c.with_compaction(false))).await;
+    let compaction_on = run_session(turns, |config| config.context(|c| c.with_window(window))).await;
     // The same with no result ever cleared, so that the conversation itself must be compacted:
     // what a compaction costs.
     let summaries_only = run_session(turns, |mut config| {
         config.context.keep_tool_results = usize::MAX;
-        config.with_context_window(window)
+        config.context(|c| c.with_window(window))
     })
     .await;
     json!({
@@ -858,11 +858,11 @@ mod tests {
         let window = 30_000;
         let (whole, cleared, compacted) = runtime.block_on(async {
             (
-                run_session(24, |config| config.with_compaction(false)).await,
-                run_session(24, |config| config.with_context_window(window)).await,
+                run_session(24, |config| config.context(|c| c.with_compaction(false))).await,
+                run_session(24, |config| config.context(|c| c.with_window(window))).await,
                 run_session(24, |mut config| {
                     config.context.keep_tool_results = usize::MAX;
-                    config.with_context_window(window)
+                    config.context(|c| c.with_window(window))
                 })
                 .await,
             )

@@ -233,7 +233,7 @@ async fn run_once(writes: Vec<Write>) -> (Duration, Vec<Duration>) {
             .with_model(model)
             .with_registry(Arc::new(registry))
             .with_state(starts.clone())
-            .with_max_turns(2),
+            .limits(|l| l.with_max_turns(2)),
     )
     .await
     .expect("the agent builds");

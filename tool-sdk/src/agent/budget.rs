@@ -341,7 +341,7 @@ mod tests {
         assert_eq!(catalog.lookup("claude-opus-4-5").unwrap().price.input, 5.0);
         // And back: what is written reads the same.
         let again: AgentConfig = toml::from_str(&toml::to_string(&config).unwrap()).unwrap();
-        assert_eq!(again.models, config.models);
+        assert_eq!(again.model.models, config.model.models);
     }
 
     #[test]
@@ -353,14 +353,14 @@ mod tests {
         .unwrap()
         .to_string();
         assert!(error.contains("0 or more"), "{error}");
-        let config = AgentConfig::new().with_max_budget_usd(f64::NAN);
+        let config = AgentConfig::new().limits(|l| l.with_max_budget_usd(f64::NAN));
         let error = Ledger::new(&config, "gpt-4o").err().unwrap().to_string();
         assert!(error.contains("max_budget_usd"), "{error}");
     }
 
     #[test]
     fn a_budget_needs_a_known_price() {
-        let config = AgentConfig::new().with_max_budget_usd(1.0);
+        let config = AgentConfig::new().limits(|l| l.with_max_budget_usd(1.0));
         let error = Ledger::new(&config, "scripted").err().unwrap().to_string();
         assert!(error.contains("with_model_info(\"scripted\""), "{error}");
         assert!(Ledger::new(&config, "gpt-4o-2024-08-06").is_ok());

@@ -194,7 +194,9 @@ impl Outcome {
     fn blocked(&self) -> Option<String> {
         match self {
             Outcome::Block(reason) => Some(reason.clone()),
-            Outcome::Done { json: Some(json), .. } if json["decision"] == "block" => {
+            Outcome::Done {
+                json: Some(json), ..
+            } if json["decision"] == "block" => {
                 Some(json["reason"].as_str().unwrap_or_default().to_owned())
             }
             Outcome::Done { .. } => None,
@@ -204,7 +206,9 @@ impl Outcome {
     /// `hookSpecificOutput`'s field `key`.
     fn specific(&self, key: &str) -> Option<&Value> {
         match self {
-            Outcome::Done { json: Some(json), .. } => json.get("hookSpecificOutput")?.get(key),
+            Outcome::Done {
+                json: Some(json), ..
+            } => json.get("hookSpecificOutput")?.get(key),
             _ => None,
         }
     }
@@ -300,13 +304,19 @@ impl Hook for CommandHooks {
                     .and_then(Value::as_str)
                     .unwrap_or("a PreToolUse hook refused the call")
                     .to_owned();
-                match outcome.specific("permissionDecision").and_then(Value::as_str) {
+                match outcome
+                    .specific("permissionDecision")
+                    .and_then(Value::as_str)
+                {
                     Some("deny") => Some(HookDecision::Deny(reason)),
                     Some("allow") => Some(match outcome.specific("updatedInput") {
                         Some(input) => HookDecision::Rewrite(input.clone()),
                         None => HookDecision::Allow,
                     }),
-                    _ => outcome.specific("updatedInput").cloned().map(HookDecision::Rewrite),
+                    _ => outcome
+                        .specific("updatedInput")
+                        .cloned()
+                        .map(HookDecision::Rewrite),
                 }
             };
             let decision = self.run("PreToolUse", Some(name), input, decide).await;

@@ -301,7 +301,12 @@ impl AgentInner {
     /// The estimated size, in tokens, of a request sending `messages` as the view stands.
     fn estimate(&self, messages: &History) -> u64 {
         let view = build_view(messages, &self.session.get::<ContextState>().get());
-        let system = self.config.model.system_prompt.as_deref().map_or(0, str::len);
+        let system = self
+            .config
+            .model
+            .system_prompt
+            .as_deref()
+            .map_or(0, str::len);
         (system + self.tool_chars()) as u64 / 4 + estimate_messages(view.iter())
     }
 

@@ -293,10 +293,13 @@ async fn run_one(
         call_id: &call.id,
         emit,
     };
-    let hooked = agent.config.hooks.asker(match &agent.config.permissions.handler {
-        Some(handler) => handler.as_ref(),
-        None => &asker,
-    });
+    let hooked = agent
+        .config
+        .hooks
+        .asker(match &agent.config.permissions.handler {
+            Some(handler) => handler.as_ref(),
+            None => &asker,
+        });
     let ask = RecordingAsker {
         agent,
         call,

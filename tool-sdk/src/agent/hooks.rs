@@ -56,8 +56,7 @@ use serde_json::Value;
 
 use super::context::{CompactDecision, CompactRequest};
 use crate::permission::{
-    HookDecision, PermissionAnswer, PermissionHandler, PermissionQuestion, PostToolUse,
-    PreToolUse,
+    HookDecision, PermissionAnswer, PermissionHandler, PermissionQuestion, PostToolUse, PreToolUse,
 };
 use crate::{AgentId, BoxFuture, Tool, ToolContext, ToolOutput};
 

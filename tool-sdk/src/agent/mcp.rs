@@ -116,7 +116,8 @@ impl AgentMcp {
     /// server that failed. Then checks the exact `mcp__...` names of the config's `tools`.
     pub(crate) async fn connect_configured(&self, config: &AgentConfig) -> Result<(), AgentError> {
         let connecting = config
-            .mcp.servers
+            .mcp
+            .servers
             .iter()
             .map(|(name, server)| McpClient::connect(name.clone(), server.clone()));
         let results = futures::future::join_all(connecting).await;

@@ -86,13 +86,13 @@ mod spans;
 mod stored;
 mod subagent;
 
+pub use command_hooks::CommandHooks;
 #[cfg(feature = "mcp")]
 pub use config::McpSettings;
 pub use config::{
     AgentConfig, Limits, ModelSettings, ModelSource, ModelSpec, PermissionSettings, ProviderKind,
     SessionLeasing, SessionSettings, StoreSource, SubagentConfig,
 };
-pub use command_hooks::CommandHooks;
 pub use context::{CompactDecision, CompactRequest, ContextSettings, IMAGE_TOKENS};
 pub use events::{AgentEvent, PermissionRequest};
 pub use executor::READ_ONLY_COMMIT_DELAY;
@@ -856,8 +856,11 @@ impl AgentInner {
         session.get::<ModeState>().set(config.permissions.mode);
         let plan_exit_offered = specs.iter().any(|spec| spec.name == "ExitPlanMode");
         let gate = Arc::new(
-            PermissionGate::new(config.permissions.rules.clone(), config.hooks.pre_tool_use())
-                .with_plan_exit_offered(plan_exit_offered),
+            PermissionGate::new(
+                config.permissions.rules.clone(),
+                config.hooks.pre_tool_use(),
+            )
+            .with_plan_exit_offered(plan_exit_offered),
         );
         let mut policy = CallPolicy::new()
             .with_timeouts(config.limits.tool_timeout, config.limits.max_tool_timeout)

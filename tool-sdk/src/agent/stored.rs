@@ -185,7 +185,10 @@ impl Agent {
 /// nothing to run them on).
 impl Drop for AgentInner {
     fn drop(&mut self) {
-        let pending = self.session_start.get_mut().unwrap_or_else(|p| p.into_inner());
+        let pending = self
+            .session_start
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner());
         if self.agent_id != AgentId::Main || pending.is_some() || self.config.hooks.is_empty() {
             return;
         }

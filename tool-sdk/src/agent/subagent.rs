@@ -91,7 +91,10 @@ impl SubagentRunner for Subagents {
             let child = Arc::new(self.child(&request)?);
             let start = SubagentStart {
                 agent: &child.agent_id,
-                kind: request.subagent_type.as_deref().unwrap_or("general-purpose"),
+                kind: request
+                    .subagent_type
+                    .as_deref()
+                    .unwrap_or("general-purpose"),
                 prompt: &request.prompt,
             };
             self.parent.config.hooks.subagent_start(&start).await;

@@ -108,6 +108,12 @@ impl From<Arc<dyn Model>> for ModelSource {
     }
 }
 
+impl<M: Model + 'static> From<Arc<M>> for ModelSource {
+    fn from(model: Arc<M>) -> Self {
+        ModelSource::Instance(model)
+    }
+}
+
 impl<M: Model + 'static> From<M> for ModelSource {
     fn from(model: M) -> Self {
         ModelSource::Instance(Arc::new(model))
