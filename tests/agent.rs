@@ -277,12 +277,18 @@ async fn config_loads_from_toml_and_json_files() {
     assert_eq!(model_id(&config), "llama3");
     assert_eq!(config.model.system_prompt.as_deref(), Some("Be brief."));
     assert_eq!(config.subagents["reviewer"].description, "Reviews code");
-    assert_eq!(config.limits.max_concurrent_tools, 8, "defaults fill the rest");
+    assert_eq!(
+        config.limits.max_concurrent_tools, 8,
+        "defaults fill the rest"
+    );
 
     let json_path = dir.join("agent.json");
     std::fs::write(&json_path, r#"{"max_turns": 3, "max_result_chars": 100}"#).unwrap();
     let config = AgentConfig::from_file(&json_path).unwrap();
-    assert_eq!((config.limits.max_turns, config.limits.max_result_chars), (3, 100));
+    assert_eq!(
+        (config.limits.max_turns, config.limits.max_result_chars),
+        (3, 100)
+    );
 
     std::fs::write(&json_path, r#"{"max_turn": 3}"#).unwrap();
     let error = AgentConfig::from_file(&json_path).unwrap_err().to_string();
