@@ -1,6 +1,7 @@
 //! A project's own files, as a team has them: `AGENTS.md` and `CLAUDE.md` from the working
 //! directory up to the repository root in the system prompt, and Claude Code's
-//! `.claude/settings.json` / `settings.local.json` permission rules, read from real files.
+//! `.claude/settings.json` / `settings.local.json` permission rules and command hooks, read from
+//! real files and run as real processes.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -334,4 +335,109 @@ async fn a_config_file_turns_both_on() {
     );
     let system = model.requests()[0].system.clone().unwrap();
     assert!(system.contains("App claude: no unsafe."), "{system}");
+}
+
+#[tokio::test]
+async fn claude_code_command_hooks_run_for_their_events_and_are_obeyed() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = json!({"hooks": {
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command":
+            "cat > prompt.json; echo '{\"hookSpecificOutput\": {\"hookEventName\": \"UserPromptSubmit\", \"additionalContext\": \"Notes live in notes/.\"}}'"}]}],
+        "PermissionRequest": [{"matcher": "save_note", "hooks": [{"type": "command", "command":
+            "cat > permission.json; echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PermissionRequest\", \"decision\": {\"behavior\": \"allow\"}}}'"}]}],
+        "PreToolUse": [{"matcher": "delete_.*|Bash", "hooks": [{"type": "command", "command":
+            "cat > \"$CLAUDE_PROJECT_DIR/pre.json\"; echo 'deleting is off today' >&2; exit 2"}]}],
+        "Stop": [{"hooks": [{"type": "command", "timeout": 10, "command":
+            "test -e stopped && exit 0; touch stopped; echo '{\"decision\": \"block\", \"reason\": \"Say goodbye.\"}'"}]}],
+        "SessionEnd": [{"hooks": [{"type": "command", "command": "cat > session_end.json"}]}],
+        "SessionStart": [{"matcher": "resume", "hooks": [{"type": "command", "command": "touch resumed"}]}]
+    }});
+    write(
+        &dir.path().join(".claude/settings.json"),
+        &settings.to_string(),
+    );
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("save_note", json!({"text": "a"}))
+            .with_tool_call("delete_note", json!({"text": "b"})),
+        ScriptedTurn::text("done"),
+        ScriptedTurn::text("Goodbye."),
+    ]);
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model(model.clone())
+            .with_registry(registry())
+            .with_working_dir(dir.path())
+            .with_claude_settings(),
+    )
+    .await
+    .unwrap();
+    let result = agent.prompt("Save a, delete b.").await.unwrap();
+    let read = |name: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+
+    // UserPromptSubmit: saw the prompt, and its context went with it.
+    assert_eq!(read("prompt.json")["prompt"], "Save a, delete b.");
+    assert_eq!(read("prompt.json")["hook_event_name"], "UserPromptSubmit");
+    let first = model.requests()[0].messages[0].clone();
+    assert!(
+        format!("{first:?}").contains("Notes live in notes/."),
+        "{first:?}"
+    );
+    // PermissionRequest allowed save_note, which `prompt` would otherwise refuse; PreToolUse
+    // refused delete_note with its stderr.
+    let outcomes = results(&result.messages.to_vec());
+    assert_eq!(outcomes[0], ("saved a".to_owned(), false));
+    assert_eq!(
+        outcomes[1],
+        ("Permission denied: deleting is off today".to_owned(), true)
+    );
+    assert_eq!(read("permission.json")["tool_name"], "save_note");
+    assert_eq!(read("pre.json")["tool_name"], "delete_note");
+    assert_eq!(read("pre.json")["tool_input"], json!({"text": "b"}));
+    // Stop sent the run on once, with its reason.
+    assert_eq!(result.text, "Goodbye.");
+    let sent_on = model.requests()[2].messages.last().cloned().unwrap();
+    assert!(
+        format!("{sent_on:?}").contains("Say goodbye."),
+        "{sent_on:?}"
+    );
+    // SessionEnd on close; SessionStart's matcher let only resumes through.
+    assert!(!dir.path().join("session_end.json").exists());
+    agent.close().await;
+    assert_eq!(read("session_end.json")["hook_event_name"], "SessionEnd");
+    assert!(!dir.path().join("resumed").exists());
+}
+
+#[tokio::test]
+async fn bad_command_hooks_fail_create_naming_the_file() {
+    for (hooks, expected) in [
+        (
+            json!({"PreToolUse": [{"matcher": "(", "hooks": []}]}),
+            "not a regular expression",
+        ),
+        (
+            json!({"Stop": [{"hooks": [{"type": "command"}]}]}),
+            "needs a `command`",
+        ),
+        (json!({"Stop": {}}), "must be a list"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".claude/settings.json");
+        write(&path, &json!({ "hooks": hooks }).to_string());
+        let error = Agent::create(
+            AgentConfig::new()
+                .with_model(ScriptedModel::new([]))
+                .with_registry(registry())
+                .with_working_dir(dir.path())
+                .with_claude_settings(),
+        )
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(error.contains(expected), "{error}");
+        assert!(error.contains("settings.json"), "{error}");
+    }
 }
