@@ -9,10 +9,12 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::Barrier;
-use tool_sdk::agent::{Agent, AgentConfig, AgentError, AgentEvent, SubagentConfig};
+use tool_sdk::agent::{Agent, AgentConfig, AgentError, AgentEvent, SessionLeasing, SubagentConfig};
 use tool_sdk::builtin::TaskTool;
-use tool_sdk::model::{Message, MessageContent, ModelError, Role, ScriptedModel, ScriptedTurn};
-use tool_sdk::permission::{HookDecision, PermissionAnswer, PermissionQuestion};
+use tool_sdk::model::{
+    Message, MessageContent, ModelError, ModelInfo, Price, Role, ScriptedModel, ScriptedTurn,
+};
+use tool_sdk::permission::{HookDecision, PermissionAnswer, PermissionMode, PermissionQuestion};
 use tool_sdk::{State, Tool, ToolContext, ToolError, ToolRegistry, tool};
 
 // ---- tools ----
@@ -294,6 +296,132 @@ async fn config_loads_from_toml_and_json_files() {
     let error = AgentConfig::from_file(&json_path).unwrap_err().to_string();
     assert!(error.contains("unknown field `max_turn`"), "{error}");
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_file_and_the_same_settings_in_code_are_one_config() {
+    let file: AgentConfig = toml::from_str(
+        r#"
+        system_prompt = "Be brief."
+        tools = ["Read", "Glob"]
+        working_dir = "/work"
+        additional_dirs = ["/data"]
+        max_turns = 7
+        max_tokens = 1024
+        temperature = 0.25
+        tool_timeout_secs = 30
+        max_tool_timeout_secs = 90.5
+        max_concurrent_tools = 2
+        max_result_chars = 1000
+        coerce_inputs = false
+        max_output_retries = 1
+        permission_mode = "plan"
+        project_memory = true
+        prompt_caching = false
+        max_budget_usd = 0.5
+        max_run_tokens = 10000
+        [model]
+        provider = "openai"
+        id = "llama3"
+        base_url = "http://localhost:11434/v1"
+        [models.ft]
+        context_window = 32000
+        input_per_million = 1.0
+        output_per_million = 4.0
+        [permissions]
+        allow = ["Bash(git status:*)"]
+        deny = ["Read(.env)"]
+        [context]
+        window = 100000
+        compaction = false
+        [session]
+        store = "sqlite:s.db"
+        lease_secs = 10
+        defer_approvals = true
+        "#,
+    )
+    .unwrap();
+    let code = AgentConfig::new()
+        .with_model(tool_sdk::agent::ModelSpec {
+            provider: tool_sdk::agent::ProviderKind::OpenAi,
+            id: "llama3".into(),
+            base_url: Some("http://localhost:11434/v1".into()),
+            api_key_env: None,
+            api_key: None,
+        })
+        .with_tools(["Read", "Glob"])
+        .with_working_dir("/work")
+        .with_coerce_inputs(false)
+        .with_project_memory()
+        .model(|m| {
+            m.with_system_prompt("Be brief.")
+                .with_max_tokens(1024)
+                .with_temperature(0.25)
+                .with_prompt_caching(false)
+                .with_model_info("ft", ModelInfo::new(32_000, Price::per_million(1.0, 4.0)))
+        })
+        .limits(|l| {
+            l.with_max_turns(7)
+                .with_tool_timeout(Duration::from_secs(30))
+                .with_max_tool_timeout(Duration::from_secs_f64(90.5))
+                .with_max_concurrent_tools(2)
+                .with_max_result_chars(1000)
+                .with_max_output_retries(1)
+                .with_max_budget_usd(0.5)
+                .with_max_run_tokens(10_000)
+        })
+        .permissions(|p| {
+            p.with_mode(PermissionMode::Plan)
+                .allow("Bash(git status:*)")
+                .deny("Read(.env)")
+                .with_additional_dir("/data")
+        })
+        .session(|s| {
+            s.with_store("sqlite:s.db")
+                .with_lease(SessionLeasing::Ttl(Duration::from_secs(10)))
+                .with_deferred_approvals()
+        })
+        .context(|c| c.with_window(100_000).with_compaction(false));
+    // Each key lands in its group...
+    assert_eq!(file.limits, code.limits);
+    assert_eq!(file.context, code.context);
+    assert_eq!(file.model.temperature, Some(0.25));
+    assert_eq!(
+        file.permissions.additional_dirs,
+        [std::path::PathBuf::from("/data")]
+    );
+    assert_eq!(
+        file.session.lease,
+        SessionLeasing::Ttl(Duration::from_secs(10))
+    );
+    // ... and the two write out the same file, key for key.
+    assert_eq!(
+        toml::to_string(&file).unwrap(),
+        toml::to_string(&code).unwrap()
+    );
+}
+
+#[tokio::test]
+async fn request_settings_set_in_code_reach_the_model_and_a_missing_model_is_one_error() {
+    let model = ScriptedModel::new([ScriptedTurn::text("ok")]);
+    let agent = Agent::create(
+        config(model.clone()).model(|m| m.with_max_tokens(321).with_temperature(0.5)),
+    )
+    .await
+    .unwrap();
+    agent.prompt("hi").await.unwrap();
+    let request = &model.requests()[0];
+    assert_eq!((request.max_tokens, request.temperature), (321, Some(0.5)));
+
+    let error = Agent::create(AgentConfig::new().with_registry(all_tools()))
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.ends_with("no model: set `[model]` in the config file or call `with_model(...)`"),
+        "{error}"
+    );
 }
 
 // ---- the loop ----
