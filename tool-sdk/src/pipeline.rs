@@ -64,7 +64,7 @@ impl std::fmt::Debug for CallPolicy {
 impl Default for CallPolicy {
     /// Two minutes for tools that set no timeout, ten at most, no size cap (results come back
     /// whole, as the tool made them), no permission gate. An agent caps results with
-    /// `AgentConfig::max_result_chars`.
+    /// `Limits::max_result_chars`.
     fn default() -> Self {
         CallPolicy {
             default_timeout: Duration::from_secs(120),

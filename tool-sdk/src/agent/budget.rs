@@ -1,12 +1,12 @@
 //! What the agent's tokens cost, and the budgets that stop a run.
 //!
 //! The agent looks its model up once, in the [`Catalog`](crate::model::Catalog) its config makes
-//! ([`ModelSettings::with_model_info`], `[models."<prefix>"]` in a file), and prices each
+//! ([`ModelSettings::with_model_info`](super::ModelSettings::with_model_info), `[models."<prefix>"]` in a file), and prices each
 //! turn's [`Usage`] with it. A model the catalog does not know has no cost: every `cost_usd`
 //! is `None` (and a warning is logged once), never a misleading `0.0`.
 //!
-//! Budgets are per run ([`Limits::with_max_budget_usd`],
-//! [`Limits::with_max_run_tokens`]): checked before each model request and after each
+//! Budgets are per run ([`Limits::with_max_budget_usd`](super::Limits::with_max_budget_usd),
+//! [`Limits::with_max_run_tokens`](super::Limits::with_max_run_tokens)): checked before each model request and after each
 //! model turn. A turn that reaches one has its tool calls answered as calls that did not run,
 //! stored like any result, so the conversation stays valid and a later prompt (or a
 //! [`resume`](Agent::resume)) goes on from there with a fresh budget.
@@ -207,7 +207,7 @@ impl Agent {
     }
 
     /// What [`total_usage`](Self::total_usage) cost, in USD; `None` when the model's price is
-    /// unknown (see [`ModelSettings::with_model_info`]).
+    /// unknown (see [`ModelSettings::with_model_info`](super::ModelSettings::with_model_info)).
     pub fn total_cost_usd(&self) -> Option<f64> {
         self.inner.ledger.cost_usd(&self.total_usage())
     }

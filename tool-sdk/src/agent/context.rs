@@ -59,7 +59,7 @@ const SUMMARY_INSTRUCTIONS: &str = "The conversation above is about to be compac
     any tool: answer with the summary text only.";
 
 /// How an agent keeps its requests inside the model's context window (`[context]` in a config
-/// file). See [`AgentConfig::with_compaction`].
+/// file). See [`ContextSettings::with_compaction`].
 ///
 /// ```
 /// use tool_sdk::agent::AgentConfig;

@@ -94,7 +94,7 @@ pub enum AgentEvent {
     Usage(Usage),
     /// The conversation was compacted to fit the context window: the model is sent a summary
     /// in place of its older part from now on (see
-    /// [`AgentConfig::with_compaction`](super::AgentConfig::with_compaction)).
+    /// [`ContextSettings::with_compaction`](super::ContextSettings::with_compaction)).
     Compacted {
         /// The estimated size of the request before, in tokens.
         tokens_before: u64,

@@ -1,53 +1,4 @@
-//! Hooks: one trait, [`Hook`], with a default method for each of Claude Code's events, so a
-//! type implements the events it cares about and nothing else. A closure is a hook for one
-//! event ([`Hooks::on_stop`] and the other `on_*` methods); `.claude/settings.json`'s
-//! command hooks run through the same trait (see [`CommandHooks`](super::CommandHooks)).
-//!
-//! Hooks run in the order they were added (settings.json's after those added in code), each
-//! awaited before the next. Their decisions combine so that the most cautious one wins:
-//! - `pre_tool_use`: the first [`HookDecision::Allow`] or [`HookDecision::Deny`] ends the
-//!   chain; a [`HookDecision::Rewrite`] replaces the input (validated again) for the hooks
-//!   after it.
-//! - `permission_request`: the first that answers wins; none: the user is asked.
-//! - `user_prompt_submit`: the first [`PromptCheck::Block`] wins; added contexts add up.
-//! - `stop`, `subagent_stop`: the first [`StopCheck::Continue`] wins.
-//! - `pre_compact`: the first [`CompactDecision::Veto`] wins; instructions add up.
-//! - the others only observe; all of them run.
-//!
-//! ```
-//! use tool_sdk::agent::{AgentConfig, Hook, PromptCheck, StopCheck, StopContext};
-//! use tool_sdk::BoxFuture;
-//!
-//! /// Two events in one type.
-//! struct Guard;
-//!
-//! impl Hook for Guard {
-//!     fn user_prompt_submit<'a>(&'a self, prompt: &'a str) -> BoxFuture<'a, PromptCheck> {
-//!         Box::pin(async move {
-//!             match prompt.contains("password") {
-//!                 true => PromptCheck::Block("prompts must not carry secrets".into()),
-//!                 false => PromptCheck::AddContext("Today is Monday.".into()),
-//!             }
-//!         })
-//!     }
-//!
-//!     fn stop<'a>(&'a self, stop: &'a StopContext<'a>) -> BoxFuture<'a, StopCheck> {
-//!         let check = match stop.text.contains("TODO") {
-//!             true => StopCheck::Continue("Finish the TODOs first.".into()),
-//!             false => StopCheck::Stop,
-//!         };
-//!         Box::pin(std::future::ready(check))
-//!     }
-//! }
-//!
-//! let config = AgentConfig::new().hooks(|hooks| {
-//!     hooks
-//!         .add(Guard)
-//!         // One event, one closure.
-//!         .on_session_end(|end| eprintln!("session over: {:?}", end.reason))
-//! });
-//! # let _ = config;
-//! ```
+//! Hooks: one trait, [`Hook`], with a default method for each of Claude Code's events.
 
 use std::future::ready;
 use std::sync::Arc;
@@ -216,8 +167,55 @@ pub struct SubagentStart<'a> {
 
 /// Sees the agent's events and may decide some of them. Every method has a default that
 /// observes nothing and decides nothing, so a hook implements only the events it wants; the
-/// run awaits each. Added with [`Hooks::add`]; a closure for a single event with the `on_*`
-/// methods of [`Hooks`]. See [the module](self) for the order and how decisions combine.
+/// run awaits each. Added with [`Hooks::add`]; a closure is a hook for one event with the
+/// `on_*` methods of [`Hooks`] ([`Hooks::on_stop`] and the others); `.claude/settings.json`'s
+/// command hooks run through the same trait (see [`CommandHooks`](super::CommandHooks)).
+///
+/// Hooks run in the order they were added (settings.json's after those added in code), each
+/// awaited before the next. Their decisions combine so that the most cautious one wins:
+/// - `pre_tool_use`: the first [`HookDecision::Allow`] or [`HookDecision::Deny`] ends the
+///   chain; a [`HookDecision::Rewrite`] replaces the input (validated again) for the hooks
+///   after it.
+/// - `permission_request`: the first that answers wins; none: the user is asked.
+/// - `user_prompt_submit`: the first [`PromptCheck::Block`] wins; added contexts add up.
+/// - `stop`, `subagent_stop`: the first [`StopCheck::Continue`] wins.
+/// - `pre_compact`: the first [`CompactDecision::Veto`] wins; instructions add up.
+/// - the others only observe; all of them run.
+///
+/// ```
+/// use tool_sdk::agent::{AgentConfig, Hook, PromptCheck, StopCheck, StopContext};
+/// use tool_sdk::BoxFuture;
+///
+/// /// Two events in one type.
+/// struct Guard;
+///
+/// impl Hook for Guard {
+///     fn user_prompt_submit<'a>(&'a self, prompt: &'a str) -> BoxFuture<'a, PromptCheck> {
+///         Box::pin(async move {
+///             match prompt.contains("password") {
+///                 true => PromptCheck::Block("prompts must not carry secrets".into()),
+///                 false => PromptCheck::AddContext("Today is Monday.".into()),
+///             }
+///         })
+///     }
+///
+///     fn stop<'a>(&'a self, stop: &'a StopContext<'a>) -> BoxFuture<'a, StopCheck> {
+///         let check = match stop.text.contains("TODO") {
+///             true => StopCheck::Continue("Finish the TODOs first.".into()),
+///             false => StopCheck::Stop,
+///         };
+///         Box::pin(std::future::ready(check))
+///     }
+/// }
+///
+/// let config = AgentConfig::new().hooks(|hooks| {
+///     hooks
+///         .add(Guard)
+///         // One event, one closure.
+///         .on_session_end(|end| eprintln!("session over: {:?}", end.reason))
+/// });
+/// # let _ = config;
+/// ```
 pub trait Hook: Send + Sync {
     /// Before the permission gate decides on a call (after deny rules): allow it, refuse
     /// it, rewrite its input, or say nothing.

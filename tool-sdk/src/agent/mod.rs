@@ -131,7 +131,7 @@ pub enum AgentError {
     /// The run hit `max_turns` while the model still wanted tools.
     #[error("stopped after {0} turns (max_turns); the model still wanted to call tools")]
     MaxTurns(u32),
-    /// A [`UserPromptSubmit`] hook refused the prompt; nothing of it was sent or stored.
+    /// A [`user_prompt_submit`](Hook::user_prompt_submit) hook refused the prompt; nothing of it was sent or stored.
     #[error("the prompt was blocked by a hook: {0}")]
     PromptBlocked(String),
     /// The run was cancelled.
@@ -177,7 +177,7 @@ pub enum AgentError {
     )]
     ApprovalsPending(Vec<PendingApproval>),
     /// The model's typed answer ([`Agent::prompt_as`]) was refused `attempts` times in a row:
-    /// more than [`AgentConfig::max_output_retries`]. `errors` is what was wrong with the
+    /// more than [`Limits::max_output_retries`]. `errors` is what was wrong with the
     /// last one, AJV style.
     #[error(
         "the model's answer did not match the requested type after {attempts} attempt(s); \
@@ -407,7 +407,7 @@ impl Agent {
     /// own way (Anthropic: a `final_answer` tool it must call; OpenAI: a strict
     /// `response_format` JSON schema), may call tools first, and its answer is checked with
     /// the validator tool inputs get. An answer that fails goes back to the model with the
-    /// list of its problems, up to [`AgentConfig::max_output_retries`] times; then the run
+    /// list of its problems, up to [`Limits::max_output_retries`] times; then the run
     /// fails with [`AgentError::OutputInvalid`]. Permission questions are refused, as with
     /// [`prompt`](Self::prompt).
     ///

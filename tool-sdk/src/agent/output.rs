@@ -4,7 +4,7 @@
 //! client asks in its provider's own way), takes the answer from a call of the output tool or
 //! from the final text, and checks it with the validator tool inputs get (and by
 //! deserializing `T`). An answer that fails goes back to the model with the AJV-style list of
-//! what is wrong, up to [`AgentConfig::max_output_retries`] times; then the run fails with
+//! what is wrong, up to [`Limits::max_output_retries`](super::Limits::max_output_retries) times; then the run fails with
 //! [`AgentError::OutputInvalid`].
 
 use std::marker::PhantomData;

@@ -7,7 +7,7 @@ impl Agent {
     /// Opens the stored session `id` again, with its history as it was stored: the run goes on
     /// with [`prompt`](Agent::prompt) or [`run`](Agent::run), or [`continue_run`] when the
     /// last message is the user's. `config` must name the store
-    /// ([`AgentConfig::with_session_store`] or `[session] store`); its working directory, if
+    /// ([`SessionSettings::with_store`](super::SessionSettings::with_store) or `[session] store`); its working directory, if
     /// unset, is the session's.
     ///
     /// After a crash, every tool call left open gets its one result, and those results are
@@ -16,7 +16,7 @@ impl Agent {
     /// ([`STOPPED_MESSAGE`](crate::session::STOPPED_MESSAGE)), one that had not, as an error
     /// saying it did not run. No call is ever run again by a resume. A model turn the crash
     /// cut off was never stored: [`continue_run`] asks for it again. Calls waiting for
-    /// [deferred approvals](AgentConfig::with_deferred_approvals) are not sealed: they are
+    /// [deferred approvals](super::SessionSettings::with_deferred_approvals) are not sealed: they are
     /// [`pending_approvals`](Agent::pending_approvals), and run or are refused once answered.
     ///
     /// [`continue_run`]: Agent::continue_run
@@ -96,7 +96,7 @@ impl Agent {
         })
     }
 
-    /// Ends the session: its hooks see [`Hook::session_end`](super::Hook::session_end). The agent stays
+    /// Ends the session: its hooks see [`Hook::session_end`]. The agent stays
     /// usable: its next run starts the session again for the hooks (as
     /// [`SessionSource::Startup`]), and a stored session simply goes on.
     pub async fn close(&self) {
@@ -120,7 +120,7 @@ impl Agent {
     }
 
     /// The calls waiting for a permission answer after a run stopped for them
-    /// ([`AgentConfig::with_deferred_approvals`]), read from the store (so answers given by
+    /// ([`SessionSettings::with_deferred_approvals`](super::SessionSettings::with_deferred_approvals)), read from the store (so answers given by
     /// another process count). Empty without a session store.
     pub async fn pending_approvals(&self) -> Result<Vec<PendingApproval>, AgentError> {
         match &self.inner.store {

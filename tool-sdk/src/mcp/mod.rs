@@ -8,14 +8,17 @@
 //!
 //! ```no_run
 //! use tool_sdk::agent::{Agent, AgentConfig};
-//! use tool_sdk::mcp::McpServerConfig;
+//! use tool_sdk::mcp::{McpServerConfig, McpServers};
 //!
-//! # async fn demo(model: tool_sdk::model::ScriptedModel) -> Result<(), tool_sdk::agent::AgentError> {
+//! # async fn demo(model: tool_sdk::model::ScriptedModel) -> Result<(), Box<dyn std::error::Error>> {
+//! let servers = McpServers::from_file(".mcp.json")?; // {"mcpServers": {...}}
 //! let config = AgentConfig::new()
 //!     .with_model(model)
-//!     .with_mcp_server("time", McpServerConfig::stdio("uvx", ["mcp-server-time"]))
-//!     .with_mcp_servers_file(".mcp.json") // {"mcpServers": {...}}
-//!     .allow("mcp__time__*");
+//!     .mcp(|mcp| {
+//!         mcp.with_server("time", McpServerConfig::stdio("uvx", ["mcp-server-time"]))
+//!             .with_servers(servers)
+//!     })
+//!     .permissions(|p| p.allow("mcp__time__*"));
 //! let agent = Agent::create(config).await?;
 //! # Ok(()) }
 //! ```

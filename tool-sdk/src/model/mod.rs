@@ -85,7 +85,7 @@ pub struct ModelRequest {
     pub output: Option<OutputFormat>,
     /// Whether, and from what length, the provider should cache the prompt's prefix, so each
     /// turn of a long run pays full price only for what is new. The agent sets it unless
-    /// [`AgentConfig::with_prompt_caching`](crate::agent::AgentConfig::with_prompt_caching)
+    /// [`ModelSettings::with_prompt_caching`](crate::agent::ModelSettings::with_prompt_caching)
     /// turned it off. Anthropic gets `cache_control` breakpoints; OpenAI caches on its own
     /// and ignores it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -625,7 +625,7 @@ pub enum ModelError {
     /// `prompt is too long`, or `input length and max_tokens exceed context limit` when it
     /// fits only without the answer; OpenAI's `context_length_exceeded`). Sending it again as
     /// it is fails the same way; an agent compacts the conversation once and retries (see
-    /// [`AgentConfig::with_compaction`](crate::agent::AgentConfig::with_compaction)).
+    /// [`ContextSettings::with_compaction`](crate::agent::ContextSettings::with_compaction)).
     #[error("the prompt is too long for the model's context window (HTTP {status}): {message}")]
     PromptTooLong {
         /// The HTTP status.

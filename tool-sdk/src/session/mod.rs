@@ -4,7 +4,7 @@
 //! A [`SessionStore`] keeps sessions ([`SessionInfo`]) and, for each, the [`Record`]s of what
 //! happened, in order: user messages, complete model turns, each tool call's start and its
 //! result, permission questions and answers, token usage. The agent appends them as they
-//! happen ([`crate::agent::AgentConfig::with_session_store`]); [`crate::agent::Agent::resume`]
+//! happen ([`crate::agent::SessionSettings::with_store`]); [`crate::agent::Agent::resume`]
 //! turns them back into a conversation ([`restore`]) and answers the calls a crash left open.
 //! Approvals can wait in the store for an answer from another process ([`pending_approvals`],
 //! [`answer_approval`]), and file contents are kept for a rewind ([`FileCheckpoints`]).
@@ -378,7 +378,7 @@ pub enum Record {
     },
     /// The permission question just asked about a call (its [`Record::PermissionAsked`]) was
     /// not answered by anyone in the process: the agent runs with
-    /// [`with_deferred_approvals`](crate::agent::AgentConfig::with_deferred_approvals), so the
+    /// [`with_deferred_approvals`](crate::agent::SessionSettings::with_deferred_approvals), so the
     /// run stopped and the question waits for [`answer_approval`]. Recovery leaves such a call
     /// open instead of sealing it.
     ApprovalDeferred {
@@ -614,7 +614,7 @@ pub enum SessionError {
 }
 
 /// A tool call waiting for a permission answer that the run did not wait for (see
-/// [`with_deferred_approvals`](crate::agent::AgentConfig::with_deferred_approvals)).
+/// [`with_deferred_approvals`](crate::agent::SessionSettings::with_deferred_approvals)).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct PendingApproval {
