@@ -387,7 +387,7 @@ async fn each_event_reaches_one_hook_once_at_its_moment() {
                     PermissionAnswer::Allow
                 })
             })
-            .hooks(|hooks| hooks.add(recorder.clone())),
+            .hooks(|hooks| hooks.with_hook(recorder.clone())),
     )
     .await
     .unwrap();

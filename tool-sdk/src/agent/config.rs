@@ -213,7 +213,7 @@ impl AgentConfig {
         self
     }
 
-    /// Edits the [hooks](Hooks): `.hooks(|hooks| hooks.add(MyHook).on_stop(|stop| ...))`.
+    /// Edits the [hooks](Hooks): `.hooks(|hooks| hooks.with_hook(MyHook).on_stop(|stop| ...))`.
     pub fn hooks(mut self, edit: impl FnOnce(Hooks) -> Hooks) -> Self {
         self.hooks = edit(self.hooks);
         self
@@ -372,7 +372,7 @@ impl AgentConfig {
                 tracing::warn!("{warning}");
             }
             if !settings.hooks.is_empty() {
-                self.hooks = self.hooks.add(settings.hooks);
+                self.hooks = self.hooks.with_hook(settings.hooks);
             }
             let rules = settings.permissions;
             for (mine, theirs) in [
