@@ -774,7 +774,12 @@ async fn an_unknown_session_is_a_clear_error_and_nothing_is_lost() {
     )
     .await
     .unwrap_err();
-    assert!(error.to_string().contains("with_session_store"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains(".session(|s| s.with_store(...))"),
+        "{error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
