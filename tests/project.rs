@@ -350,6 +350,7 @@ async fn claude_code_command_hooks_run_for_their_events_and_are_obeyed() {
         "Stop": [{"hooks": [{"type": "command", "timeout": 10, "command":
             "test -e stopped && exit 0; touch stopped; echo '{\"decision\": \"block\", \"reason\": \"Say goodbye.\"}'"}]}],
         "SessionEnd": [{"hooks": [{"type": "command", "command": "cat > session_end.json"}]}],
+        "PostToolUseFailure": [{"matcher": "delete_note", "hooks": [{"type": "command", "command": "cat > failure.json"}]}],
         "SessionStart": [{"matcher": "resume", "hooks": [{"type": "command", "command": "touch resumed"}]}]
     }});
     write(
@@ -396,6 +397,10 @@ async fn claude_code_command_hooks_run_for_their_events_and_are_obeyed() {
     assert_eq!(read("permission.json")["tool_name"], "save_note");
     assert_eq!(read("pre.json")["tool_name"], "delete_note");
     assert_eq!(read("pre.json")["tool_input"], json!({"text": "b"}));
+    // PostToolUseFailure saw the refusal.
+    assert_eq!(read("failure.json")["tool_name"], "delete_note");
+    let failure = read("failure.json")["error"].to_string();
+    assert!(failure.contains("deleting is off today"), "{failure}");
     // Stop sent the run on once, with its reason.
     assert_eq!(result.text, "Goodbye.");
     let sent_on = model.requests()[2].messages.last().cloned().unwrap();

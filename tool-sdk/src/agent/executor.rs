@@ -338,7 +338,7 @@ async fn run_one(
         };
     }
     spans::end_tool(&span, error.as_ref(), &output);
-    if let Some(error) = &error {
+    if let Some(error) = error.as_ref().filter(|_| !agent.config.hooks.is_empty()) {
         let error = error.to_string();
         let failure = ToolFailure {
             tool: &call.name,

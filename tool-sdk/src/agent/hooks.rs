@@ -237,6 +237,8 @@ pub trait Hook: Send + Sync {
     }
 
     /// A call needs the user's permission: answer for them, or `None` to let them be asked.
+    /// A question [deferred](super::SessionSettings::with_deferred_approvals) waits in the
+    /// store for its answer instead: hooks are not asked.
     fn permission_request<'a>(
         &'a self,
         question: &'a PermissionQuestion,
