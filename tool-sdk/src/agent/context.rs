@@ -151,7 +151,8 @@ impl ContextSettings {
     }
 }
 
-/// What a [`pre_compact`](super::Hook::pre_compact) hook is told about the compaction about to happen.
+/// What a [`pre_compact`](super::Hook::pre_compact) hook is told about the compaction about
+/// to happen.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CompactRequest {

@@ -131,7 +131,8 @@ pub enum AgentError {
     /// The run hit `max_turns` while the model still wanted tools.
     #[error("stopped after {0} turns (max_turns); the model still wanted to call tools")]
     MaxTurns(u32),
-    /// A [`user_prompt_submit`](Hook::user_prompt_submit) hook refused the prompt; nothing of it was sent or stored.
+    /// A [`user_prompt_submit`](Hook::user_prompt_submit) hook refused the prompt; nothing of
+    /// it was sent or stored.
     #[error("the prompt was blocked by a hook: {0}")]
     PromptBlocked(String),
     /// The run was cancelled.
@@ -512,8 +513,8 @@ impl Agent {
 
     /// Runs to the end and returns the result. Calls that need the user's permission are
     /// refused (use [`run`](Self::run) to answer them), or with
-    /// [`SessionSettings::with_deferred_approvals`] stop the run until they are answered. Fails
-    /// if the run failed.
+    /// [`SessionSettings::with_deferred_approvals`] stop the run until they are answered.
+    /// Fails if the run failed.
     pub async fn prompt(&self, prompt: impl Into<String>) -> Result<RunResult, AgentError> {
         self.prompt_with(Some(prompt.into())).await
     }
@@ -804,7 +805,7 @@ impl AgentInner {
         agent_id: AgentId,
     ) -> Result<Self, AgentError> {
         if let Some(problem) = config.problem() {
-            return Err(AgentError::Config(problem.clone()));
+            return Err(AgentError::Config(problem));
         }
         if config.limits.max_turns == 0 {
             return Err(AgentError::Config("max_turns must be at least 1".into()));

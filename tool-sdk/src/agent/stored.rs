@@ -7,7 +7,7 @@ impl Agent {
     /// Opens the stored session `id` again, with its history as it was stored: the run goes on
     /// with [`prompt`](Agent::prompt) or [`run`](Agent::run), or [`continue_run`] when the
     /// last message is the user's. `config` must name the store
-    /// ([`SessionSettings::with_store`](super::SessionSettings::with_store) or `[session] store`); its working directory, if
+    /// ([`SessionSettings::with_store`] or `[session] store`); its working directory, if
     /// unset, is the session's.
     ///
     /// After a crash, every tool call left open gets its one result, and those results are
@@ -120,8 +120,8 @@ impl Agent {
     }
 
     /// The calls waiting for a permission answer after a run stopped for them
-    /// ([`SessionSettings::with_deferred_approvals`](super::SessionSettings::with_deferred_approvals)), read from the store (so answers given by
-    /// another process count). Empty without a session store.
+    /// ([`SessionSettings::with_deferred_approvals`]), read from the store (so answers given
+    /// by another process count). Empty without a session store.
     pub async fn pending_approvals(&self) -> Result<Vec<PendingApproval>, AgentError> {
         match &self.inner.store {
             Some(store) => {
