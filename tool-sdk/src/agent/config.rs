@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use context::ContextSettings;
 pub use limits::Limits;
 #[cfg(feature = "mcp")]
 pub use mcp::McpSettings;
@@ -28,7 +29,6 @@ pub use permissions::PermissionSettings;
 pub use session::{SessionLeasing, SessionSettings, StoreSource};
 
 use super::AgentError;
-use super::context::ContextSettings;
 use super::hooks::Hooks;
 use crate::model::Model;
 use crate::session::SessionStore;

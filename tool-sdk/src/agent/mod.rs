@@ -90,10 +90,10 @@ pub use command_hooks::CommandHooks;
 #[cfg(feature = "mcp")]
 pub use config::McpSettings;
 pub use config::{
-    AgentConfig, Limits, ModelSettings, ModelSource, ModelSpec, PermissionSettings, ProviderKind,
-    SessionLeasing, SessionSettings, StoreSource, SubagentConfig,
+    AgentConfig, ContextSettings, Limits, ModelSettings, ModelSource, ModelSpec,
+    PermissionSettings, ProviderKind, SessionLeasing, SessionSettings, StoreSource, SubagentConfig,
 };
-pub use context::{CompactDecision, CompactRequest, ContextSettings, IMAGE_TOKENS};
+pub use context::{CompactDecision, CompactRequest, IMAGE_TOKENS};
 pub use events::{AgentEvent, PermissionRequest};
 pub use executor::READ_ONLY_COMMIT_DELAY;
 pub use hooks::{

@@ -1,7 +1,99 @@
-//! `config.context`'s builder methods, beside [`ContextSettings`]'s fields in the context
-//! manager.
+//! `config.context`: how requests are kept inside the model's context window.
 
-use crate::agent::ContextSettings;
+use serde::{Deserialize, Serialize};
+
+/// How an agent keeps its requests inside the model's context window (`[context]` in a config
+/// file). See [`ContextSettings::with_compaction`].
+///
+/// ```
+/// use tool_sdk::agent::AgentConfig;
+///
+/// let config: AgentConfig = toml::from_str(r#"
+///     [context]
+///     window = 100000
+///     clear_at = 0.6
+/// "#).unwrap();
+/// assert_eq!(config.context.window, Some(100_000));
+/// assert!(config.context.compaction);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContextSettings {
+    /// The model's context window in tokens, when the [`Catalog`](crate::model::Catalog) does
+    /// not know the model id or is wrong about it. With neither, the window is not managed.
+    pub window: Option<u64>,
+    /// Whether the window is managed at all: old tool results cleared and the conversation
+    /// compacted (default: on).
+    pub compaction: bool,
+    /// The share of the room above which older tool results are cleared (default 0.7). The
+    /// room is the window less the answer's `max_tokens`, as are all the shares below.
+    pub clear_at: f64,
+    /// The share of the room a batch of clearing brings the request under, when clearing can
+    /// (default 0.1): well under `clear_at`, so that one batch (one break of the prompt
+    /// cache) lasts many turns. Higher keeps more recent results in view, for more batches.
+    pub clear_to: f64,
+    /// The share of the room above which the conversation is compacted (default 0.85).
+    pub compact_at: f64,
+    /// How many of the most recent tool results are never cleared (default 1). Results the
+    /// model has not read yet are never cleared either.
+    pub keep_tool_results: usize,
+    /// The share of the room the recent messages kept verbatim by a compaction may take
+    /// (default 0.25); at least the last turn is kept whatever its size.
+    pub keep_recent: f64,
+}
+
+impl Default for ContextSettings {
+    fn default() -> Self {
+        ContextSettings {
+            window: None,
+            compaction: true,
+            clear_at: 0.7,
+            clear_to: 0.1,
+            compact_at: 0.85,
+            keep_tool_results: 1,
+            keep_recent: 0.25,
+        }
+    }
+}
+
+impl ContextSettings {
+    pub(crate) fn is_default(&self) -> bool {
+        *self == ContextSettings::default()
+    }
+
+    /// A mistake in the settings, said so that it can be fixed.
+    pub(crate) fn problem(&self) -> Option<String> {
+        let share = |x: f64| x > 0.0 && x <= 1.0;
+        let shares = [
+            self.clear_at,
+            self.clear_to,
+            self.compact_at,
+            self.keep_recent,
+        ];
+        if !shares.into_iter().all(share) {
+            return Some(format!(
+                "[context] clear_at ({}), clear_to ({}), compact_at ({}) and keep_recent ({}) \
+                 are shares of the context window: each must be above 0 and at most 1",
+                self.clear_at, self.clear_to, self.compact_at, self.keep_recent
+            ));
+        }
+        if self.clear_to > self.clear_at {
+            return Some(format!(
+                "[context] clear_to ({}) must not be above clear_at ({}): clearing starts above \
+                 clear_at and brings the request down to clear_to",
+                self.clear_to, self.clear_at
+            ));
+        }
+        if self.clear_at > self.compact_at {
+            return Some(format!(
+                "[context] clear_at ({}) must not be above compact_at ({}): tool results are \
+                 cleared before the conversation is compacted",
+                self.clear_at, self.compact_at
+            ));
+        }
+        None
+    }
+}
 
 impl ContextSettings {
     /// Sets the model's context window, in tokens, whatever the model id: for a model the
