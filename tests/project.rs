@@ -446,3 +446,33 @@ async fn bad_command_hooks_fail_create_naming_the_file() {
         assert!(error.contains("settings.json"), "{error}");
     }
 }
+
+#[tokio::test]
+async fn a_command_hook_may_answer_before_it_reads_a_large_input() {
+    let dir = tempfile::tempdir().unwrap();
+    // 100 kB out before reading 300 kB in: both pipes fill unless both are served at once.
+    let command = "head -c 100000 /dev/zero | tr '\\0' x; cat > /dev/null";
+    let settings = json!({"hooks": {"UserPromptSubmit": [{"hooks": [
+        {"type": "command", "command": command, "timeout": 5}
+    ]}]}});
+    write(
+        &dir.path().join(".claude/settings.json"),
+        &settings.to_string(),
+    );
+    let model = ScriptedModel::new([ScriptedTurn::text("ok")]);
+    let agent = Agent::create(
+        AgentConfig::new()
+            .with_model(model.clone())
+            .with_registry(registry())
+            .with_working_dir(dir.path())
+            .with_claude_settings(),
+    )
+    .await
+    .unwrap();
+    agent.prompt("y".repeat(300_000)).await.unwrap();
+    let sent = format!("{:?}", model.requests()[0].messages[0]);
+    assert!(
+        sent.contains(&"x".repeat(100_000)),
+        "the hook's context was lost"
+    );
+}

@@ -141,11 +141,16 @@ impl CommandHooks {
             .stderr(Stdio::piped());
         let run = async {
             let mut child = cmd.spawn()?;
-            if let Some(mut stdin) = child.stdin.take() {
-                // A hook that does not read its input closes the pipe: not an error.
-                let _ = stdin.write_all(input.as_bytes()).await;
-            }
-            child.wait_with_output().await
+            let stdin = child.stdin.take();
+            // Written while the output is read: a hook that answers before reading all of a
+            // large input must not wait on a full pipe while this waits on its input.
+            let write = async move {
+                if let Some(mut stdin) = stdin {
+                    // A hook that does not read its input closes the pipe: not an error.
+                    let _ = stdin.write_all(input.as_bytes()).await;
+                }
+            };
+            tokio::join!(write, child.wait_with_output()).1
         };
         let output = match tokio::time::timeout(timeout, run).await {
             Ok(Ok(output)) => output,
