@@ -359,7 +359,7 @@ impl AgentConfig {
             })?,
         };
         if self.project_memory
-            && let Some(memory) = super::ProjectMemory::load(&dir)?.to_prompt()
+            && let Some(memory) = super::project::ProjectMemory::load(&dir)?.to_prompt()
         {
             self.model.system_prompt = Some(match self.model.system_prompt.take() {
                 Some(prompt) => format!("{prompt}\n\n{memory}"),
@@ -367,7 +367,7 @@ impl AgentConfig {
             });
         }
         if self.claude_settings {
-            let settings = super::ClaudeSettings::load(&dir)?;
+            let settings = super::project::ClaudeSettings::load(&dir)?;
             for warning in &settings.warnings {
                 tracing::warn!("{warning}");
             }

@@ -8,10 +8,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentConfig, Limits, ModelSettings, ModelSource, PermissionSettings, SessionLeasing,
-    SessionSettings, StoreSource, SubagentConfig,
+    AgentConfig, ContextSettings, Limits, ModelSettings, ModelSource, PermissionSettings,
+    SessionLeasing, SessionSettings, StoreSource, SubagentConfig,
 };
-use crate::agent::ContextSettings;
+
 use crate::model::ModelInfo;
 use crate::permission::{PermissionMode, PermissionRules};
 
