@@ -205,18 +205,14 @@ fn check_params(params: &[Param], errors: &mut Vec<Error>) -> InputShape {
                     ));
                 }
             }
-            ParamKind::Context => {
-                if context_seen {
-                    errors.push(error(
-                        &param.ident,
-                        "a tool takes at most one `&ToolContext`: remove this parameter",
-                    ));
+            ParamKind::Injected => check_injected(param, &mut context_seen, errors),
+            ParamKind::Arg { options, attr, doc } => {
+                // Beside `#[input]` a by-value parameter can only be injected: the
+                // expansion asks its type for `FromToolContext`. Written as an argument
+                // (`#[arg]`, a doc comment), it was meant as one.
+                if attr.is_some() || doc.is_some() {
+                    first_arg.get_or_insert(index);
                 }
-                context_seen = true;
-            }
-            ParamKind::State => {}
-            ParamKind::Arg { options, .. } => {
-                first_arg.get_or_insert(index);
                 check_owned(&param.ty, errors);
                 if let Some(rename) = &options.rename
                     && let Some(problem) = property_problem(&rename.value())
@@ -240,6 +236,31 @@ fn check_params(params: &[Param], errors: &mut Vec<Error>) -> InputShape {
     match input_index {
         Some(index) => InputShape::Struct(index),
         None => InputShape::Params,
+    }
+}
+
+/// A reference parameter: the context, or another extractor (`FromToolContext` for `&T`).
+fn check_injected(param: &Param, context_seen: &mut bool, errors: &mut Vec<Error>) {
+    let Type::Reference(reference) = &param.ty else {
+        return;
+    };
+    // Diagnostics only: which parameters are injected is up to the trait.
+    match last_segment(&reference.elem).map(|s| s.ident.to_string()) {
+        Some(name) if name == "ToolContext" => {
+            if *context_seen {
+                errors.push(error(
+                    &param.ident,
+                    "a tool takes at most one `&ToolContext`: remove this parameter",
+                ));
+            }
+            *context_seen = true;
+        }
+        Some(name) if name == "str" => errors.push(error(
+            &param.ty,
+            "tool arguments are deserialized from JSON and must own their data: use `String` \
+             instead of `&str`",
+        )),
+        _ => {}
     }
 }
 
