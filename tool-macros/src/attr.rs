@@ -372,7 +372,7 @@ fn parse_param(typed: &mut syn::PatType) -> (Option<Param>, Vec<Error>) {
             ));
         }
         ParamKind::Input
-    } else if matches!(&ty, Type::Reference(reference) if reference.mutability.is_none()) {
+    } else if matches!(&ty, Type::Reference(r) if r.mutability.is_none() && !is_data(&r.elem)) {
         if let Some(arg) = &arg_attr {
             errors.push(error(
                 arg,
@@ -411,6 +411,23 @@ fn newtype_binding(pat: &syn::PatTupleStruct) -> Option<Ident> {
             Some(inner.ident.clone())
         }
         _ => None,
+    }
+}
+
+/// Types that are data, not extractors: a parameter of one, borrowed or beside `#[input]`, is
+/// a mistaken argument, and gets the check stage's error (which says what to write) rather
+/// than the extractor trait's. Which parameters are injected is otherwise up to the trait.
+const DATA_TYPES: [&str; 23] = [
+    "str", "String", "Vec", "Option", "Path", "PathBuf", "HashMap", "BTreeMap", "HashSet",
+    "BTreeSet", "Value", "bool", "char", "u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32",
+    "i64", "f64",
+];
+
+/// Whether `ty` is plain data (see [`DATA_TYPES`]), slices and arrays included.
+pub fn is_data(ty: &Type) -> bool {
+    match ty {
+        Type::Slice(_) | Type::Array(_) | Type::Tuple(_) => true,
+        _ => last_segment(ty).is_some_and(|seg| DATA_TYPES.iter().any(|name| seg.ident == name)),
     }
 }
 

@@ -9,7 +9,7 @@ use proc_macro2::Span;
 use syn::visit::Visit;
 use syn::{Error, LitStr, ReturnType, Type};
 
-use crate::attr::{Param, ParamKind, ToolFn, error, error_at, last_segment, unraw};
+use crate::attr::{Param, ParamKind, ToolFn, error, error_at, is_data, last_segment, unraw};
 
 /// What expansion needs beyond the model.
 pub struct Plan {
@@ -209,8 +209,8 @@ fn check_params(params: &[Param], errors: &mut Vec<Error>) -> InputShape {
             ParamKind::Arg { options, attr, doc } => {
                 // Beside `#[input]` a by-value parameter can only be injected: the
                 // expansion asks its type for `FromToolContext`. Written as an argument
-                // (`#[arg]`, a doc comment), it was meant as one.
-                if attr.is_some() || doc.is_some() {
+                // (`#[arg]`, a doc comment) or of a data type, it was meant as one.
+                if attr.is_some() || doc.is_some() || is_data(&param.ty) {
                     first_arg.get_or_insert(index);
                 }
                 check_owned(&param.ty, errors);
@@ -241,26 +241,17 @@ fn check_params(params: &[Param], errors: &mut Vec<Error>) -> InputShape {
 
 /// A reference parameter: the context, or another extractor (`FromToolContext` for `&T`).
 fn check_injected(param: &Param, context_seen: &mut bool, errors: &mut Vec<Error>) {
-    let Type::Reference(reference) = &param.ty else {
-        return;
-    };
     // Diagnostics only: which parameters are injected is up to the trait.
-    match last_segment(&reference.elem).map(|s| s.ident.to_string()) {
-        Some(name) if name == "ToolContext" => {
-            if *context_seen {
-                errors.push(error(
-                    &param.ident,
-                    "a tool takes at most one `&ToolContext`: remove this parameter",
-                ));
-            }
-            *context_seen = true;
+    if let Type::Reference(reference) = &param.ty
+        && last_segment(&reference.elem).is_some_and(|s| s.ident == "ToolContext")
+    {
+        if *context_seen {
+            errors.push(error(
+                &param.ident,
+                "a tool takes at most one `&ToolContext`: remove this parameter",
+            ));
         }
-        Some(name) if name == "str" => errors.push(error(
-            &param.ty,
-            "tool arguments are deserialized from JSON and must own their data: use `String` \
-             instead of `&str`",
-        )),
-        _ => {}
+        *context_seen = true;
     }
 }
 

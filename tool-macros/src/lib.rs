@@ -126,6 +126,24 @@ mod tests {
         }
     }
 
+    /// Uses of `ReadTool` elsewhere must find it (rust-analyzer, like rustc past name
+    /// resolution, would report each use otherwise): the struct and a `Tool` impl come out
+    /// beside the error.
+    #[test]
+    fn a_wrong_attribute_still_defines_the_tool_struct() {
+        let func: ItemFn = syn::parse_str("/// D.\npub async fn read(p: String) {}").unwrap();
+        let out = tool_impl("timeout = \"soon\"".parse().unwrap(), func).to_string();
+        assert!(out.contains("compile_error"), "{out}");
+        assert!(out.contains("pub struct ReadTool"), "{out}");
+        assert!(out.contains("Tool for ReadTool"), "{out}");
+        // Not registered: the stand-in never runs.
+        assert!(!out.contains("inventory"), "{out}");
+        // A method's attribute is inside an `impl`, where a struct cannot go.
+        let func: ItemFn = syn::parse_str("/// D.\nasync fn read(&self, p: String) {}").unwrap();
+        let out = tool_impl(TokenStream2::new(), func).to_string();
+        assert!(!out.contains("struct ReadTool"), "{out}");
+    }
+
     #[test]
     fn a_misspelt_allow_unknown_fields_gets_a_suggestion() {
         let func: ItemFn = syn::parse_str("/// D.\nasync fn f(a: u8) {}").unwrap();

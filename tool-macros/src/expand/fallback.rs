@@ -12,9 +12,14 @@ use crate::check::Plan;
 /// The tool struct, implementing `Tool` with bodies that never run: the crate does not
 /// compile while the errors stand.
 pub fn fallback(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
+    // A method (`&self`) is inside an `impl`, where no struct can go.
+    let method = matches!(tool.func.sig.inputs.first(), Some(syn::FnArg::Receiver(_)));
     let Ok(struct_ident) = syn::parse_str::<Ident>(&plan.struct_name) else {
         return TokenStream::new();
     };
+    if method {
+        return TokenStream::new();
+    }
     let vis = &tool.func.vis;
     let private = quote!(#krate::__private);
     quote! {

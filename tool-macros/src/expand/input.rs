@@ -192,12 +192,15 @@ impl<'a> Field<'a> {
         let probe = self.probe();
         let (object, ctx) = (local("__tool_object"), local("__tool_ctx"));
         let input_ident = self.input_ident;
+        // At the type, so that an argument that is not `Deserialize` is reported there alone.
+        let take = quote_spanned!(ty.span()=> take);
+        let take_or = quote_spanned!(ty.span()=> take_or);
         match &self.options.default {
             None => quote! {
-                #field: #probe.take::<#ty>(&mut #object, #name, #ctx)?
+                #field: #probe.#take::<#ty>(&mut #object, #name, #ctx)?
             },
             Some(darling::util::Override::Inherit) => quote! {
-                #field: #probe.take_or::<#ty>(
+                #field: #probe.#take_or::<#ty>(
                     &mut #object,
                     #name,
                     <#ty as ::core::default::Default>::default,
@@ -207,7 +210,7 @@ impl<'a> Field<'a> {
             Some(darling::util::Override::Explicit(_)) => {
                 let default_fn = self.default_fn_ident();
                 quote! {
-                    #field: #probe.take_or::<#ty>(
+                    #field: #probe.#take_or::<#ty>(
                         &mut #object, #name, #input_ident::#default_fn, #ctx,
                     )?
                 }
@@ -278,7 +281,7 @@ impl<'a> Field<'a> {
         // The probes are checked where they are used: one look-up of each per field.
         let (param, schema) = (local("__tool_param"), local("__tool_probe"));
         let checked = quote_spanned! {ty.span()=>
-            #private::assert_argument_schema::<#ty, _>((#param, #schema));
+            #param.assert_schema::<#ty, _>(#schema);
         };
         let attr_checked = self.attr.map(|span| {
             quote_spanned! {span=>

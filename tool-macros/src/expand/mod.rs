@@ -238,9 +238,11 @@ fn required_state(
             if injected.is_empty() {
                 return None;
             }
+            // Through the probe: a type that is not an extractor is reported once, where the
+            // call takes it.
             quote! {
                 ::core::iter::IntoIterator::into_iter([
-                    #(<#injected as #krate::FromToolContext>::required_state()),*
+                    #((&&#private::Tag::<#injected>::of_type()).__tool_param_tag().required::<#injected>()),*
                 ])
                 .flatten()
                 .collect()

@@ -172,7 +172,7 @@ impl<T: ?Sized> ArgAttribute<T> for ArgTag {}
 /// Compile-time check that a parameter with `#[arg]` is an argument.
 pub fn assert_arg_attribute<T: ?Sized, P: ArgAttribute<T>>(_probe: P) {}
 
-/// Holds when the parameter is injected, or is an argument whose type is `JsonSchema`.
+/// Holds when the schema probe found `T` to be `JsonSchema`.
 #[diagnostic::on_unimplemented(
     message = "`{T}` cannot be a tool argument: it does not implement `JsonSchema`",
     label = "the model is told each argument's JSON Schema, so this type must implement \
@@ -182,11 +182,17 @@ pub fn assert_arg_attribute<T: ?Sized, P: ArgAttribute<T>>(_probe: P) {}
             context rather than from the model, implement `FromToolContext` for it"
 )]
 pub trait ArgumentSchema<T: ?Sized> {}
-impl<T: ?Sized> ArgumentSchema<T> for (ArgTag, SchemaTag) {}
-impl<T: ?Sized, S> ArgumentSchema<T> for (InjectTag, S) {}
+impl<T: ?Sized> ArgumentSchema<T> for SchemaTag {}
 
-/// Compile-time check that an argument's type is `JsonSchema` (or the parameter is injected).
-pub fn assert_argument_schema<T: ?Sized, P: ArgumentSchema<T>>(_probes: P) {}
+impl ArgTag {
+    /// Compile-time check that an argument's type is `JsonSchema`.
+    pub fn assert_schema<T: ?Sized, S: ArgumentSchema<T>>(self, _probe: S) {}
+}
+
+impl InjectTag {
+    /// An injected parameter has no schema.
+    pub fn assert_schema<T: ?Sized, S>(self, _probe: S) {}
+}
 
 /// The app state a tool's parameters need.
 pub fn required_state(params: &[ParamSpec]) -> Vec<StateRequirement> {
