@@ -62,6 +62,46 @@ pub fn input_struct(
             pub #name: #ty,
         });
     }
+    let definition = quote! {
+        #[doc = #doc]
+        #[allow(missing_docs)]
+        #vis struct #ident {
+            #(#fields)*
+        }
+    };
+    let parts = Parts {
+        names,
+        takes,
+        specs,
+        defaults,
+    };
+    (definition, input_impls(tool, ident, &doc, parts, krate))
+}
+
+/// What the fields contribute to [`input_impls`].
+struct Parts {
+    names: Vec<TokenStream>,
+    takes: Vec<TokenStream>,
+    specs: Vec<TokenStream>,
+    defaults: Vec<TokenStream>,
+}
+
+/// The impls of the parameter struct: `__tool_parse`, `__tool_params`, `Deserialize` and
+/// `JsonSchema`.
+fn input_impls(
+    tool: &ToolFn,
+    ident: &Ident,
+    doc: &str,
+    parts: Parts,
+    krate: &TokenStream,
+) -> TokenStream {
+    let private = quote!(#krate::__private);
+    let Parts {
+        names,
+        takes,
+        specs,
+        defaults,
+    } = parts;
     // Unknown keys refused: the schema is closed too (`additionalProperties: false`), which is
     // what the validator refuses them by, with a did-you-mean.
     let deny = !allow_unknown_fields(tool);
@@ -74,14 +114,7 @@ pub fn input_struct(
     );
     // Parsed field by field through shared helpers (generic only in each field's type), not
     // by a derive: serde's would compile its visitor and field enum once per tool.
-    let definition = quote! {
-        #[doc = #doc]
-        #[allow(missing_docs)]
-        #vis struct #ident {
-            #(#fields)*
-        }
-    };
-    let impls = quote! {
+    quote! {
         impl #ident {
             /// Reads the input the model sent: an object with these fields. Injected fields
             /// come from `ctx`.
@@ -139,8 +172,7 @@ pub fn input_struct(
                 )
             }
         }
-    };
-    (definition, impls)
+    }
 }
 
 /// One by-value parameter, a field of the struct.

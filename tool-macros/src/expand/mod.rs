@@ -40,31 +40,8 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     let struct_ident = Ident::new(&plan.struct_name, fn_ident.span());
     let private = quote!(#krate::__private);
 
-    let (input_ty, input_struct, input_impls, input_schema) = match plan.input {
-        InputShape::Params => {
-            let ident = format_ident!("{}Input", struct_ident);
-            let (definition, impls) = input::input_struct(tool, &ident, &struct_ident, krate);
-            let name = ident.to_string();
-            let schema = quote! {
-                #private::params_schema(
-                    #name,
-                    <#ident as #private::schemars::JsonSchema>::json_schema,
-                )
-            };
-            (quote!(#ident), definition, impls, schema)
-        }
-        InputShape::Struct(index) => {
-            let ty = &tool.params[index].ty;
-            // Probed, not bound: see `call::assertions`.
-            let allow_unknown = allow_unknown_fields(tool);
-            let schema = quote! {
-                (&&#private::Tag::<#ty>::of_type())
-                    .__tool_schema_tag()
-                    .input_schema::<#ty>(#allow_unknown)
-            };
-            (quote!(#ty), TokenStream::new(), TokenStream::new(), schema)
-        }
-    };
+    let (input_ty, input_struct, input_impls, input_schema) =
+        input_parts(tool, plan, &struct_ident, krate);
 
     let name = &plan.name;
     let description = &plan.description;
@@ -140,6 +117,42 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
             #assertions
             #registration
         };
+    }
+}
+
+/// The input's type, the parameter struct and its impls (none for `#[input]`), and the code
+/// that builds the input schema.
+fn input_parts(
+    tool: &ToolFn,
+    plan: &Plan,
+    struct_ident: &Ident,
+    krate: &TokenStream,
+) -> (TokenStream, TokenStream, TokenStream, TokenStream) {
+    let private = quote!(#krate::__private);
+    match plan.input {
+        InputShape::Params => {
+            let ident = format_ident!("{}Input", struct_ident);
+            let (definition, impls) = input::input_struct(tool, &ident, struct_ident, krate);
+            let name = ident.to_string();
+            let schema = quote! {
+                #private::params_schema(
+                    #name,
+                    <#ident as #private::schemars::JsonSchema>::json_schema,
+                )
+            };
+            (quote!(#ident), definition, impls, schema)
+        }
+        InputShape::Struct(index) => {
+            let ty = &tool.params[index].ty;
+            // Probed, not bound: see `call::assertions`.
+            let allow_unknown = allow_unknown_fields(tool);
+            let schema = quote! {
+                (&&#private::Tag::<#ty>::of_type())
+                    .__tool_schema_tag()
+                    .input_schema::<#ty>(#allow_unknown)
+            };
+            (quote!(#ty), TokenStream::new(), TokenStream::new(), schema)
+        }
     }
 }
 
