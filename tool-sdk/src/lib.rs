@@ -74,7 +74,10 @@
 //!
 //! The pieces:
 //! - [`macro@tool`] turns an async fn into a [`Tool`]; the [`Tool`] trait is also
-//!   implementable by hand for tools built at run time.
+//!   implementable by hand for tools built at run time. Both, with [`ToolContext`],
+//!   [`ToolOutput`], [`ToolError`], [`State`] and [`FromToolContext`], come from the small
+//!   crate `tool-sdk-core`, re-exported here: a crate that only defines tools can depend on it
+//!   alone and not build the agent runtime.
 //! - [`ToolRegistry`] collects tools (every `#[tool]` registers itself globally) and builds the
 //!   tool list each provider wants ([`schema::Provider`]).
 //! - [`pipeline`] is the road every call takes (validation, permission, timeout, caps), for
