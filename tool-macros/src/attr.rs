@@ -417,10 +417,15 @@ fn newtype_binding(pat: &syn::PatTupleStruct) -> Option<Ident> {
 /// Types that are data, not extractors: a parameter of one, borrowed or beside `#[input]`, is
 /// a mistaken argument, and gets the check stage's error (which says what to write) rather
 /// than the extractor trait's. Which parameters are injected is otherwise up to the trait.
-const DATA_TYPES: [&str; 23] = [
-    "str", "String", "Vec", "Option", "Path", "PathBuf", "HashMap", "BTreeMap", "HashSet",
-    "BTreeSet", "Value", "bool", "char", "u8", "u16", "u32", "u64", "usize", "i8", "i16", "i32",
-    "i64", "f64",
+///
+/// All are std types, which the orphan rule keeps from implementing `FromToolContext` outside
+/// tool-sdk-core (which does not), so a parameter of one is an argument without asking the
+/// type checker: the expansion skips the probe for it, which keeps crates of such tools as
+/// quick to compile as before the trait.
+const DATA_TYPES: [&str; 24] = [
+    "str", "String", "Vec", "Option", "PathBuf", "HashMap", "BTreeMap", "HashSet", "BTreeSet",
+    "bool", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128",
+    "f32", "f64",
 ];
 
 /// Whether `ty` is plain data (see [`DATA_TYPES`]), slices and arrays included.

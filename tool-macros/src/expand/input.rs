@@ -7,7 +7,7 @@ use syn::spanned::Spanned;
 use syn::{Expr, Ident, Lit};
 
 use super::{allow_unknown_fields, local};
-use crate::attr::{DefaultExpr, Param, ParamKind, ToolFn, unraw};
+use crate::attr::{DefaultExpr, Param, ParamKind, ToolFn, is_data, unraw};
 
 /// `struct ReadToolInput { ... }` for the parameter form, and its impls (to go where the
 /// probes' traits are in scope): how it is read, its `Deserialize` and `JsonSchema`.
@@ -106,6 +106,7 @@ fn input_impls(
     // what the validator refuses them by, with a did-you-mean.
     let deny = !allow_unknown_fields(tool);
     let name = ident.to_string();
+    let count = specs.len();
     let (input, object, deserializer, ctx) = (
         local("__tool_input"),
         local("__tool_object"),
@@ -132,8 +133,8 @@ fn input_impls(
             /// Every parameter but `#[input]`: an argument's schema, or the state an injected
             /// one needs.
             #[doc(hidden)]
-            fn __tool_params() -> ::std::vec::Vec<#private::ParamSpec> {
-                ::std::vec![#(#specs),*]
+            fn __tool_params() -> [#private::ParamSpec; #count] {
+                [#(#specs),*]
             }
 
             #(#defaults)*
@@ -208,10 +209,13 @@ impl<'a> Field<'a> {
         }
     }
 
-    /// The field's probe: argument or injected.
+    /// The field's probe: argument or injected. A std data type is an argument without one.
     fn probe(&self) -> TokenStream {
         let (private, ty) = (&self.private, &self.param.ty);
-        quote!((&&#private::Tag::<#ty>::of_type()).__tool_param_tag())
+        match is_data(ty) {
+            true => quote!(#private::ArgTag),
+            false => quote!((&&#private::Tag::<#ty>::of_type()).__tool_param_tag()),
+        }
     }
 
     fn default_fn_ident(&self) -> Ident {

@@ -9,7 +9,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, ItemFn, Type};
 
-use crate::attr::{ActsOnArg, Hint, ParamKind, ToolFn, unraw};
+use crate::attr::{ActsOnArg, Hint, ParamKind, ToolFn, is_data, unraw};
 use crate::check::{InputShape, Plan};
 
 mod call;
@@ -239,7 +239,15 @@ fn required_state(
 ) -> Option<TokenStream> {
     let private = quote!(#krate::__private);
     let requirements = match plan.input {
-        InputShape::Params if tool.params.is_empty() => return None,
+        // Arguments of std data types need no state: only other types may be extractors.
+        InputShape::Params
+            if tool
+                .params
+                .iter()
+                .all(|p| matches!(p.kind, ParamKind::Arg { .. }) && is_data(&p.ty)) =>
+        {
+            return None;
+        }
         InputShape::Params => quote!(#private::required_state(&#input_ty::__tool_params())),
         InputShape::Struct(_) => {
             let injected: Vec<&Type> = tool

@@ -81,7 +81,7 @@ impl Root {
 ///
 /// ```no_run
 /// use std::path::Path;
-/// use tool_sdk_core::permission::Sandbox;
+/// use tool_sdk_core::sandbox::Sandbox;
 ///
 /// let sandbox = Sandbox::new("/ws")?.allow_read_dir("/usr/share/doc")?;
 /// match sandbox.check_write(Path::new("../etc/passwd")) {
