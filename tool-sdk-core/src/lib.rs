@@ -29,7 +29,7 @@
 //! ```
 //!
 //! Two optional features add what tool-sdk's own tools use: `process`
-//! ([`ToolContext::command`], a child process that dies with the call) and `sandbox`
+//! (`ToolContext::command`, a child process that dies with the call) and `sandbox`
 //! (`ToolContext::sandbox`, the directories file tools may use).
 
 // Lets `#[tool]` use `::tool_sdk_core::...` paths inside this crate too.

@@ -103,7 +103,8 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
-    /// App state the tool extracts with [`State<T>`]; an agent checks it is all there before it
+    /// App state the tool extracts with [`State<T>`](crate::State) (or another extractor,
+    /// [`FromToolContext`](crate::FromToolContext)); an agent checks it is all there before it
     /// starts, so a missing value is a start-up error rather than a failed call.
     fn required_state(&self) -> Vec<StateRequirement> {
         Vec::new()
