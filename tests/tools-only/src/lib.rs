@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use tool_sdk_core::{
+use tools_core::{
     FromToolContext, Json, JsonSchema, State, ToolContext, ToolError, schemars, tool,
 };
 
@@ -59,4 +59,42 @@ pub async fn greet(
     Json(Greeting {
         text: format!("{word}, {}", caller.0),
     })
+}
+
+/// Settings the app puts in its state; tools borrow them from the context.
+#[derive(Clone)]
+pub struct Limits {
+    /// The largest number a tool may return.
+    pub max: i64,
+}
+
+/// A borrowed extractor: `&Limits` comes out of the app state, which it declares it needs.
+impl<'a> FromToolContext<'a> for &'a Limits {
+    fn from_context(ctx: &'a ToolContext) -> Result<Self, ToolError> {
+        ctx.state::<Limits>()
+            .ok_or_else(|| ToolError::failed("no limits in the app state"))
+    }
+
+    fn required_state() -> Option<tools_core::StateRequirement> {
+        Some(tools_core::StateRequirement {
+            type_id: std::any::TypeId::of::<Limits>(),
+            type_name: std::any::type_name::<Limits>(),
+        })
+    }
+}
+
+/// Doubles a number, within the app's limit.
+#[tool]
+pub async fn double(
+    /// The number.
+    n: i64,
+    limits: &Limits,
+) -> Result<i64, ToolError> {
+    match n.saturating_mul(2) {
+        doubled if doubled <= limits.max => Ok(doubled),
+        _ => Err(ToolError::invalid_input(format!(
+            "over the limit of {}",
+            limits.max
+        ))),
+    }
 }

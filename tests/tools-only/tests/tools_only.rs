@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::process::Command;
 
 use serde_json::json;
-use tool_sdk_core::{State, StateMap, Tool, ToolContext, ToolRegistration};
-use tools_only::{AddTool, CountTool, Counter, GreetTool};
+use tools_core::{State, StateMap, Tool, ToolContext, ToolRegistration};
+use tools_only::{AddTool, CountTool, Counter, DoubleTool, GreetTool, Limits};
 
 #[tokio::test]
 async fn the_tools_run_and_register() {
@@ -87,6 +87,30 @@ async fn injected_parameters_come_from_the_context_and_stay_out_of_the_schema() 
         .await
         .unwrap_err();
     assert!(failed.to_string().contains("no session"), "{failed}");
+}
+
+#[tokio::test]
+async fn a_borrowed_extractor_declares_the_state_it_needs() {
+    let schema = DoubleTool.input_schema();
+    assert_eq!(schema["required"], json!(["n"]), "{schema}");
+    let required = DoubleTool.required_state();
+    assert_eq!(required.len(), 1);
+    assert_eq!(required[0].type_id, std::any::TypeId::of::<Limits>());
+    let mut state = StateMap::new();
+    state.insert(std::sync::Arc::new(0u8)); // another type: not the limits
+    let missing = DoubleTool
+        .call(json!({"n": 2}), &ToolContext::default().with_state(state))
+        .await
+        .unwrap_err();
+    assert!(missing.to_string().contains("no limits"), "{missing}");
+
+    let mut state = StateMap::new();
+    state.insert(Limits { max: 10 });
+    let ctx = ToolContext::default().with_state(state);
+    let out = DoubleTool.call(json!({"n": 2}), &ctx).await.unwrap();
+    assert_eq!(out.to_text(), "4");
+    let over = DoubleTool.call(json!({"n": 6}), &ctx).await.unwrap_err();
+    assert!(over.to_string().contains("over the limit of 10"), "{over}");
 }
 
 /// What a crate of tools must not compile: the agent runtime's storage, parsers, HTTP and TLS.
