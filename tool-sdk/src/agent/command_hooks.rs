@@ -19,8 +19,7 @@ use super::hooks::{
     StopCheck, StopContext, SubagentStart, ToolCall, ToolFailure, ToolResult,
 };
 use crate::permission::{HookDecision, PermissionAnswer, PermissionQuestion};
-use crate::process::ToolCommand;
-use crate::{AgentId, BoxFuture};
+use crate::{AgentId, BoxFuture, ToolContext};
 
 /// The events whose hooks are read; others in the file are left out with a warning.
 const EVENTS: [&str; 12] = [
@@ -133,7 +132,8 @@ impl CommandHooks {
     /// One command: `None` when it failed to run, timed out or exited with another code
     /// than 0 or 2 (logged: a broken hook does not stop the agent, as in Claude Code).
     async fn run_one(&self, command: &str, timeout: Duration, input: &str) -> Option<Outcome> {
-        let mut cmd = ToolCommand::new("/bin/sh", &self.dir);
+        // A command of its own process group, killed whole if it outlives its timeout.
+        let mut cmd = ToolContext::new(self.dir.clone()).command("/bin/sh");
         cmd.args(["-c", command])
             .env("CLAUDE_PROJECT_DIR", &self.dir)
             .stdin(Stdio::piped())
