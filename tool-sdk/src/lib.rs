@@ -102,6 +102,7 @@ mod sandbox;
 pub mod schema;
 pub mod session;
 pub mod telemetry;
+mod tls;
 mod tool;
 pub mod validate;
 
