@@ -211,9 +211,9 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     };
     // Made by this run: a session with nothing answered in it is not kept.
     let created = resume_id.is_none().then(|| agent.session_id().to_owned());
-    if let (Some(store), Some(id)) = (&store, &resume_id) {
-        for note in sessions::skipped(store, id).await {
-            warn(&note);
+    if let Some(id) = &resume_id {
+        for note in agent.resume_notes() {
+            warn(&format!("session {id}: {note}"));
         }
     }
     for (flag, rules) in [("--allow", &args.allow), ("--deny", &args.deny)] {
@@ -472,15 +472,15 @@ async fn slash_command(agent: &Agent, store: Option<&SqliteStore>, command: &str
         },
         "mode" => {
             let mode = match words.next() {
-                Some("plan") => Some(PermissionMode::Plan),
-                Some("default") => Some(PermissionMode::Default),
-                Some("acceptEdits") => Some(PermissionMode::AcceptEdits),
                 Some("bypass") => Some(PermissionMode::BypassPermissions),
                 None => None,
-                Some(other) => {
-                    println!("  unknown mode {other:?}: plan, default, acceptEdits or bypass");
-                    return true;
-                }
+                Some(name) => match name.parse() {
+                    Ok(mode) => Some(mode),
+                    Err(error) => {
+                        println!("  {error} (or bypass, for short)");
+                        return true;
+                    }
+                },
             };
             if let Some(mode) = mode {
                 agent.set_permission_mode(mode);

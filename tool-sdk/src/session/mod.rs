@@ -49,11 +49,8 @@ mod sqlite;
 
 pub(crate) use checkpoint::CallCheckpointer;
 pub use checkpoint::{FileCheckpointer, FileCheckpoints, RewindReport};
-pub(crate) use recover::push_user_message_to;
-pub use recover::{
-    Compaction, NEVER_STARTED_MESSAGE, Restored, STOPPED_MESSAGE, UNREADABLE_PROMPT, records_for,
-    restore,
-};
+pub(crate) use recover::{Compaction, Restored, push_user_message_to, records_for, restore};
+pub use recover::{NEVER_STARTED_MESSAGE, STOPPED_MESSAGE, UNREADABLE_PROMPT, stored_conversation};
 pub use sqlite::SqliteStore;
 
 pub use lease::SessionLease;

@@ -21,7 +21,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{PendingApproval, Record};
+use super::{PendingApproval, Record, SessionError, SessionStore};
 use crate::ContentBlock;
 use crate::model::{History, Message, MessageContent, Role, ToolUse};
 use crate::permission::PermissionAnswer;
@@ -104,6 +104,17 @@ pub fn restore(records: &[Record]) -> Restored {
         }
     }
     restored
+}
+
+/// The stored session `id` as the conversation a resume would rebuild from it: calls a crash
+/// left open are answered the way [`Agent::resume`](crate::agent::Agent::resume) answers them,
+/// but only here: nothing is written, and no lease is taken, so a session another agent holds
+/// can be read.
+pub async fn stored_conversation(
+    store: &dyn SessionStore,
+    id: &str,
+) -> Result<Vec<Message>, SessionError> {
+    Ok(restore(&store.load(id).await?).messages)
 }
 
 /// The messages part of [`restore`].
