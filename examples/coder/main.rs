@@ -1,4 +1,4 @@
-//! `coder`: an interactive terminal coding agent in about 1,800 lines, on top of tool-sdk.
+//! `coder`: an interactive terminal coding agent in about 1,900 lines, on top of tool-sdk.
 //!
 //! ```text
 //! cargo run --example coder                      # offline: a scripted demo on a copy of this dir
