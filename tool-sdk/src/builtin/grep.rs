@@ -112,20 +112,8 @@ pub async fn grep(
     filter_walk(&mut walk, &root, glob.as_deref(), file_type.as_deref())?;
 
     let mode = output_mode;
-    let before = before.or(context).unwrap_or(0) as usize;
-    let after = after.or(context).unwrap_or(0) as usize;
-    let options = SearchOptions {
-        mode,
-        line_numbers,
-        context: mode == GrepOutputMode::Content && (before > 0 || after > 0),
-    };
-    let mut searcher = SearcherBuilder::new();
-    searcher
-        .line_number(mode == GrepOutputMode::Content)
-        .multi_line(multiline);
-    if mode == GrepOutputMode::Content {
-        searcher.before_context(before).after_context(after);
-    }
+    let context = (before.or(context), after.or(context));
+    let (options, searcher) = searcher(mode, context, line_numbers, multiline);
 
     let progress = ctx.clone();
     let found = run_blocking(ctx, move |cancel| {
@@ -206,6 +194,31 @@ fn split_globs(globs: &str) -> Vec<&str> {
     }
     out
 }
+/// How each file is searched: the lines around a match (`-B`, `-A`), line numbers, and
+/// whether matches may span lines.
+fn searcher(
+    mode: GrepOutputMode,
+    context: (Option<u64>, Option<u64>),
+    line_numbers: bool,
+    multiline: bool,
+) -> (SearchOptions, SearcherBuilder) {
+    let before = context.0.unwrap_or(0) as usize;
+    let after = context.1.unwrap_or(0) as usize;
+    let options = SearchOptions {
+        mode,
+        line_numbers,
+        context: mode == GrepOutputMode::Content && (before > 0 || after > 0),
+    };
+    let mut searcher = SearcherBuilder::new();
+    searcher
+        .line_number(mode == GrepOutputMode::Content)
+        .multi_line(multiline);
+    if mode == GrepOutputMode::Content {
+        searcher.before_context(before).after_context(after);
+    }
+    (options, searcher)
+}
+
 /// Narrows the walk to the files `glob` and `file_type` name, as `rg --glob` and `rg --type`.
 fn filter_walk(
     walk: &mut WalkBuilder,
