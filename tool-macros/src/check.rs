@@ -174,7 +174,7 @@ fn tool_name(tool: &ToolFn, fn_name: &str, errors: &mut Vec<Error>) -> String {
             value
         }
         None => {
-            if let Some(problem) = name_problem(&fn_name) {
+            if let Some(problem) = name_problem(fn_name) {
                 errors.push(error(
                     &tool.func.sig.ident,
                     format!(
