@@ -300,7 +300,7 @@ impl TurnReader for Turn {
         let mut out = Vec::new();
         match kind.as_str() {
             "message_start" => {
-                let start: MessageStart = parse(kind, data)?;
+                let start: MessageStart = parse(&kind, data)?;
                 if let Some(usage) = start.message.usage {
                     usage.apply(&mut self.usage);
                 }
@@ -310,7 +310,7 @@ impl TurnReader for Turn {
             "content_block_delta" => self.block_delta(&kind, data, &mut out)?,
             "content_block_stop" => self.block_stop(&kind, data, &mut out)?,
             "message_delta" => {
-                let delta: MessageDelta = parse(kind, data)?;
+                let delta: MessageDelta = parse(&kind, data)?;
                 if let Some(reason) = delta.delta.stop_reason {
                     self.stop_reason = Some(stop_reason(&reason));
                 }
@@ -321,7 +321,7 @@ impl TurnReader for Turn {
             "message_stop" => self.stopped = true,
             "ping" => {}
             "error" => {
-                let error: ErrorEvent = parse(kind, data)?;
+                let error: ErrorEvent = parse(&kind, data)?;
                 return Err(stream_error(
                     error.error.kind.as_deref().unwrap_or(""),
                     error.error.message.unwrap_or_default(),
