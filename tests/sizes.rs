@@ -1,5 +1,5 @@
 //! Size limits of the code (issue #26): no file over 600 lines of non-test code, no function
-//! over 100 lines, in the crates a user reads (tool-sdk, tool-macros, examples). Tests are left
+//! over 100 lines, in the crates a user reads (tool-sdk-core, tool-sdk, tool-macros, examples). Tests are left
 //! out: a `#[cfg(test)]` module (inline, or a file it names), a `#[test]` function, and the
 //! `tests` crate. Each file is parsed with syn, so strings and comments cannot fool the count.
 
@@ -11,7 +11,12 @@ use syn::visit::Visit;
 const MAX_FILE_LINES: usize = 600;
 const MAX_FN_LINES: usize = 100;
 /// The source roots checked, from the workspace root.
-const ROOTS: [&str; 3] = ["tool-sdk/src", "tool-macros/src", "examples"];
+const ROOTS: [&str; 4] = [
+    "tool-sdk-core/src",
+    "tool-sdk/src",
+    "tool-macros/src",
+    "examples",
+];
 
 #[test]
 #[ignore = "fails until every part of issue #26 has landed: the lead un-ignores it on merge"]
