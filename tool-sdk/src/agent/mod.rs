@@ -95,7 +95,6 @@ pub use config::{
 };
 pub use context::{CompactDecision, CompactRequest, IMAGE_TOKENS};
 pub use events::{AgentEvent, PermissionRequest};
-pub use executor::READ_ONLY_COMMIT_DELAY;
 pub use hooks::{
     Hook, Hooks, Notification, NotificationKind, PromptCheck, SessionEnd, SessionEndReason,
     SessionSource, SessionStart, StopCheck, StopContext, SubagentStart, ToolCall, ToolFailure,
@@ -237,6 +236,8 @@ pub struct RunResult {
 #[derive(Clone)]
 pub struct Agent {
     inner: Arc<AgentInner>,
+    /// What resuming left out of the stored history ([`Agent::resume_notes`]).
+    resume_notes: Arc<[String]>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -333,6 +334,7 @@ impl Agent {
         }
         Ok(Agent {
             inner: Arc::new(inner),
+            resume_notes: Arc::new([]),
         })
     }
 
