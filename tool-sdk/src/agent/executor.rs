@@ -14,7 +14,6 @@ use tracing::Instrument;
 
 use super::early::Journal;
 use super::events::{AgentEvent, PermissionRequest};
-use super::hooks::ToolFailure;
 use super::{AgentInner, Emit, spans};
 use crate::model::{MessageContent, ToolUse};
 use crate::permission::{
@@ -338,16 +337,9 @@ async fn run_one(
         };
     }
     spans::end_tool(&span, error.as_ref(), &output);
-    if let Some(error) = error.as_ref().filter(|_| !agent.config.hooks.is_empty()) {
-        let error = error.to_string();
-        let failure = ToolFailure {
-            tool: &call.name,
-            call_id: &call.id,
-            input: &input,
-            error: &error,
-        };
-        agent.config.hooks.tool_failed(&failure).await;
-    }
+    (agent.config.hooks)
+        .tool_failed(&call.name, &call.id, &input, error.as_ref())
+        .await;
     let error_line = match &error {
         None => output
             .is_error

@@ -9,7 +9,7 @@ use super::context::{CompactDecision, CompactRequest};
 use crate::permission::{
     HookDecision, PermissionAnswer, PermissionHandler, PermissionQuestion, PostToolUse, PreToolUse,
 };
-use crate::{AgentId, BoxFuture, Tool, ToolContext, ToolOutput};
+use crate::{AgentId, BoxFuture, Tool, ToolContext, ToolError, ToolOutput};
 
 /// What a `user_prompt_submit` hook says about a prompt.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -373,9 +373,27 @@ impl Hooks {
             .collect()
     }
 
-    pub(crate) async fn tool_failed(&self, failure: &ToolFailure<'_>) {
+    /// Tells the `post_tool_use_failure` hooks about a call that failed (`error` is `None`
+    /// when it did not).
+    pub(crate) async fn tool_failed(
+        &self,
+        tool: &str,
+        call_id: &str,
+        input: &Value,
+        error: Option<&ToolError>,
+    ) {
+        let Some(error) = error.filter(|_| !self.list.is_empty()) else {
+            return;
+        };
+        let error = error.to_string();
+        let failure = ToolFailure {
+            tool,
+            call_id,
+            input,
+            error: &error,
+        };
         for hook in &self.list {
-            hook.post_tool_use_failure(failure).await;
+            hook.post_tool_use_failure(&failure).await;
         }
     }
 
