@@ -4,6 +4,7 @@
 //! stores each call's start, permission question and result in the session as they happen.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -12,15 +13,18 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::early::Journal;
-use super::events::{AgentEvent, PermissionRequest};
-use super::{AgentInner, Emit, spans};
+use super::events::{AgentEvent, Emit, PermissionRequest};
+use super::inner::AgentInner;
+use super::recorder::Journal;
+use super::spans;
+use super::step;
+use super::subagent::Subagents;
 use crate::model::{MessageContent, ToolUse};
 use crate::permission::{
     PermissionAnswer, PermissionHandler, PermissionQuestion, not_allowed_message,
 };
 use crate::pipeline::{CallOutcome, RawInput, contain, run_call};
-use crate::session::{PendingApproval, Record, SessionError};
+use crate::session::{CallCheckpointer, PendingApproval, Record, SessionError};
 use crate::tool::{BoxFuture, ResultDisplay, ToolContext, ToolOutput};
 
 /// One call's result block, its error line for the run result, and why the session store
@@ -56,11 +60,7 @@ pub(crate) async fn execute(
     let mut index = 0;
     while index < calls.len() {
         // A run of read-only calls goes together; anything else goes alone.
-        let end = if concurrent[index] {
-            index + concurrent[index..].iter().take_while(|c| **c).count()
-        } else {
-            index + 1
-        };
+        let end = step::next_batch(&concurrent, index).end;
         let batch = &calls[index..end];
         let read_only = concurrent[index];
         // Each start is stored with the staged turn, so that after a crash a call that may
@@ -69,14 +69,14 @@ pub(crate) async fn execute(
         // the rest). A read-only batch starts at once: its starts go with its first record
         // (usually a result), or after `READ_ONLY_COMMIT_DELAY` if none comes by then.
         for call in batch {
-            agent.stage(|| Record::ToolStarted {
+            agent.recorder.stage(|| Record::ToolStarted {
                 id: call.id.clone(),
                 name: call.name.clone(),
             });
         }
-        let flushed = match read_only {
-            true => Ok(()),
-            false => agent.flush().await,
+        let flushed = match step::store_starts_first(read_only) {
+            true => agent.recorder.flush().await,
+            false => Ok(()),
         };
         if let Err(error) = flushed {
             let first = outcomes.len();
@@ -160,7 +160,7 @@ pub(crate) async fn with_starts_stored_soon(
     agent: &AgentInner,
     run: impl std::future::Future<Output = Vec<Outcome>>,
 ) -> Vec<Outcome> {
-    if agent.store.is_none() {
+    if agent.recorder.stored_id().is_none() {
         return run.await;
     }
     let mut run = std::pin::pin!(run);
@@ -168,11 +168,11 @@ pub(crate) async fn with_starts_stored_soon(
         biased;
         results = &mut run => (results, Ok(())),
         () = tokio::time::sleep(READ_ONLY_COMMIT_DELAY) => {
-            let (stored, results) = tokio::join!(agent.flush(), run);
+            let (stored, results) = tokio::join!(agent.recorder.flush(), run);
             (results, stored)
         }
     };
-    let stored = stored.and(agent.flush().await);
+    let stored = stored.and(agent.recorder.flush().await);
     if let (Err(error), Some(first)) = (stored, results.first_mut()) {
         first.store_error.get_or_insert(error);
     }
@@ -191,7 +191,7 @@ pub(crate) fn runs_concurrently(agent: &AgentInner, call: &ToolUse) -> bool {
 }
 
 /// [`run_one`] for a call started before its turn was stored: its start and other records
-/// wait in `journal` (see [`super::early`]).
+/// wait in `journal` (see `early.rs`).
 pub(crate) async fn run_one_held(
     agent: &Arc<AgentInner>,
     call: &ToolUse,
@@ -204,7 +204,7 @@ pub(crate) async fn run_one_held(
         name: call.name.clone(),
     };
     let span = spans::execute_tool(call);
-    match journal.record(agent, started).await {
+    match journal.record(&agent.recorder, started).await {
         Ok(()) => {
             let turn = agent.turn_context(emit);
             run_one(agent, &turn, call, None, emit, cancel, Some(journal))
@@ -226,8 +226,8 @@ async fn record(
     make: impl FnOnce() -> Record,
 ) -> Result<(), SessionError> {
     match journal {
-        Some(journal) => journal.record(agent, make).await,
-        None => agent.record(make).await,
+        Some(journal) => journal.record(&agent.recorder, make).await,
+        None => agent.recorder.record(make).await,
     }
 }
 
@@ -507,5 +507,54 @@ fn result_block(id: &str, output: &ToolOutput) -> MessageContent {
         tool_use_id: id.to_owned(),
         content: output.content.clone(),
         is_error: output.is_error,
+    }
+}
+
+impl AgentInner {
+    /// What the calls of one turn share in their contexts: the agent's, plus the turn's file
+    /// checkpointer and sub-agent runner (made once a turn, not once a call).
+    pub(crate) fn turn_context(self: &Arc<Self>, emit: &Emit) -> ToolContext {
+        let shared = self.call_context.get_or_init(|| {
+            ToolContext::new(self.working_dir.clone())
+                .with_session_id(self.recorder.session_id().clone())
+                .with_agent_id(self.agent_id.clone())
+                .with_state(self.state.clone())
+                .with_file_tracker(self.files.clone())
+                .with_session_values(self.session.clone())
+                .with_sandbox(self.sandbox.clone())
+        });
+        shared
+            .clone()
+            .with_file_checkpointer(Arc::new(CallCheckpointer {
+                checkpoints: self.checkpoints.clone(),
+                message: self.call_message.load(Ordering::Relaxed),
+            }))
+            .with_subagents(Arc::new(Subagents::new(self.clone(), emit.clone())))
+    }
+
+    /// The context of one call, from its turn's.
+    pub(crate) fn tool_context(
+        &self,
+        turn: &ToolContext,
+        call_id: &str,
+        emit: &Emit,
+        cancel: &CancellationToken,
+    ) -> ToolContext {
+        let context = turn
+            .clone()
+            .with_tool_call_id(call_id)
+            .with_cancellation(cancel.child_token());
+        // Progress is an event that only informs: no sink when nobody listens.
+        if !emit.listening() {
+            return context;
+        }
+        let progress = emit.clone();
+        let id = call_id.to_owned();
+        context.with_updates(move |update| {
+            progress(AgentEvent::ToolProgress {
+                id: id.clone(),
+                update: update.kind,
+            })
+        })
     }
 }

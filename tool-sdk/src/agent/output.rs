@@ -1,21 +1,31 @@
-//! Typed final answers: [`Agent::prompt_as`] and [`Agent::prompt_as_stream`].
+//! Typed final answers: [`Agent::prompt_as`](super::Agent::prompt_as) and
+//! [`Agent::prompt_as_stream`](super::Agent::prompt_as_stream).
 //!
 //! The run asks the model for an answer of `T`'s JSON Schema ([`ModelRequest::output`]; each
 //! client asks in its provider's own way), takes the answer from a call of the output tool or
 //! from the final text, and checks it with the validator tool inputs get (and by
 //! deserializing `T`). An answer that fails goes back to the model with the AJV-style list of
-//! what is wrong, up to [`AgentConfig::max_output_retries`] times; then the run fails with
+//! what is wrong, up to [`AgentConfig::max_output_retries`](super::AgentConfig::max_output_retries) times; then the run fails with
 //! [`AgentError::OutputInvalid`].
 
+use std::collections::HashMap;
 use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
+use futures::Stream;
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::*;
+use super::error::AgentError;
+use super::events::{AgentEvent, AgentRun, Emit, RunResult};
+use super::inner::AgentInner;
 use crate::ContentBlock;
-use crate::model::{MessageContent, OutputFormat, ToolUse};
+use crate::model::{History, Message, MessageContent, OutputFormat, Role, ToolUse};
 use crate::schema::{root_object_error, schema_for};
+use crate::session::{Record, push_user_message_to};
+use crate::validate::ValidationOptions;
 use crate::validate::{InputErrors, InputIssue, InputValidator};
 
 /// The property a non-object answer is wrapped in: providers want an object at the root.
@@ -170,10 +180,11 @@ impl AgentInner {
                             OutputFormat::TOOL_NAME
                         ),
                     );
-                    self.record(|| Record::ToolResult {
-                        block: block.clone(),
-                    })
-                    .await?;
+                    self.recorder
+                        .record(|| Record::ToolResult {
+                            block: block.clone(),
+                        })
+                        .await?;
                     answered.insert(call.id.clone(), block);
                 }
                 return Ok(OutputStep::Run {
@@ -239,10 +250,11 @@ impl AgentInner {
                     ),
                     _ => answer_block(call, true, "Only the first answer counts.".into()),
                 };
-                self.record(|| Record::ToolResult {
-                    block: block.clone(),
-                })
-                .await?;
+                self.recorder
+                    .record(|| Record::ToolResult {
+                        block: block.clone(),
+                    })
+                    .await?;
                 content.push(block);
             }
             messages.push(Message {
@@ -251,7 +263,9 @@ impl AgentInner {
             });
         } else if let Some(message) = reply.pop() {
             let message = Message::user(message);
-            self.record(|| Record::user(message.clone())).await?;
+            self.recorder
+                .record(|| Record::user(message.clone()))
+                .await?;
             push_user_message_to(messages, message);
         }
         outcome
@@ -287,7 +301,7 @@ impl RunResult {
     }
 }
 
-/// A run that ends with a typed answer ([`Agent::prompt_as_stream`]): a stream of
+/// A run that ends with a typed answer ([`Agent::prompt_as_stream`](super::Agent::prompt_as_stream)): a stream of
 /// [`AgentEvent`]s, as [`AgentRun`], whose [`Finished`](AgentEvent::Finished) result holds the
 /// answer ([`RunResult::output_as`]); or [`output`](Self::output) to wait for it.
 pub struct TypedRun<T> {

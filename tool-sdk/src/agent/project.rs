@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::AgentError;
+use super::error::AgentError;
 use crate::permission::{PermissionRules, Rule};
 
 /// The instruction files read in each directory, in this order.
