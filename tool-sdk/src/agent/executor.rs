@@ -88,38 +88,7 @@ pub(crate) async fn execute(
             outcomes[first].store_error = Some(error);
             break;
         }
-        let limit = agent.config.max_concurrent_tools.max(1);
-        let turn = agent.turn_context(emit);
-        // Futures built up front: a closure inside the stream combinator would trip the
-        // compiler's higher-ranked lifetime check for `Send`. Each call's span is made here,
-        // a child of the run's, though the calls then run together.
-        let runs: Vec<_> = batch
-            .iter()
-            .map(|call| {
-                run_one(
-                    agent,
-                    &turn,
-                    call,
-                    answers.get(&call.id),
-                    emit,
-                    cancel,
-                    None,
-                )
-                .instrument(spans::execute_tool(call))
-            })
-            .collect();
-        // Under the limit, all at once: `join_all` keeps them in one allocation, where the
-        // stream would make a task node for each.
-        let run = async move {
-            match runs.len() <= limit {
-                true => futures::future::join_all(runs).await,
-                false => futures::stream::iter(runs).buffered(limit).collect().await,
-            }
-        };
-        let mut results: Vec<Outcome> = match read_only {
-            true => with_starts_stored_soon(agent, run).await,
-            false => run.await,
-        };
+        let mut results = run_batch(agent, batch, read_only, answers, emit, cancel).await;
         let deferred = results.iter().any(|outcome| outcome.deferred.is_some());
         let unstored = results
             .iter()
@@ -143,6 +112,43 @@ pub(crate) async fn execute(
         index = end;
     }
     outcomes
+}
+
+/// Runs one batch: its calls together (at most `max_concurrent_tools` at once), results in
+/// call order.
+async fn run_batch(
+    agent: &Arc<AgentInner>,
+    batch: &[&ToolUse],
+    read_only: bool,
+    answers: &HashMap<String, PermissionAnswer>,
+    emit: &Emit,
+    cancel: &CancellationToken,
+) -> Vec<Outcome> {
+    let limit = agent.config.max_concurrent_tools.max(1);
+    let turn = agent.turn_context(emit);
+    // Futures built up front: a closure inside the stream combinator would trip the
+    // compiler's higher-ranked lifetime check for `Send`. Each call's span is made here,
+    // a child of the run's, though the calls then run together.
+    let runs: Vec<_> = batch
+        .iter()
+        .map(|call| {
+            let answer = answers.get(&call.id);
+            run_one(agent, &turn, call, answer, emit, cancel, None)
+                .instrument(spans::execute_tool(call))
+        })
+        .collect();
+    // Under the limit, all at once: `join_all` keeps them in one allocation, where the
+    // stream would make a task node for each.
+    let run = async move {
+        match runs.len() <= limit {
+            true => futures::future::join_all(runs).await,
+            false => futures::stream::iter(runs).buffered(limit).collect().await,
+        }
+    };
+    match read_only {
+        true => with_starts_stored_soon(agent, run).await,
+        false => run.await,
+    }
 }
 
 /// How long a batch of read-only calls runs before the records staged for it (its turn and
@@ -355,32 +361,14 @@ async fn run_one(
         .err(),
     };
     if let Some(output) = output {
-        emit(match error {
-            None => {
-                let display = tool
-                    .as_ref()
-                    .and_then(|tool| contain(|| tool.result_display(&input, &output)).ok())
-                    .unwrap_or_else(|| ResultDisplay {
-                        title: call.name.clone(),
-                        summary: String::new(),
-                        content: Value::String(output.to_text().into_owned()),
-                    });
-                AgentEvent::ToolCompleted {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    duration,
-                    output,
-                    display,
-                }
-            }
-            Some(error) => AgentEvent::ToolFailed {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                duration,
-                kind: error.kind(),
-                output,
-            },
-        });
+        emit(ended(
+            call,
+            tool.as_deref(),
+            &input,
+            output,
+            error.as_ref(),
+            duration,
+        ));
     }
     Outcome {
         call_id: call.id.clone(),
@@ -388,6 +376,41 @@ async fn run_one(
         error: error_line,
         store_error,
         deferred: None,
+    }
+}
+
+/// The event that tells how a call ended: `ToolCompleted` with the tool's display of its
+/// result, or `ToolFailed`.
+fn ended(
+    call: &ToolUse,
+    tool: Option<&dyn crate::Tool>,
+    input: &Value,
+    output: ToolOutput,
+    error: Option<&crate::ToolError>,
+    duration: std::time::Duration,
+) -> AgentEvent {
+    let Some(error) = error else {
+        let display = tool
+            .and_then(|tool| contain(|| tool.result_display(input, &output)).ok())
+            .unwrap_or_else(|| ResultDisplay {
+                title: call.name.clone(),
+                summary: String::new(),
+                content: Value::String(output.to_text().into_owned()),
+            });
+        return AgentEvent::ToolCompleted {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            duration,
+            output,
+            display,
+        };
+    };
+    AgentEvent::ToolFailed {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        duration,
+        kind: error.kind(),
+        output,
     }
 }
 

@@ -167,29 +167,7 @@ impl AgentInner {
         if config.max_turns == 0 {
             return Err(AgentError::Config("max_turns must be at least 1".into()));
         }
-        let registry = ToolRegistry::with_options(ValidationOptions {
-            coerce: config.coerce_inputs,
-        });
-        let mut specs = Vec::with_capacity(tools.len());
-        for tool in tools {
-            for requirement in tool.required_state() {
-                if !config.state.contains(requirement.type_id) {
-                    return Err(AgentError::MissingState {
-                        tool: tool.name().to_owned(),
-                        type_name: requirement.type_name,
-                    });
-                }
-            }
-            specs.push(ToolSpec {
-                name: tool.name().to_owned(),
-                description: tool.description().to_owned(),
-                input_schema: tool.input_schema().clone(),
-            });
-            let defined_at = source
-                .defined_at(tool.name())
-                .unwrap_or_else(|| "the agent config".to_owned());
-            registry.register_from(tool, defined_at)?;
-        }
+        let (registry, specs) = offer(source, tools, &config)?;
         let working_dir = match &config.working_dir {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().map_err(|error| {
@@ -258,4 +236,37 @@ impl AgentInner {
     pub(crate) fn specs(&self) -> Arc<[ToolSpec]> {
         self.specs.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
+}
+
+/// The agent's own registry of `tools` (taken from `source`) and their specs as the model is
+/// offered them; an error when a tool needs app state the config lacks.
+fn offer(
+    source: &ToolRegistry,
+    tools: Vec<Arc<dyn Tool>>,
+    config: &AgentConfig,
+) -> Result<(ToolRegistry, Vec<ToolSpec>), AgentError> {
+    let registry = ToolRegistry::with_options(ValidationOptions {
+        coerce: config.coerce_inputs,
+    });
+    let mut specs = Vec::with_capacity(tools.len());
+    for tool in tools {
+        for requirement in tool.required_state() {
+            if !config.state.contains(requirement.type_id) {
+                return Err(AgentError::MissingState {
+                    tool: tool.name().to_owned(),
+                    type_name: requirement.type_name,
+                });
+            }
+        }
+        specs.push(ToolSpec {
+            name: tool.name().to_owned(),
+            description: tool.description().to_owned(),
+            input_schema: tool.input_schema().clone(),
+        });
+        let defined_at = source
+            .defined_at(tool.name())
+            .unwrap_or_else(|| "the agent config".to_owned());
+        registry.register_from(tool, defined_at)?;
+    }
+    Ok((registry, specs))
 }

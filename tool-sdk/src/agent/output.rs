@@ -167,31 +167,8 @@ impl AgentInner {
                     answered: HashMap::new(),
                 });
             }
-            Some(_) if !others.is_empty() => {
-                // Answered beside other calls: they run, the answer is asked for again.
-                let mut answered = HashMap::new();
-                for call in &answers {
-                    let block = answer_block(
-                        call,
-                        true,
-                        format!(
-                            "`{}` must be called alone, once the other tools' results are in: \
-                             call it again then.",
-                            OutputFormat::TOOL_NAME
-                        ),
-                    );
-                    self.recorder
-                        .record(|| Record::ToolResult {
-                            block: block.clone(),
-                        })
-                        .await?;
-                    answered.insert(call.id.clone(), block);
-                }
-                return Ok(OutputStep::Run {
-                    calls: calls.iter().map(|call| (*call).clone()).collect(),
-                    answered,
-                });
-            }
+            // Answered beside other calls: they run, the answer is asked for again.
+            Some(_) if !others.is_empty() => return self.answer_later(&answers, calls).await,
             Some(call) => match call.input.parsed() {
                 Some(input) => spec.check(input.clone()),
                 None => Err(issue(format!(
@@ -237,30 +214,8 @@ impl AgentInner {
         // Every output call gets its result, so the conversation stays valid for the next
         // prompt, whatever happened.
         if !answers.is_empty() {
-            let mut content = Vec::new();
-            for (index, call) in answers.iter().enumerate() {
-                let block = match (index, accepted) {
-                    (0, true) => answer_block(call, false, "The answer was received.".into()),
-                    (0, false) => answer_block(
-                        call,
-                        true,
-                        reply.first().cloned().unwrap_or_else(|| {
-                            "The answer was refused; the run stopped.".to_owned()
-                        }),
-                    ),
-                    _ => answer_block(call, true, "Only the first answer counts.".into()),
-                };
-                self.recorder
-                    .record(|| Record::ToolResult {
-                        block: block.clone(),
-                    })
-                    .await?;
-                content.push(block);
-            }
-            messages.push(Message {
-                role: Role::User,
-                content,
-            });
+            self.answer_outputs(&answers, accepted, reply.first(), messages)
+                .await?;
         } else if let Some(message) = reply.pop() {
             let message = Message::user(message);
             self.recorder
@@ -269,6 +224,73 @@ impl AgentInner {
             push_user_message_to(messages, message);
         }
         outcome
+    }
+
+    /// The answer came beside other calls: the output calls are answered (and stored) with
+    /// the rule, and the other calls run; the answer is asked for again after them.
+    async fn answer_later(
+        &self,
+        answers: &[ToolUse],
+        calls: &[&ToolUse],
+    ) -> Result<OutputStep, AgentError> {
+        let mut answered = HashMap::new();
+        for call in answers {
+            let block = answer_block(
+                call,
+                true,
+                format!(
+                    "`{}` must be called alone, once the other tools' results are in: call it \
+                     again then.",
+                    OutputFormat::TOOL_NAME
+                ),
+            );
+            self.recorder
+                .record(|| Record::ToolResult {
+                    block: block.clone(),
+                })
+                .await?;
+            answered.insert(call.id.clone(), block);
+        }
+        Ok(OutputStep::Run {
+            calls: calls.iter().map(|call| (*call).clone()).collect(),
+            answered,
+        })
+    }
+
+    /// Answers (and stores) every output call of the turn: the first with `accepted` or the
+    /// `refusal`, the others as not counted.
+    async fn answer_outputs(
+        &self,
+        answers: &[ToolUse],
+        accepted: bool,
+        refusal: Option<&String>,
+        messages: &mut History,
+    ) -> Result<(), AgentError> {
+        let mut content = Vec::new();
+        for (index, call) in answers.iter().enumerate() {
+            let block = match (index, accepted) {
+                (0, true) => answer_block(call, false, "The answer was received.".into()),
+                (0, false) => answer_block(
+                    call,
+                    true,
+                    refusal
+                        .cloned()
+                        .unwrap_or_else(|| "The answer was refused; the run stopped.".to_owned()),
+                ),
+                _ => answer_block(call, true, "Only the first answer counts.".into()),
+            };
+            self.recorder
+                .record(|| Record::ToolResult {
+                    block: block.clone(),
+                })
+                .await?;
+            content.push(block);
+        }
+        messages.push(Message {
+            role: Role::User,
+            content,
+        });
+        Ok(())
     }
 }
 
