@@ -1,6 +1,6 @@
 //! Staying inside the model's context window.
 //!
-//! The conversation (`AgentInner::messages`, [`RunResult::messages`], the session) is always
+//! The conversation (`AgentInner::messages`, [`RunResult::messages`](super::RunResult::messages), the session) is always
 //! kept whole; what changes is the *view* each request is sent, built here from it before every
 //! model turn:
 //! - the size of the request is estimated as characters / 4 (system prompt, tool schemas and
@@ -23,11 +23,11 @@
 //!   user message that holds no tool results, so no call is separated from its result and
 //!   roles still alternate. A [`PreCompact`] hook may add instructions or veto it. The
 //!   summary request is billed like a turn: it counts in the run's and the agent's usage and
-//!   cost, the budgets, the [`AgentEvent::Compacted`] event and a stored [`Record::Usage`].
+//!   cost, the budgets, the [`AgentEvent::Compacted`](super::AgentEvent::Compacted) event and a stored [`Record::Usage`](crate::session::Record::Usage).
 //!
 //! The view is a stable prefix between two changes (the summary stays until the next
 //! compaction, cleared results stay cleared), so prompt caching keeps hitting. Each change is
-//! stored ([`Record::Compacted`], [`Record::ToolResultsCleared`]) so a resumed agent rebuilds
+//! stored ([`Record::Compacted`](crate::session::Record::Compacted), [`Record::ToolResultsCleared`](crate::session::Record::ToolResultsCleared)) so a resumed agent rebuilds
 //! the same view.
 
 use std::collections::{HashMap, HashSet};
@@ -164,7 +164,7 @@ pub struct CompactRequest {
     /// How many messages of the conversation the summary will stand in for.
     pub messages: usize,
     /// Whether the provider already refused the request as too long (vetoing then fails
-    /// the run with [`ModelError::PromptTooLong`]).
+    /// the run with [`ModelError::PromptTooLong`](crate::model::ModelError::PromptTooLong)).
     pub forced: bool,
 }
 
@@ -212,7 +212,7 @@ impl AgentConfig {
     /// older tool calls are replaced by a short note in what the model sees, down to
     /// `clear_to` (0.1), and above `compact_at` (0.85), or when the provider answers that the
     /// prompt is too long, the older part of the conversation is replaced by a summary the
-    /// model writes. The full conversation is kept in [`RunResult::messages`] and the
+    /// model writes. The full conversation is kept in [`RunResult::messages`](super::RunResult::messages) and the
     /// session. (`compaction` in the `[context]` table.)
     ///
     /// [`with_context_window`]: Self::with_context_window

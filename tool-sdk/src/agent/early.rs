@@ -8,7 +8,7 @@
 //! their order, and results keep tool_use order.
 //!
 //! The session: an early call's records (its start, permission question and answer, result)
-//! are held in a [`Journal`](super::recorder::Journal) until the model turn they belong to is staged, then staged in
+//! are held in a [`Journal`] until the model turn they belong to is staged, then staged in
 //! the order they came behind it, and stored at once after that (which takes the staged ones
 //! along). A crash mid-stream therefore stores nothing of the turn (resuming asks for it
 //! again; a read-only call running twice is harmless). If the stream fails or the run is

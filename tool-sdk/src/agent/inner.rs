@@ -127,7 +127,7 @@ pub(crate) fn resolve_tools(
 }
 
 impl AgentInner {
-    /// Everything [`Agent::create`] does before the session: model, tools, MCP servers.
+    /// Everything [`Agent::create`](super::Agent::create) does before the session: model, tools, MCP servers.
     pub(crate) async fn build(config: AgentConfig) -> Result<AgentInner, AgentError> {
         let config = config.load_project_files()?;
         let model = config.resolve_model()?;

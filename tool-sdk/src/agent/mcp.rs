@@ -1,6 +1,6 @@
 //! An agent's MCP servers: their tools join the agent's tool set at `create`, and change with
-//! `list_changed`, reconnections, [`Agent::add_or_update_mcp_server`] and
-//! [`Agent::remove_mcp_server`].
+//! `list_changed`, reconnections, [`Agent::add_or_update_mcp_server`](super::Agent::add_or_update_mcp_server) and
+//! [`Agent::remove_mcp_server`](super::Agent::remove_mcp_server).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

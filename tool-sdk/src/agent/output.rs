@@ -1,7 +1,7 @@
 //! Typed final answers: [`Agent::prompt_as`](super::Agent::prompt_as) and
 //! [`Agent::prompt_as_stream`](super::Agent::prompt_as_stream).
 //!
-//! The run asks the model for an answer of `T`'s JSON Schema ([`ModelRequest::output`]; each
+//! The run asks the model for an answer of `T`'s JSON Schema ([`ModelRequest::output`](crate::model::ModelRequest::output); each
 //! client asks in its provider's own way), takes the answer from a call of the output tool or
 //! from the final text, and checks it with the validator tool inputs get (and by
 //! deserializing `T`). An answer that fails goes back to the model with the AJV-style list of
@@ -303,8 +303,8 @@ fn answer_block(call: &ToolUse, is_error: bool, text: String) -> MessageContent 
 }
 
 impl RunResult {
-    /// The typed answer of a run started with [`Agent::prompt_as_stream`] (or
-    /// [`prompt_as`](Agent::prompt_as)), as `T`: the run's error if it failed.
+    /// The typed answer of a run started with [`Agent::prompt_as_stream`](super::Agent::prompt_as_stream) (or
+    /// [`prompt_as`](super::Agent::prompt_as)), as `T`: the run's error if it failed.
     pub fn output_as<T: DeserializeOwned>(&self) -> Result<T, AgentError> {
         if let Some(error) = &self.error {
             return Err(error.clone());

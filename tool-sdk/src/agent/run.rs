@@ -250,7 +250,7 @@ impl AgentInner {
     }
 
     /// Finishes the last turn, stopped for deferred approvals, from what the store says (which
-    /// another process may have added to): see [`Agent::continue_run`].
+    /// another process may have added to): see [`Agent::continue_run`](super::Agent::continue_run).
     async fn finish_deferred_turn(
         self: &Arc<Self>,
         messages: &mut History,

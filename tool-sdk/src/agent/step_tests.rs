@@ -25,7 +25,8 @@ fn dollars_per_million(input: f64, output: f64) -> Price {
 fn the_next_request_or_what_stops_the_run() {
     let spent = || Some(AgentError::TokenLimitExceeded { spent: 9, limit: 5 });
     // (cancelled, turns taken, max_turns, budget stop) -> decision
-    let table: [(bool, u32, u32, Option<AgentError>, Result<(), AgentError>); 6] = [
+    type Row = (bool, u32, u32, Option<AgentError>, Result<(), AgentError>);
+    let table: [Row; 6] = [
         (false, 0, 3, None, Ok(())),
         (false, 2, 3, None, Ok(())),
         (false, 3, 3, None, Err(AgentError::MaxTurns(3))),
@@ -106,13 +107,13 @@ fn only_a_prompt_too_long_is_compacted_and_sent_again_once() {
 
 #[test]
 fn read_only_calls_run_together_and_others_alone() {
-    // r = read-only, w = mutating; the batches in order.
-    let table: [(&str, &[Range<usize>]); 5] = [
+    // r = read-only, w = mutating; the batches in order, as (start, end).
+    let table: [(&str, &[(usize, usize)]); 5] = [
         ("", &[]),
-        ("rrr", &[0..3]),
-        ("www", &[0..1, 1..2, 2..3]),
-        ("rrwr", &[0..2, 2..3, 3..4]),
-        ("wrrw", &[0..1, 1..3, 3..4]),
+        ("rrr", &[(0, 3)]),
+        ("www", &[(0, 1), (1, 2), (2, 3)]),
+        ("rrwr", &[(0, 2), (2, 3), (3, 4)]),
+        ("wrrw", &[(0, 1), (1, 3), (3, 4)]),
     ];
     for (calls, expected) in table {
         let concurrent: Vec<bool> = calls.chars().map(|c| c == 'r').collect();
@@ -121,7 +122,7 @@ fn read_only_calls_run_together_and_others_alone() {
         while start < concurrent.len() {
             let batch = next_batch(&concurrent, start);
             start = batch.end;
-            batches.push(batch);
+            batches.push((batch.start, batch.end));
         }
         assert_eq!(batches, expected, "{calls}");
     }

@@ -100,7 +100,7 @@ impl Agent {
         })
     }
 
-    /// Ends the session: its [`SessionHook`]s see [`SessionEvent::End`]. The agent stays
+    /// Ends the session: its [`SessionHook`](super::SessionHook)s see [`SessionEvent::End`]. The agent stays
     /// usable: its next run starts the session again for the hooks (as
     /// [`SessionSource::Startup`]), and a stored session simply goes on.
     pub async fn close(&self) {
