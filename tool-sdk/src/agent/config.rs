@@ -121,7 +121,7 @@ pub struct AgentConfig {
     /// `cache_read_per_million` and `cache_write_per_million`): see
     /// [`with_model_info`](Self::with_model_info).
     #[serde(
-        with = "super::budget::model_table",
+        with = "super::model_table",
         skip_serializing_if = "BTreeMap::is_empty"
     )]
     pub models: BTreeMap<String, crate::model::ModelInfo>,

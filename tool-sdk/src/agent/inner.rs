@@ -27,6 +27,7 @@ use crate::{
     ToolRegistry,
 };
 
+/// An agent's parts and what its calls share; an [`Agent`](super::Agent) is an `Arc` of it.
 pub(crate) struct AgentInner {
     pub(crate) model: Arc<dyn Model>,
     pub(crate) registry: Arc<ToolRegistry>,

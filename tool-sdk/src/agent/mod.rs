@@ -69,8 +69,11 @@ mod executor;
 mod hold;
 mod hooks;
 mod inner;
+#[cfg(test)]
+mod layers_tests;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod model_table;
 mod output;
 mod project;
 mod recorder;
