@@ -17,7 +17,7 @@ use super::hooks::SessionEvent;
 use super::inner::AgentInner;
 use super::output::OutputSpec;
 use super::spans;
-use super::step;
+use super::step::{self, Start};
 use super::turn::Progress;
 use crate::AgentId;
 use crate::model::{History, Message, OutputFormat, Role, ToolUse};
@@ -179,10 +179,12 @@ impl AgentInner {
         let open_turn = messages
             .last()
             .is_some_and(|m| m.role == Role::Assistant && m.tool_uses().next().is_some());
-        match prompt {
-            // The last turn's calls wait for deferred approvals: a prompt now would leave them
-            // unanswered, which providers refuse.
-            Some(_) if open_turn => {
+        let ends_with_user = messages.last().is_some_and(|m| m.role == Role::User);
+        match (
+            step::start(prompt.is_some(), open_turn, ends_with_user),
+            prompt,
+        ) {
+            (Start::WaitForApprovals, _) => {
                 let pending = self.recorder.stored_turn().await?.pending;
                 return Err(match pending.is_empty() {
                     false => AgentError::ApprovalsPending(pending),
@@ -193,11 +195,11 @@ impl AgentInner {
                     ),
                 });
             }
-            None if open_turn => {
+            (Start::FinishDeferred, _) => {
                 self.finish_deferred_turn(messages, result, emit, cancel)
                     .await?
             }
-            Some(prompt) => {
+            (Start::Prompt, Some(prompt)) => {
                 let contexts = self
                     .config
                     .run_hooks
@@ -217,8 +219,9 @@ impl AgentInner {
                 // providers refuse two user messages in a row.
                 push_user_message_to(messages, prompt);
             }
-            None if messages.last().is_some_and(|m| m.role == Role::User) => {}
-            None => {
+            (Start::Continue, _) => {}
+            // (`Start::Prompt` always comes with its prompt.)
+            (Start::NothingToContinue | Start::Prompt, _) => {
                 return Err(AgentError::Config(
                     "there is nothing to continue: the conversation does not end with a user \
                      message or tool results"

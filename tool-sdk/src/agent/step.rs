@@ -7,7 +7,8 @@
 //! hooks. Another driver (a durable engine's workflow) can make the same decisions from the
 //! same facts. The decisions:
 //!
-//! - whether another request is sent, or what stops the run ([`before_request`],
+//! - how a run starts ([`start`]); whether another request is sent, or what stops the run
+//!   ([`before_request`],
 //!   [`Budget::stop`], [`after_turn`], [`compact_and_retry`]);
 //! - which calls start now and which wait: the batches of a turn ([`next_batch`]), when their
 //!   starts are stored ([`store_starts_first`]), which calls start while the turn still
@@ -21,6 +22,35 @@ use std::ops::Range;
 
 use super::error::AgentError;
 use crate::model::{ModelError, Price, ToolUse, Usage};
+
+/// How a run starts.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Start {
+    /// The prompt joins the conversation (after the prompt hooks), then the first request.
+    Prompt,
+    /// No prompt, and the conversation ends with a user message or results: it is answered.
+    Continue,
+    /// No prompt, and the last turn's calls wait for deferred approvals: they run (from the
+    /// store) first.
+    FinishDeferred,
+    /// A prompt while the last turn's calls wait for deferred approvals: refused, since it
+    /// would leave them unanswered, which providers refuse.
+    WaitForApprovals,
+    /// No prompt, and the conversation ends with the model's answer: nothing to do.
+    NothingToContinue,
+}
+
+/// How a run starts, with a prompt or not (`continue_run`), from a conversation whose last
+/// message is a turn with calls (`open_turn`) or the user's (`ends_with_user`).
+pub(crate) fn start(prompt: bool, open_turn: bool, ends_with_user: bool) -> Start {
+    match (prompt, open_turn) {
+        (true, true) => Start::WaitForApprovals,
+        (true, false) => Start::Prompt,
+        (false, true) => Start::FinishDeferred,
+        (false, false) if ends_with_user => Start::Continue,
+        (false, false) => Start::NothingToContinue,
+    }
+}
 
 /// Whether the run sends its next request, `turns` taken so far: `Err` with what stops it
 /// (cancelled, `max_turns` reached, a budget spent, in that order).

@@ -225,3 +225,24 @@ fn clearing_takes_old_read_results_until_the_request_is_small_enough() {
         ["big2"]
     );
 }
+
+#[test]
+fn a_run_starts_from_its_prompt_or_the_conversation() {
+    use Start::*;
+    // (prompt, last turn has calls, ends with the user's message) -> start
+    let table = [
+        (true, false, false, Prompt),
+        (true, false, true, Prompt),
+        (true, true, false, WaitForApprovals),
+        (false, true, false, FinishDeferred),
+        (false, false, true, Continue),
+        (false, false, false, NothingToContinue),
+    ];
+    for (prompt, open_turn, ends_with_user, expected) in table {
+        assert_eq!(
+            start(prompt, open_turn, ends_with_user),
+            expected,
+            "prompt {prompt}, open turn {open_turn}, ends with the user {ends_with_user}"
+        );
+    }
+}
