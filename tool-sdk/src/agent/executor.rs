@@ -25,7 +25,7 @@ use crate::permission::{
 };
 use crate::pipeline::{CallOutcome, RawInput, contain, run_call};
 use crate::session::{CallCheckpointer, PendingApproval, Record, SessionError};
-use crate::tool::{BoxFuture, ResultDisplay, ToolContext, ToolOutput};
+use crate::tool::{BoxFuture, ResultDisplay, ToolContext, ToolError, ToolOutput};
 
 /// One call's result block, its error line for the run result, and why the session store
 /// could not take its records (which ends the run).
@@ -339,17 +339,8 @@ async fn run_one(
         };
     }
     spans::end_tool(&span, error.as_ref(), &output);
-    let error_line = match &error {
-        None => output
-            .is_error
-            .then(|| format!("{}: {}", call.name, output.to_text())),
-        Some(error) => Some(format!("{}: {error}", call.name)),
-    };
-    // The output goes into the block whole unless an event needs it too.
-    let (block, output) = match emit.listening() {
-        true => (result_block(&call.id, &output), Some(output)),
-        false => (into_result_block(&call.id, output), None),
-    };
+    let error_line = error_line(call, &output, error.as_ref());
+    let (block, output) = blocks(&call.id, output, emit.listening());
     // Stored as soon as the call ends: before the next model request, and before the other
     // calls of the turn end.
     let store_error = match ask.failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
@@ -379,6 +370,25 @@ async fn run_one(
     }
 }
 
+/// The line a failed call adds to the run's errors.
+fn error_line(call: &ToolUse, output: &ToolOutput, error: Option<&ToolError>) -> Option<String> {
+    match error {
+        None => output
+            .is_error
+            .then(|| format!("{}: {}", call.name, output.to_text())),
+        Some(error) => Some(format!("{}: {error}", call.name)),
+    }
+}
+
+/// The call's result block, and its output again when an event needs it too (`listening`);
+/// else the output goes into the block whole.
+fn blocks(id: &str, output: ToolOutput, listening: bool) -> (MessageContent, Option<ToolOutput>) {
+    match listening {
+        true => (result_block(id, &output), Some(output)),
+        false => (into_result_block(id, output), None),
+    }
+}
+
 /// The event that tells how a call ended: `ToolCompleted` with the tool's display of its
 /// result, or `ToolFailed`.
 fn ended(
@@ -386,7 +396,7 @@ fn ended(
     tool: Option<&dyn crate::Tool>,
     input: &Value,
     output: ToolOutput,
-    error: Option<&crate::ToolError>,
+    error: Option<&ToolError>,
     duration: std::time::Duration,
 ) -> AgentEvent {
     let Some(error) = error else {
