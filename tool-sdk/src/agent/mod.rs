@@ -90,7 +90,6 @@ pub use config::{
 pub use context::{CompactDecision, CompactRequest, ContextSettings, IMAGE_TOKENS, PreCompact};
 pub use error::AgentError;
 pub use events::{AgentEvent, AgentRun, PermissionRequest, RunResult};
-pub use executor::READ_ONLY_COMMIT_DELAY;
 pub use hooks::{
     PromptCheck, SessionEvent, SessionHook, SessionSource, StopCheck, StopContext, StopHook,
     UserPromptSubmit,
@@ -103,6 +102,8 @@ pub use project::{ClaudeSettings, MEMORY_FILES, MemoryFile, ProjectMemory};
 #[derive(Clone)]
 pub struct Agent {
     inner: Arc<AgentInner>,
+    /// What resuming left out of the stored history ([`Agent::resume_notes`]).
+    resume_notes: Arc<[String]>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -137,6 +138,7 @@ impl Agent {
         }
         Ok(Agent {
             inner: Arc::new(inner),
+            resume_notes: Arc::new([]),
         })
     }
 

@@ -84,7 +84,8 @@ impl Agent {
         let hold = SessionHold::take(&store, id, config.session.lease).await?;
         let recorder = Recorder::stored(Arc::from(session.id), store, hold);
         // Its seals are stored before anything else runs.
-        let (records, restored) = recorder.open().await?;
+        let (records, mut restored) = recorder.open().await?;
+        let resume_notes = std::mem::take(&mut restored.skipped).into();
         if config.working_dir.is_none() {
             config.working_dir = Some(session.working_dir);
         }
@@ -97,7 +98,15 @@ impl Agent {
         inner.ledger.restore(&records);
         Ok(Agent {
             inner: Arc::new(inner),
+            resume_notes,
         })
+    }
+
+    /// What resuming the session left out of its history, one note each: a record the store
+    /// could not read back, a model turn stored twice. The conversation goes on without them.
+    /// Empty when nothing was left out, and for an agent made by [`Agent::create`].
+    pub fn resume_notes(&self) -> &[String] {
+        &self.resume_notes
     }
 
     /// Ends the session: its [`SessionHook`](super::SessionHook)s see [`SessionEvent::End`]. The agent stays
