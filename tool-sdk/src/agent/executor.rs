@@ -9,23 +9,21 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use serde_json::Value;
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::events::{AgentEvent, Emit, PermissionRequest};
+use super::asker::{EventAsker, RecordingAsker, record};
+use super::events::{AgentEvent, Emit};
 use super::inner::AgentInner;
 use super::recorder::Journal;
 use super::spans;
 use super::step;
 use super::subagent::Subagents;
 use crate::model::{MessageContent, ToolUse};
-use crate::permission::{
-    PermissionAnswer, PermissionHandler, PermissionQuestion, not_allowed_message,
-};
+use crate::permission::PermissionAnswer;
 use crate::pipeline::{CallOutcome, RawInput, contain, run_call};
 use crate::session::{CallCheckpointer, PendingApproval, Record, SessionError};
-use crate::tool::{BoxFuture, ResultDisplay, ToolContext, ToolError, ToolOutput};
+use crate::tool::{ResultDisplay, ToolContext, ToolError, ToolOutput};
 
 /// One call's result block, its error line for the run result, and why the session store
 /// could not take its records (which ends the run).
@@ -225,18 +223,6 @@ pub(crate) async fn run_one_held(
     }
 }
 
-/// Stores a record now, or in `journal` when the call has one.
-async fn record(
-    agent: &AgentInner,
-    journal: Option<&Journal>,
-    make: impl FnOnce() -> Record,
-) -> Result<(), SessionError> {
-    match journal {
-        Some(journal) => journal.record(&agent.recorder, make).await,
-        None => agent.recorder.record(make).await,
-    }
-}
-
 /// Tells the app a call is about to run (`ToolRequested`, with the tool's title for it), if
 /// anyone listens; returns the tool, when the name is known.
 fn announce(agent: &AgentInner, call: &ToolUse, emit: &Emit) -> Option<Arc<dyn crate::Tool>> {
@@ -421,108 +407,6 @@ fn ended(
         duration,
         kind: error.kind(),
         output,
-    }
-}
-
-/// Asks through a `PermissionRequested` event when the app set no handler; a request
-/// nobody answers is refused, naming the rule that would allow the call.
-struct EventAsker<'a> {
-    call_id: &'a str,
-    emit: &'a Emit,
-}
-
-impl PermissionHandler for EventAsker<'_> {
-    fn ask<'a>(&'a self, question: &'a PermissionQuestion) -> BoxFuture<'a, PermissionAnswer> {
-        let (answer, answered) = oneshot::channel();
-        (self.emit)(AgentEvent::PermissionRequested(PermissionRequest {
-            id: self.call_id.to_owned(),
-            question: question.clone(),
-            answer,
-        }));
-        Box::pin(async move {
-            answered
-                .await
-                .unwrap_or_else(|_| PermissionAnswer::Deny(not_allowed_message(question)))
-        })
-    }
-}
-
-/// Stores each permission question and its answer around the app's handler. A question that
-/// cannot be stored is refused (the call does not run) and the failure ends the run.
-///
-/// With `answer` (stored earlier, for a deferred question) it answers with it, storing
-/// nothing. With `defer` it asks nobody: it stores the question as deferred, notes it in
-/// `deferred` and refuses the call for now (that refusal is never stored nor sent).
-struct RecordingAsker<'a> {
-    agent: &'a AgentInner,
-    call: &'a ToolUse,
-    asker: &'a dyn PermissionHandler,
-    answer: Option<&'a PermissionAnswer>,
-    /// Where the records go while the call's turn is not stored yet.
-    journal: Option<&'a Journal>,
-    defer: bool,
-    deferred: Mutex<Option<PendingApproval>>,
-    failure: Mutex<Option<SessionError>>,
-}
-
-impl RecordingAsker<'_> {
-    fn refuse(&self, error: SessionError) -> PermissionAnswer {
-        let answer = PermissionAnswer::Deny(format!(
-            "this call did not run: the session could not be stored ({error})"
-        ));
-        let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner());
-        failure.get_or_insert(error);
-        answer
-    }
-}
-
-impl PermissionHandler for RecordingAsker<'_> {
-    fn ask<'a>(&'a self, question: &'a PermissionQuestion) -> BoxFuture<'a, PermissionAnswer> {
-        Box::pin(async move {
-            if let Some(answer) = self.answer {
-                return answer.clone();
-            }
-            let asked = Record::PermissionAsked {
-                id: self.call.id.clone(),
-                tool: question.tool.clone(),
-                title: question.prompt.title.clone(),
-            };
-            if let Err(error) = record(self.agent, self.journal, || asked).await {
-                return self.refuse(error);
-            }
-            if self.defer {
-                let deferred = Record::ApprovalDeferred {
-                    id: self.call.id.clone(),
-                };
-                if let Err(error) = record(self.agent, self.journal, || deferred).await {
-                    return self.refuse(error);
-                }
-                let pending = PendingApproval {
-                    call_id: self.call.id.clone(),
-                    tool: question.tool.clone(),
-                    title: question.prompt.title.clone(),
-                    input: self.call.input.json_or_empty().into_owned(),
-                };
-                *self.deferred.lock().unwrap_or_else(|p| p.into_inner()) = Some(pending);
-                return PermissionAnswer::Deny("the approval was deferred".into());
-            }
-            let answer = self.asker.ask(question).await;
-            let (allowed, always, message) = match &answer {
-                PermissionAnswer::Allow => (true, false, None),
-                PermissionAnswer::AllowAlways => (true, true, None),
-                PermissionAnswer::Deny(message) => (false, false, Some(message.clone())),
-            };
-            let answered = Record::PermissionAnswered {
-                id: self.call.id.clone(),
-                allowed,
-                always,
-                message,
-            };
-            match record(self.agent, self.journal, || answered).await {
-                Ok(()) => answer,
-                Err(error) => self.refuse(error),
-            }
-        })
     }
 }
 

@@ -10,7 +10,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "driver",
         &[
-            "run", "turn", "early", "executor", "compact", "output", "subagent", "spans",
+            "run", "turn", "early", "executor", "asker", "compact", "output", "subagent", "spans",
         ],
     ),
     ("assembly", &["inner"]),

@@ -58,6 +58,7 @@ use recorder::Recorder;
 // the parts, each owning its state (`recorder.rs` with `hold.rs`, `context.rs`, `budget.rs`,
 // `hooks.rs`, `mcp.rs`); the decisions (`step.rs`: pure, no IO); and what all of them speak
 // (`error.rs`, `events.rs`, `config.rs`, `project.rs`).
+mod asker;
 mod budget;
 mod compact;
 mod config;
