@@ -28,7 +28,7 @@ pub use model::{ModelSettings, ModelSource, ModelSpec, ProviderKind};
 pub use permissions::PermissionSettings;
 pub use session::{SessionLeasing, SessionSettings, StoreSource};
 
-use super::AgentError;
+use super::error::AgentError;
 use super::hooks::Hooks;
 use crate::model::Model;
 use crate::session::SessionStore;

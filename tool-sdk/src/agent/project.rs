@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::AgentError;
+use super::error::AgentError;
 use crate::permission::{PermissionRules, Rule};
 
 /// The instruction files read in each directory, in this order.
@@ -162,7 +162,7 @@ pub struct ClaudeSettings {
     /// The rules of both files.
     pub permissions: PermissionRules,
     /// The command hooks of both files (`hooks`), the local file's after.
-    pub hooks: super::CommandHooks,
+    pub hooks: super::command_hooks::CommandHooks,
     /// The files read.
     pub files: Vec<PathBuf>,
     /// What was left out, and why, each naming its file.

@@ -4,8 +4,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::events::{AgentEvent, Emit};
 use super::hooks::SubagentStart;
-use super::{AgentEvent, AgentInner, Emit, resolve_tools};
+use super::inner::{AgentInner, resolve_tools};
+use super::recorder::Recorder;
 use crate::{
     AgentId, BoxFuture, SubagentReport, SubagentRequest, SubagentRunner, ToolContext, ToolError,
 };
@@ -51,7 +53,7 @@ impl Subagents {
         // A sub-agent's run lives inside the Task call and has no session of its own to wait
         // in: its questions are asked (or refused) as usual.
         config.session.defer_approvals = false;
-        // The parent's hooks see its stops as `subagent_stop`; it has no session of its own.
+        // The parent's sub-agent stop hooks are its stop hooks; it has no session of its own.
         config.hooks = config.hooks.for_subagent();
         // Its traces name it after its kind.
         config.name = Some(
@@ -75,7 +77,7 @@ impl Subagents {
         child.checkpoints = parent.checkpoints.clone();
         child.call_message = parent.call_message.clone();
         child.state = parent.state.clone();
-        child.session_id = parent.session_id.clone();
+        child.recorder = Recorder::in_memory(parent.recorder.session_id().clone());
         child.ledger = parent.ledger.clone();
         Ok(child)
     }

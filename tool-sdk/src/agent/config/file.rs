@@ -53,7 +53,7 @@ pub(super) struct ConfigFile {
     #[serde(skip_serializing_if = "ContextSettings::is_default")]
     context: ContextSettings,
     #[serde(
-        with = "crate::agent::budget::model_table",
+        with = "super::super::model_table",
         skip_serializing_if = "BTreeMap::is_empty"
     )]
     models: BTreeMap<String, ModelInfo>,
