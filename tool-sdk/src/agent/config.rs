@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::AgentError;
+use super::{AgentError, ConfigError};
 use super::context::ContextSettings;
 use crate::model::{
     Model, ModelError, RetryPolicy, anthropic::AnthropicModel, openai::OpenAiModel,
@@ -152,7 +152,7 @@ pub struct AgentConfig {
     pub(crate) permission_handler: Option<Arc<dyn PermissionHandler>>,
     /// Mistakes found by builder methods, reported by `Agent::create`.
     #[serde(skip)]
-    pub(crate) problems: Vec<String>,
+    pub(crate) problems: Vec<ConfigError>,
 }
 
 /// The `[session]` table of a config file.
@@ -342,15 +342,19 @@ impl AgentConfig {
     /// Loads a `.toml` or `.json` file.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, AgentError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|error| {
-            AgentError::Config(format!("cannot read {}: {error}", path.display()))
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::ReadFile {
+            path: path.to_owned(),
+            source: Arc::new(error),
         })?;
         let parsed = match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => serde_json::from_str(&text).map_err(|e| e.to_string()),
-            Some("toml") => toml::from_str(&text).map_err(|e| e.to_string()),
-            _ => Err("the file must end in .toml or .json".to_owned()),
+            Some("json") => serde_json::from_str(&text).map_err(crate::error::source),
+            Some("toml") => toml::from_str(&text).map_err(crate::error::source),
+            _ => return Err(ConfigError::UnknownFormat { path: path.into() }.into()),
         };
-        parsed.map_err(|error| AgentError::Config(format!("{}: {error}", path.display())))
+        Ok(parsed.map_err(|source| ConfigError::BadFile {
+            path: path.to_owned(),
+            source,
+        })?)
     }
 
     /// Names the agent in its traces (see [`telemetry`](crate::telemetry)'s spans).
@@ -427,7 +431,7 @@ impl AgentConfig {
     ) -> Self {
         match Rule::parse(rule) {
             Ok(rule) => list(&mut self.permissions).push(rule),
-            Err(error) => self.problems.push(error.to_string()),
+            Err(error) => self.problems.push(error.into()),
         }
         self
     }
@@ -471,9 +475,8 @@ impl AgentConfig {
         }
         let dir = match &self.working_dir {
             Some(dir) => dir.clone(),
-            None => std::env::current_dir().map_err(|error| {
-                AgentError::Config(format!("cannot read the current directory: {error}"))
-            })?,
+            None => std::env::current_dir()
+                .map_err(|error| ConfigError::CurrentDir(Arc::new(error)))?,
         };
         if self.project_memory
             && let Some(memory) = super::ProjectMemory::load(&dir)?.to_prompt()
@@ -652,7 +655,7 @@ impl AgentConfig {
         match crate::mcp::McpServers::from_file(path) {
             Ok(servers) => self.with_mcp_servers(servers),
             Err(error) => {
-                self.problems.push(format!("MCP servers: {error}"));
+                self.problems.push(ConfigError::McpServers(error));
                 self
             }
         }
@@ -680,11 +683,7 @@ impl AgentConfig {
     /// leases is an error.
     pub fn with_session_lease(mut self, ttl: Duration) -> Self {
         if ttl.is_zero() {
-            self.problems.push(
-                "a session lease of 0 s would expire as it is taken: give a ttl of a few \
-                 seconds or more, or call `without_session_lease()` to take none"
-                    .into(),
-            );
+            self.problems.push(ConfigError::ZeroLease);
         }
         self.session.lease = SessionLeasing::Ttl(ttl);
         self
@@ -758,9 +757,7 @@ impl AgentConfig {
             return Ok(model.clone());
         }
         let Some(spec) = &self.model else {
-            return Err(AgentError::Config(
-                "no model: set `[model]` in the config file or call `with_model(...)`".into(),
-            ));
+            return Err(ConfigError::MissingModel.into());
         };
         let key = |default_var: &str| -> Option<String> {
             if let Some(key) = &spec.api_key {

@@ -285,12 +285,11 @@ impl AgentInner {
         let answer = u64::from(self.config.max_tokens);
         match window.checked_sub(answer) {
             Some(room) if room > 0 => Ok(room),
-            _ => Err(AgentError::Config(format!(
-                "max_tokens ({answer}) leaves no room for the prompt in the context window of \
-                 {window} tokens (the provider counts the prompt and max_tokens together): \
-                 lower `max_tokens` (in the config file or on `AgentConfig`), or check the \
-                 window"
-            ))),
+            _ => Err(ConfigError::NoPromptRoom {
+                max_tokens: self.config.max_tokens,
+                window,
+            }
+            .into()),
         }
     }
 
@@ -307,7 +306,7 @@ impl AgentInner {
             return Ok(messages.clone());
         };
         if let Some(problem) = self.config.context.problem() {
-            return Err(AgentError::Config(problem));
+            return Err(ConfigError::Context(problem).into());
         }
         let room = self.prompt_room(window)?;
         let settings = &self.config.context;
@@ -510,10 +509,9 @@ impl AgentInner {
         let summary = summary.trim();
         if summary.is_empty() {
             self.flush().await?;
-            return Err(ModelError::Stream(
+            return Err(ModelError::stream(
                 "the model answered the request to summarise the conversation (to compact it) \
-                 with no text"
-                    .into(),
+                 with no text",
             )
             .into());
         }
@@ -555,8 +553,8 @@ impl AgentInner {
                 Some(Ok(_)) => {}
                 Some(Err(error)) => return Err(error.into()),
                 None => {
-                    return Err(ModelError::Stream(
-                        "the stream of the summary request ended without a complete answer".into(),
+                    return Err(ModelError::stream(
+                        "the stream of the summary request ended without a complete answer",
                     )
                     .into());
                 }

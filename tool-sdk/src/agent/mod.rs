@@ -71,6 +71,7 @@ mod budget;
 mod config;
 mod context;
 mod early;
+mod error;
 mod events;
 mod executor;
 mod hold;
@@ -89,6 +90,7 @@ pub use config::{
     AgentConfig, ModelSpec, ProviderKind, SessionLeasing, SessionSettings, SubagentConfig,
 };
 pub use context::{CompactDecision, CompactRequest, ContextSettings, IMAGE_TOKENS, PreCompact};
+pub use error::{AgentError, ConfigError, StoreNeed};
 pub use events::{AgentEvent, PermissionRequest};
 pub use executor::READ_ONLY_COMMIT_DELAY;
 pub use hooks::{
@@ -98,103 +100,8 @@ pub use hooks::{
 pub use output::TypedRun;
 pub use project::{ClaudeSettings, MEMORY_FILES, MemoryFile, ProjectMemory};
 
-/// Why an agent could not be built, or a run failed.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentError {
-    /// The configuration is unusable.
-    #[error("invalid agent config: {0}")]
-    Config(String),
-    /// The registry refused or could not find tools.
-    #[error(transparent)]
-    Registry(#[from] RegistryError),
-    /// A tool needs app state the config does not provide.
-    #[error(
-        "tool `{tool}` needs app state of type `{type_name}`: add it with \
-         `AgentConfig::with_state(...)`"
-    )]
-    MissingState {
-        /// The tool.
-        tool: String,
-        /// The state's type.
-        type_name: &'static str,
-    },
-    /// The model failed (after retries).
-    #[error(transparent)]
-    Model(#[from] ModelError),
-    /// The run hit `max_turns` while the model still wanted tools.
-    #[error("stopped after {0} turns (max_turns); the model still wanted to call tools")]
-    MaxTurns(u32),
-    /// A [`UserPromptSubmit`] hook refused the prompt; nothing of it was sent or stored.
-    #[error("the prompt was blocked by a hook: {0}")]
-    PromptBlocked(String),
-    /// The run was cancelled.
-    #[error("the run was cancelled")]
-    Cancelled,
-    /// The run's turns cost its budget ([`AgentConfig::with_max_budget_usd`]) or more. The
-    /// last turn's tool calls did not run (the model was told so); the session is intact and
-    /// a new prompt goes on with a fresh budget.
-    #[error(
-        "stopped: this run cost ${spent_usd:.4}, its budget is ${limit_usd:.4} \
-         (max_budget_usd); the last tool calls did not run, and a new prompt continues"
-    )]
-    BudgetExceeded {
-        /// What the run's turns cost, in USD.
-        spent_usd: f64,
-        /// The budget.
-        limit_usd: f64,
-    },
-    /// The run's turns used its token limit ([`AgentConfig::with_max_run_tokens`]) or more;
-    /// as [`BudgetExceeded`](Self::BudgetExceeded).
-    #[error(
-        "stopped: this run used {spent} tokens, its limit is {limit} (max_run_tokens); the \
-         last tool calls did not run, and a new prompt continues"
-    )]
-    TokenLimitExceeded {
-        /// Tokens the run's turns used: prompt and output, cached or not.
-        spent: u64,
-        /// The limit.
-        limit: u64,
-    },
-    /// The session store failed: the run stopped rather than lose what it could not store.
-    #[error(transparent)]
-    Session(#[from] crate::session::SessionError),
-    /// The run stopped to wait for permission answers
-    /// ([`AgentConfig::with_deferred_approvals`]): answer each with
-    /// [`Agent::answer_approval`], then go on with [`Agent::continue_run`]. The session is
-    /// stored; this can happen in another process after [`Agent::resume`].
-    #[error(
-        "the run is waiting for {} permission answer(s): {}; answer them with \
-         `Agent::answer_approval`, then call `Agent::continue_run`",
-        .0.len(),
-        .0.iter().map(|p| format!("{} ({})", p.call_id, p.title)).collect::<Vec<_>>().join(", ")
-    )]
-    ApprovalsPending(Vec<PendingApproval>),
-    /// The model's typed answer ([`Agent::prompt_as`]) was refused `attempts` times in a row:
-    /// more than [`AgentConfig::max_output_retries`]. `errors` is what was wrong with the
-    /// last one, AJV style.
-    #[error(
-        "the model's answer did not match the requested type after {attempts} attempt(s); \
-         the last one:\n{errors}"
-    )]
-    OutputInvalid {
-        /// How many answers were refused.
-        attempts: u32,
-        /// The last answer's problems.
-        errors: crate::validate::InputErrors,
-    },
-    /// An MCP server could not be started, reached or listed.
-    #[cfg(feature = "mcp")]
-    #[error(transparent)]
-    Mcp(#[from] crate::mcp::McpError),
-}
-
-// The dollar amounts of `BudgetExceeded` are never NaN (limits are checked, costs are sums
-// of finite products): equality is an equivalence.
-impl Eq for AgentError {}
-
 /// How a run went.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct RunResult {
     /// The model's final text.
     pub text: String,
@@ -302,11 +209,10 @@ impl Agent {
     pub async fn create(config: AgentConfig) -> Result<Agent, AgentError> {
         let store = config.resolve_session_store()?;
         if config.session.defer_approvals && store.is_none() {
-            return Err(AgentError::Config(
-                "deferred approvals need a session store, where the questions wait for their \
-                 answers: set one with `AgentConfig::with_session_store(...)`"
-                    .into(),
-            ));
+            return Err(ConfigError::NoSessionStore {
+                need: StoreNeed::DeferredApprovals,
+            }
+            .into());
         }
         let mut inner = AgentInner::build(config).await?;
         if let Some(store) = store {
@@ -695,10 +601,9 @@ fn resolve_tools(
     for pattern in patterns {
         if pattern.contains(['*', '?']) {
             let glob = globset::Glob::new(pattern)
-                .map_err(|error| {
-                    AgentError::Config(format!(
-                        "the tool pattern `{pattern}` is not a glob: {error}"
-                    ))
+                .map_err(|source| ConfigError::ToolPattern {
+                    pattern: pattern.clone(),
+                    source,
                 })?
                 .compile_matcher();
             let matched: Vec<&String> = names.iter().filter(|n| glob.is_match(n)).collect();
@@ -798,10 +703,10 @@ impl AgentInner {
         agent_id: AgentId,
     ) -> Result<Self, AgentError> {
         if let Some(problem) = config.problems.first() {
-            return Err(AgentError::Config(problem.clone()));
+            return Err(problem.clone().into());
         }
         if config.max_turns == 0 {
-            return Err(AgentError::Config("max_turns must be at least 1".into()));
+            return Err(ConfigError::NoTurns.into());
         }
         let registry = ToolRegistry::with_options(ValidationOptions {
             coerce: config.coerce_inputs,
@@ -828,22 +733,19 @@ impl AgentInner {
         }
         let working_dir = match &config.working_dir {
             Some(dir) => dir.clone(),
-            None => std::env::current_dir().map_err(|error| {
-                AgentError::Config(format!("cannot read the current directory: {error}"))
-            })?,
+            None => std::env::current_dir()
+                .map_err(|error| ConfigError::CurrentDir(Arc::new(error)))?,
         };
-        let mut sandbox = Sandbox::new(&working_dir).map_err(|error| {
-            AgentError::Config(format!(
-                "the working directory {} cannot be used: {error}",
-                working_dir.display()
-            ))
+        let mut sandbox = Sandbox::new(&working_dir).map_err(|error| ConfigError::BadDirectory {
+            path: working_dir.clone(),
+            additional: false,
+            source: Arc::new(error),
         })?;
         for dir in &config.additional_dirs {
-            sandbox = sandbox.allow_dir(dir).map_err(|error| {
-                AgentError::Config(format!(
-                    "the additional directory {} cannot be used: {error}",
-                    dir.display()
-                ))
+            sandbox = sandbox.allow_dir(dir).map_err(|error| ConfigError::BadDirectory {
+                path: dir.clone(),
+                additional: true,
+                source: Arc::new(error),
             })?;
         }
         let session = Arc::new(SessionValues::default());

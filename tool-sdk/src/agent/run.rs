@@ -104,11 +104,7 @@ impl AgentInner {
                 .iter()
                 .any(|s| s.name == OutputFormat::TOOL_NAME)
         {
-            return Err(AgentError::Config(format!(
-                "a typed answer is asked for with a tool named `{}`, and the agent has a tool \
-                 of that name already",
-                OutputFormat::TOOL_NAME
-            )));
+            return Err(ConfigError::OutputToolTaken(OutputFormat::TOOL_NAME).into());
         }
         let mut refused = 0;
         let mut stop_continued = 0;
@@ -125,11 +121,7 @@ impl AgentInner {
                 let pending = self.stored_turn().await?.pending;
                 return Err(match pending.is_empty() {
                     false => AgentError::ApprovalsPending(pending),
-                    true => AgentError::Config(
-                        "the last turn's tool calls wait to run after deferred approvals: call \
-                         `continue_run` first"
-                            .into(),
-                    ),
+                    true => AgentError::ContinueFirst,
                 });
             }
             None if open_turn => {
@@ -156,11 +148,7 @@ impl AgentInner {
             }
             None if messages.last().is_some_and(|m| m.role == Role::User) => {}
             None => {
-                return Err(AgentError::Config(
-                    "there is nothing to continue: the conversation does not end with a user \
-                     message or tool results"
-                        .into(),
-                ));
+                return Err(AgentError::NothingToContinue);
             }
         }
 
@@ -426,11 +414,10 @@ impl AgentInner {
         if self.store.is_none() {
             // Deferring needs a store (checked when the agent is built); never drop the
             // conversation in memory for the empty one a missing store would give.
-            return Err(AgentError::Config(
-                "the last turn's tool calls are unanswered and there is no session store to \
-                 finish them from"
-                    .into(),
-            ));
+            return Err(ConfigError::NoSessionStore {
+                need: StoreNeed::Continue,
+            }
+            .into());
         }
         let restored = self.stored_turn().await?;
         if !restored.pending.is_empty() {
@@ -441,11 +428,7 @@ impl AgentInner {
             // Another process finished the turn already; the stored history is the truth.
             return match messages.last() {
                 Some(last) if last.role == Role::User => Ok(()),
-                _ => Err(AgentError::Config(
-                    "there is nothing to continue: the conversation ends with the model's \
-                     answer"
-                        .into(),
-                )),
+                _ => Err(AgentError::NothingToContinue),
             };
         };
         let calls: Vec<&ToolUse> = turn.calls.iter().collect();
@@ -485,8 +468,8 @@ impl AgentInner {
                 Some(Ok(ModelEvent::Completed(response))) => return Ok(response),
                 Some(Err(error)) => return Err(error.into()),
                 None => {
-                    return Err(ModelError::Stream(
-                        "the model's stream ended without a complete turn".into(),
+                    return Err(ModelError::stream(
+                        "the model's stream ended without a complete turn",
                     )
                     .into());
                 }

@@ -21,7 +21,7 @@ impl Agent {
     ///
     /// [`continue_run`]: Agent::continue_run
     pub async fn resume(config: AgentConfig, id: &str) -> Result<Agent, AgentError> {
-        let store = required_store(&config, "resume")?;
+        let store = required_store(&config, StoreNeed::Resume)?;
         Self::open_stored(config, store, id).await
     }
 
@@ -32,7 +32,7 @@ impl Agent {
     /// new; [`SessionInfo::parent`](crate::session::SessionInfo::parent) names where it came
     /// from.
     pub async fn fork(config: AgentConfig, id: &str, at: usize) -> Result<Agent, AgentError> {
-        let store = required_store(&config, "fork")?;
+        let store = required_store(&config, StoreNeed::Fork)?;
         let source = store.get(id).await?;
         let messages = restore(&store.load(id).await?).messages;
         if at > messages.len() {
@@ -178,11 +178,11 @@ impl Agent {
 }
 
 /// The store `config` names, which resuming and forking need.
-fn required_store(config: &AgentConfig, what: &str) -> Result<Arc<dyn SessionStore>, AgentError> {
-    config.resolve_session_store()?.ok_or_else(|| {
-        AgentError::Config(format!(
-            "cannot {what} a session without a session store: set one with \
-             `AgentConfig::with_session_store(...)` or `[session] store = \"sqlite:PATH\"`"
-        ))
-    })
+fn required_store(
+    config: &AgentConfig,
+    need: StoreNeed,
+) -> Result<Arc<dyn SessionStore>, AgentError> {
+    Ok(config
+        .resolve_session_store()?
+        .ok_or(ConfigError::NoSessionStore { need })?)
 }

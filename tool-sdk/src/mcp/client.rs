@@ -22,6 +22,7 @@ use tokio::io::AsyncBufReadExt;
 use super::adapter::McpTool;
 use super::config::{McpServerConfig, McpTransport};
 use super::naming::NameMap;
+use crate::error::ErrorSource;
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutput, ToolResult};
 
 /// How long connecting may take when the config sets no start-up timeout.
@@ -30,13 +31,32 @@ const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
 const STDERR_LINES: usize = 40;
 
 /// Why an MCP server could not be used.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[error("MCP server `{server}`: {message}")]
+#[non_exhaustive]
 pub struct McpError {
     /// The server's name in the config.
     pub server: String,
     /// What went wrong, with the command or URL and, for stdio servers, the end of stderr.
     pub message: String,
+    /// The error beneath (the `std::io::Error` of a command that cannot start, rmcp's error
+    /// of a failed handshake, ...), if any.
+    pub source: Option<ErrorSource>,
+}
+
+impl McpError {
+    /// The error of server `server`: `message`, caused by `source` if there is one.
+    pub(crate) fn new(
+        server: &str,
+        message: impl Into<String>,
+        source: Option<ErrorSource>,
+    ) -> Self {
+        McpError {
+            server: server.to_owned(),
+            message: message.into(),
+            source,
+        }
+    }
 }
 
 /// Called with the server's name and its new tool list, after a `list_changed` notification
@@ -258,10 +278,15 @@ impl ClientInner {
     }
 
     fn error(&self, message: impl Into<String>) -> McpError {
-        McpError {
-            server: self.name.clone(),
-            message: message.into(),
-        }
+        McpError::new(&self.name, message, None)
+    }
+
+    fn error_from(
+        &self,
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> McpError {
+        McpError::new(&self.name, message, Some(crate::error::source(source)))
     }
 
     async fn connect(self: &Arc<Self>) -> Result<Connection, McpError> {
@@ -288,7 +313,7 @@ impl ClientInner {
                     .stderr(Stdio::piped())
                     .spawn()
                     .map_err(|error| {
-                        self.error(format!(
+                        let message = format!(
                             "cannot start `{}`: {error}{}",
                             self.config.describe(),
                             if error.kind() == std::io::ErrorKind::NotFound {
@@ -296,7 +321,8 @@ impl ClientInner {
                             } else {
                                 ""
                             }
-                        ))
+                        );
+                        self.error_from(message, error)
                     })?;
                 // Drained all the time: a chatty server must never block on a full pipe.
                 let drained = child_stderr.map(|pipe| {
@@ -341,9 +367,11 @@ impl ClientInner {
                 let mut custom = HashMap::new();
                 for (name, value) in headers {
                     let name = reqwest::header::HeaderName::try_from(name.as_str())
-                        .map_err(|e| self.error(format!("bad header name `{name}`: {e}")))?;
+                        .map_err(|e| self.error_from(format!("bad header name `{name}`: {e}"), e))?;
                     let value = reqwest::header::HeaderValue::try_from(expand(value))
-                        .map_err(|e| self.error(format!("bad value of header `{name}`: {e}")))?;
+                        .map_err(|e| {
+                            self.error_from(format!("bad value of header `{name}`: {e}"), e)
+                        })?;
                     custom.insert(name, value);
                 }
                 // A server restarted behind the same URL forgets our session: start a new one.
@@ -358,7 +386,9 @@ impl ClientInner {
                 .await
                 {
                     Ok(Ok(service)) => Ok(Connection { service, stderr }),
-                    Ok(Err(error)) => Err(self.error(format!("cannot connect to {url}: {error}"))),
+                    Ok(Err(error)) => {
+                        Err(self.error_from(format!("cannot connect to {url}: {error}"), error))
+                    }
                     Err(_) => Err(self.error(format!("no answer from {url} within {startup:?}"))),
                 }
             }
@@ -374,7 +404,7 @@ impl ClientInner {
             .peer()
             .list_all_tools()
             .await
-            .map_err(|e| self.error(format!("cannot list its tools: {e}")))?;
+            .map_err(|e| self.error_from(format!("cannot list its tools: {e}"), e))?;
         let names = NameMap::build(&self.name, listed.iter().map(|t| &*t.name))
             .map_err(|e| self.error(e))?;
         let exposed: HashMap<&str, &str> = names.iter().map(|(a, b)| (b, a)).collect();

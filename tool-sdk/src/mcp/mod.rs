@@ -39,7 +39,7 @@ mod naming;
 mod server;
 
 pub use client::{McpClient, McpError, ToolsChanged};
-pub use config::{McpServerConfig, McpServers, McpTransport};
+pub use config::{McpFileError, McpServerConfig, McpServers, McpTransport};
 pub use naming::{NameMap, sanitize, tool_name};
 pub use server::{McpHttpServer, McpToolServer, serve_http, serve_stdio};
 

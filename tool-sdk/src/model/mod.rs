@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::ContentBlock;
+use crate::error::ErrorSource;
 
 pub mod anthropic;
 mod catalog;
@@ -576,8 +577,9 @@ impl std::ops::AddAssign for Usage {
     }
 }
 
-/// Why a model call failed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+/// Why a model call failed. A failed connection keeps its `reqwest::Error` as its
+/// [`source`](std::error::Error::source).
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ModelError {
     /// HTTP 429: too many requests.
@@ -613,11 +615,21 @@ pub enum ModelError {
         message: String,
     },
     /// The connection failed: it could not be made, or it broke while the answer streamed.
-    #[error("the connection to the provider failed: {0}")]
-    Transport(String),
+    #[error("the connection to the provider failed: {message}")]
+    Transport {
+        /// What failed, with the causes beneath it.
+        message: String,
+        /// The error beneath, such as a `reqwest::Error`.
+        source: Option<ErrorSource>,
+    },
     /// The stream broke off or carried something unreadable.
-    #[error("the response stream failed: {0}")]
-    Stream(String),
+    #[error("the response stream failed: {message}")]
+    Stream {
+        /// What was wrong.
+        message: String,
+        /// The error beneath, such as the `serde_json::Error` of an unreadable event.
+        source: Option<ErrorSource>,
+    },
     /// No API key was configured.
     #[error("no API key: {0}")]
     MissingApiKey(String),
@@ -666,8 +678,35 @@ impl ModelError {
             ModelError::RateLimited { .. }
                 | ModelError::Overloaded { .. }
                 | ModelError::Server { .. }
-                | ModelError::Transport(_)
+                | ModelError::Transport { .. }
         )
+    }
+
+    /// A [`Stream`](Self::Stream) error with nothing beneath it.
+    pub fn stream(message: impl Into<String>) -> Self {
+        ModelError::Stream {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A [`Stream`](Self::Stream) error that `source` caused.
+    pub(crate) fn stream_from(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        ModelError::Stream {
+            message: message.into(),
+            source: Some(Arc::new(source)),
+        }
+    }
+
+    /// A [`Transport`](Self::Transport) error with nothing beneath it.
+    pub fn transport(message: impl Into<String>) -> Self {
+        ModelError::Transport {
+            message: message.into(),
+            source: None,
+        }
     }
 
     /// How long the provider asked to wait, if it did.

@@ -144,6 +144,7 @@ impl PostgresStore {
         let mut config: Config = url.parse().map_err(|error| SessionError::Open {
             path: PathBuf::from(&shown),
             detail: format!("not a PostgreSQL URL: {}", describe(&error)),
+            source: Some(crate::error::source(error)),
         })?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
@@ -171,20 +172,21 @@ impl PostgresStore {
             *slot = Some(self.open().await?);
         }
         MutexGuard::try_map(slot, Option::as_mut)
-            .map_err(|_| SessionError::Storage(format!("{}: no connection", self.inner.shown)))
+            .map_err(|_| SessionError::storage(format!("{}: no connection", self.inner.shown)))
     }
 
     async fn open(&self) -> Result<Client, SessionError> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| SessionError::Open {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|error| SessionError::Open {
             path: self.path(),
             detail: "PostgresStore must be used from a Tokio runtime".to_owned(),
+            source: Some(crate::error::source(error)),
         })?;
         let (mut client, connection) = self
             .inner
             .config
             .connect(NoTls)
             .await
-            .map_err(|error| self.open_error(&error))?;
+            .map_err(|error| self.open_error(error))?;
         let shown = self.inner.shown.clone();
         runtime.spawn(async move {
             if let Err(error) = connection.await {
@@ -198,7 +200,7 @@ impl PostgresStore {
     /// Brings the schema up to date in one transaction, under an advisory lock so that
     /// processes connecting at once take turns: a crash midway leaves the database as it was.
     async fn migrate(&self, client: &mut Client) -> Result<(), SessionError> {
-        let fail = |error: tokio_postgres::Error| self.open_error(&error);
+        let fail = |error: tokio_postgres::Error| self.open_error(error);
         let transaction = client.transaction().await.map_err(fail)?;
         transaction
             .batch_execute(&format!(
@@ -246,14 +248,15 @@ impl PostgresStore {
         PathBuf::from(&self.inner.shown)
     }
 
-    fn open_error(&self, error: &tokio_postgres::Error) -> SessionError {
+    fn open_error(&self, error: tokio_postgres::Error) -> SessionError {
         SessionError::Open {
             path: self.path(),
-            detail: describe(error),
+            detail: describe(&error),
+            source: Some(crate::error::source(error)),
         }
     }
 
-    fn storage_error(&self, error: &tokio_postgres::Error) -> SessionError {
+    fn storage_error(&self, error: tokio_postgres::Error) -> SessionError {
         let hint = if error.is_closed() {
             " (the connection was lost; the next call connects again)"
         } else if error.code() == Some(&SqlState::CHARACTER_NOT_IN_REPERTOIRE) {
@@ -262,7 +265,8 @@ impl PostgresStore {
         } else {
             ""
         };
-        SessionError::Storage(format!("{}: {}{hint}", self.inner.shown, describe(error)))
+        let detail = format!("{}: {}{hint}", self.inner.shown, describe(&error));
+        SessionError::storage_from(detail, error)
     }
 }
 
@@ -295,7 +299,7 @@ macro_rules! retrying {
             match $attempt.await {
                 Ok(value) => break Ok(value),
                 Err(Attempt::Retry(_)) if !fresh => fresh = true,
-                Err(Attempt::Retry(error)) => break Err($store.storage_error(&error)),
+                Err(Attempt::Retry(error)) => break Err($store.storage_error(error)),
                 Err(Attempt::Fail(error)) => break Err(error),
             }
         }
@@ -423,7 +427,7 @@ impl PostgresStore {
                     return Ok(lease);
                 }
             }
-            Err(SessionError::Storage(format!(
+            Err(SessionError::storage(format!(
                 "{}: the lease of session `{id}` changed hands too often to be taken",
                 self.inner.shown
             )))
@@ -445,9 +449,8 @@ impl PostgresStore {
                     serde_json::to_string(record)
                         .map(|body| (record.kind(), body))
                         .map_err(|error| {
-                            SessionError::Storage(format!(
-                                "the record cannot be written as JSON: {error}"
-                            ))
+                            let detail = format!("the record cannot be written as JSON: {error}");
+                            SessionError::storage_from(detail, error)
                         })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
@@ -465,19 +468,22 @@ impl PostgresStore {
     fn retry_or_fail(&self, error: tokio_postgres::Error) -> Attempt {
         match error.is_closed() {
             true => Attempt::Retry(error),
-            false => Attempt::Fail(self.storage_error(&error)),
+            false => Attempt::Fail(self.storage_error(error)),
         }
     }
 
     fn commit_failed(&self, error: tokio_postgres::Error) -> Attempt {
         match error.is_closed() {
-            true => Attempt::Fail(SessionError::Storage(format!(
-                "{}: the connection was lost while committing, so whether the change was \
-                 stored is unknown ({})",
-                self.inner.shown,
-                describe(&error)
-            ))),
-            false => Attempt::Fail(self.storage_error(&error)),
+            true => {
+                let detail = format!(
+                    "{}: the connection was lost while committing, so whether the change was \
+                     stored is unknown ({})",
+                    self.inner.shown,
+                    describe(&error)
+                );
+                Attempt::Fail(SessionError::storage_from(detail, error))
+            }
+            false => Attempt::Fail(self.storage_error(error)),
         }
     }
 
@@ -779,14 +785,12 @@ impl PostgresStore {
     }
 
     fn info_of_row(&self, row: &Row) -> Result<SessionInfo, SessionError> {
-        let fail = |error: tokio_postgres::Error| self.storage_error(&error);
+        let fail = |error: tokio_postgres::Error| self.storage_error(error);
         let parent_id: Option<String> = row.try_get(5).map_err(fail)?;
         let parent_at: Option<i64> = row.try_get(6).map_err(fail)?;
         let title = String::from_utf8(row.try_get(1).map_err(fail)?).map_err(|error| {
-            SessionError::Storage(format!(
-                "{}: a session's title is not UTF-8: {error}",
-                self.inner.shown
-            ))
+            let detail = format!("{}: a session's title is not UTF-8: {error}", self.inner.shown);
+            SessionError::storage_from(detail, error)
         })?;
         Ok(SessionInfo {
             id: row.try_get(0).map_err(fail)?,

@@ -128,9 +128,10 @@ impl SqliteStore {
     /// plain file, or not writable by this user) is refused here, naming it.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, SessionError> {
         let path = path.as_ref();
-        files::prepare(path).map_err(|detail| SessionError::Open {
+        files::prepare(path).map_err(|unusable| SessionError::Open {
             path: path.to_path_buf(),
-            detail,
+            detail: unusable.detail,
+            source: unusable.source.map(crate::error::source),
         })?;
         let connection = Connection::open(path).map_err(|error| open_error(path, error))?;
         let store = SqliteStore {
@@ -240,7 +241,9 @@ impl SqliteStore {
                 job(&mut connection, &path)
             })
             .await
-            .map_err(|error| SessionError::Storage(format!("the store's task failed: {error}")))?
+            .map_err(|error| {
+                SessionError::storage_from(format!("the store's task failed: {error}"), error)
+            })?
         })
     }
 
@@ -613,7 +616,7 @@ struct Row {
 impl Row {
     fn of(record: &Record) -> Result<Row, SessionError> {
         let body = serde_json::to_string(record).map_err(|error| {
-            SessionError::Storage(format!("the record cannot be written as JSON: {error}"))
+            SessionError::storage_from(format!("the record cannot be written as JSON: {error}"), error)
         })?;
         let title = match record {
             Record::UserMessage { message } => Some(title_of(message)),
@@ -854,10 +857,12 @@ fn open_error(path: &Path, error: rusqlite::Error) -> SessionError {
         true => SessionError::Corrupt {
             path: path.to_path_buf(),
             detail: error.to_string(),
+            source: Some(crate::error::source(error)),
         },
         false => SessionError::Open {
             path: path.to_path_buf(),
             detail: with_shared_memory_hint(path, &error),
+            source: Some(crate::error::source(error)),
         },
     }
 }
@@ -892,8 +897,9 @@ fn storage_error(path: &Path, error: rusqlite::Error) -> SessionError {
         true => SessionError::Corrupt {
             path: path.to_path_buf(),
             detail: error.to_string(),
+            source: Some(crate::error::source(error)),
         },
-        false => SessionError::Storage(format!("{}: {error}", path.display())),
+        false => SessionError::storage_from(format!("{}: {error}", path.display()), error),
     }
 }
 

@@ -284,7 +284,7 @@ pub(super) struct Turn {
 
 fn parse<'de, T: Deserialize<'de>>(kind: &str, data: &'de str) -> Result<T, ModelError> {
     serde_json::from_str(data)
-        .map_err(|error| ModelError::Stream(format!("unreadable `{kind}` event: {error}")))
+        .map_err(|error| ModelError::stream_from(format!("unreadable `{kind}` event: {error}"), error))
 }
 
 impl TurnReader for Turn {
@@ -294,7 +294,7 @@ impl TurnReader for Turn {
             return Ok(Vec::new());
         }
         let tag: Tag = serde_json::from_str(data).map_err(|error| {
-            ModelError::Stream(format!("unreadable `{name}` event data: {error}"))
+            ModelError::stream_from(format!("unreadable `{name}` event data: {error}"), error)
         })?;
         let kind = tag.kind.unwrap_or_else(|| name.to_owned());
         let mut out = Vec::new();
@@ -330,7 +330,7 @@ impl TurnReader for Turn {
                     StartBlock::RedactedThinking { data } => Block::RedactedThinking(data),
                     StartBlock::ToolUse { id, name, input } => {
                         if id.is_empty() || name.is_empty() {
-                            return Err(ModelError::Stream(format!(
+                            return Err(ModelError::stream(format!(
                                 "tool_use block {} has no id or name",
                                 start.index
                             )));
@@ -359,7 +359,7 @@ impl TurnReader for Turn {
             "content_block_delta" => {
                 let delta: BlockDelta = parse(&kind, data)?;
                 let Some(block) = self.blocks.get_mut(&delta.index) else {
-                    return Err(ModelError::Stream(format!(
+                    return Err(ModelError::stream(format!(
                         "a delta for content block {} that never started",
                         delta.index
                     )));
@@ -385,7 +385,7 @@ impl TurnReader for Turn {
                         signature.push_str(&piece);
                     }
                     (other, block) => {
-                        return Err(ModelError::Stream(format!(
+                        return Err(ModelError::stream(format!(
                             "a `{}` for content block {} which is {}",
                             other.name(),
                             delta.index,
@@ -397,7 +397,7 @@ impl TurnReader for Turn {
             "content_block_stop" => {
                 let stop: BlockStop = parse(&kind, data)?;
                 let Some(block) = self.blocks.remove(&stop.index) else {
-                    return Err(ModelError::Stream(format!(
+                    return Err(ModelError::stream(format!(
                         "a stop for content block {} that never started",
                         stop.index
                     )));
@@ -452,10 +452,10 @@ impl TurnReader for Turn {
     /// becomes a malformed [`ToolUse`].
     fn finish(self) -> Result<ModelResponse, ModelError> {
         if !self.stopped {
-            return Err(ModelError::Stream(if self.started {
-                "the response stream ended before message_stop".into()
+            return Err(ModelError::stream(if self.started {
+                "the response stream ended before message_stop"
             } else {
-                "the response stream ended before message_start (and message_stop)".into()
+                "the response stream ended before message_start (and message_stop)"
             }));
         }
         Ok(ModelResponse {
