@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{AgentError, ConfigError};
 use super::context::ContextSettings;
+use super::{AgentError, ConfigError};
 use crate::model::{
     Model, ModelError, RetryPolicy, anthropic::AnthropicModel, openai::OpenAiModel,
 };
@@ -475,8 +475,9 @@ impl AgentConfig {
         }
         let dir = match &self.working_dir {
             Some(dir) => dir.clone(),
-            None => std::env::current_dir()
-                .map_err(|error| ConfigError::CurrentDir(Arc::new(error)))?,
+            None => {
+                std::env::current_dir().map_err(|error| ConfigError::CurrentDir(Arc::new(error)))?
+            }
         };
         if self.project_memory
             && let Some(memory) = super::ProjectMemory::load(&dir)?.to_prompt()

@@ -3,12 +3,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::RegistryError;
 use crate::error::ErrorSource;
 use crate::model::ModelError;
 use crate::permission::RuleError;
 use crate::session::PendingApproval;
 use crate::validate::SchemaError;
-use crate::RegistryError;
 
 /// Why an agent could not be built, or a run failed.
 ///

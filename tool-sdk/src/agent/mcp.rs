@@ -249,8 +249,8 @@ impl Agent {
         let mcp = self.mcp()?;
         let client = McpClient::connect(name, config.clone()).await?;
         if scope == McpScope::Project {
-            let value = serde_json::to_value(&config)
-                .map_err(|e| ConfigError::McpConfig(Arc::new(e)))?;
+            let value =
+                serde_json::to_value(&config).map_err(|e| ConfigError::McpConfig(Arc::new(e)))?;
             edit_project_file(&mcp.project_file(), |servers| {
                 servers.insert(name.to_owned(), value);
             })?;

@@ -733,20 +733,24 @@ impl AgentInner {
         }
         let working_dir = match &config.working_dir {
             Some(dir) => dir.clone(),
-            None => std::env::current_dir()
-                .map_err(|error| ConfigError::CurrentDir(Arc::new(error)))?,
+            None => {
+                std::env::current_dir().map_err(|error| ConfigError::CurrentDir(Arc::new(error)))?
+            }
         };
-        let mut sandbox = Sandbox::new(&working_dir).map_err(|error| ConfigError::BadDirectory {
-            path: working_dir.clone(),
-            additional: false,
-            source: Arc::new(error),
-        })?;
-        for dir in &config.additional_dirs {
-            sandbox = sandbox.allow_dir(dir).map_err(|error| ConfigError::BadDirectory {
-                path: dir.clone(),
-                additional: true,
+        let mut sandbox =
+            Sandbox::new(&working_dir).map_err(|error| ConfigError::BadDirectory {
+                path: working_dir.clone(),
+                additional: false,
                 source: Arc::new(error),
             })?;
+        for dir in &config.additional_dirs {
+            sandbox = sandbox
+                .allow_dir(dir)
+                .map_err(|error| ConfigError::BadDirectory {
+                    path: dir.clone(),
+                    additional: true,
+                    source: Arc::new(error),
+                })?;
         }
         let session = Arc::new(SessionValues::default());
         session.get::<ModeState>().set(config.permission_mode);

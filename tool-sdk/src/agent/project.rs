@@ -56,10 +56,12 @@ impl ProjectMemory {
     /// be read (or is not UTF-8, or is larger than 256 KiB) is an error naming it; a file
     /// reached twice through a symbolic link is read once.
     pub fn load(dir: &Path) -> Result<Self, AgentError> {
-        let dir = dir.canonicalize().map_err(|error| ConfigError::ProjectMemory {
-            path: dir.to_owned(),
-            source: Arc::new(error),
-        })?;
+        let dir = dir
+            .canonicalize()
+            .map_err(|error| ConfigError::ProjectMemory {
+                path: dir.to_owned(),
+                source: Arc::new(error),
+            })?;
         let mut dirs: Vec<&Path> = Vec::new();
         let mut root_found = false;
         for ancestor in dir.ancestors() {

@@ -366,10 +366,12 @@ impl ClientInner {
             McpTransport::Http { url, headers } => {
                 let mut custom = HashMap::new();
                 for (name, value) in headers {
-                    let name = reqwest::header::HeaderName::try_from(name.as_str())
-                        .map_err(|e| self.error_from(format!("bad header name `{name}`: {e}"), e))?;
-                    let value = reqwest::header::HeaderValue::try_from(expand(value))
-                        .map_err(|e| {
+                    let name =
+                        reqwest::header::HeaderName::try_from(name.as_str()).map_err(|e| {
+                            self.error_from(format!("bad header name `{name}`: {e}"), e)
+                        })?;
+                    let value =
+                        reqwest::header::HeaderValue::try_from(expand(value)).map_err(|e| {
                             self.error_from(format!("bad value of header `{name}`: {e}"), e)
                         })?;
                     custom.insert(name, value);

@@ -111,7 +111,8 @@ impl McpToolServer {
     /// Serves one client on this process's stdin and stdout until it disconnects.
     pub async fn serve_stdio(self) -> Result<(), McpError> {
         let name = self.name.clone();
-        let failed = |message: String, error: ErrorSource| McpError::new(&name, message, Some(error));
+        let failed =
+            |message: String, error: ErrorSource| McpError::new(&name, message, Some(error));
         let running = self
             .serve(rmcp::transport::stdio())
             .await
@@ -129,11 +130,13 @@ impl McpToolServer {
     /// Meant for loopback: rmcp's guard against DNS rebinding stays on, so requests whose
     /// `Host` is not `localhost`, `127.0.0.1` or `::1` are refused whatever `addr` is.
     pub async fn serve_http(self, addr: SocketAddr) -> Result<McpHttpServer, McpError> {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| {
-                McpError::new(&self.name, format!("cannot listen on {addr}: {e}"), Some(source(e)))
-            })?;
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+            McpError::new(
+                &self.name,
+                format!("cannot listen on {addr}: {e}"),
+                Some(source(e)),
+            )
+        })?;
         let local_addr = listener
             .local_addr()
             .map_err(|e| McpError::new(&self.name, e.to_string(), Some(source(e))))?;

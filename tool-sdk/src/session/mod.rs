@@ -50,8 +50,8 @@ mod sqlite;
 
 pub use approval::{PendingApproval, answer_approval, pending_approvals};
 pub(crate) use checkpoint::CallCheckpointer;
-pub use error::SessionError;
 pub use checkpoint::{FileCheckpointer, FileCheckpoints, RewindReport};
+pub use error::SessionError;
 pub(crate) use recover::push_user_message_to;
 pub use recover::{
     Compaction, NEVER_STARTED_MESSAGE, Restored, STOPPED_MESSAGE, UNREADABLE_PROMPT, records_for,

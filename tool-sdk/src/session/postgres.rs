@@ -176,11 +176,12 @@ impl PostgresStore {
     }
 
     async fn open(&self) -> Result<Client, SessionError> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(|error| SessionError::Open {
-            path: self.path(),
-            detail: "PostgresStore must be used from a Tokio runtime".to_owned(),
-            source: Some(crate::error::source(error)),
-        })?;
+        let runtime =
+            tokio::runtime::Handle::try_current().map_err(|error| SessionError::Open {
+                path: self.path(),
+                detail: "PostgresStore must be used from a Tokio runtime".to_owned(),
+                source: Some(crate::error::source(error)),
+            })?;
         let (mut client, connection) = self
             .inner
             .config
@@ -789,7 +790,10 @@ impl PostgresStore {
         let parent_id: Option<String> = row.try_get(5).map_err(fail)?;
         let parent_at: Option<i64> = row.try_get(6).map_err(fail)?;
         let title = String::from_utf8(row.try_get(1).map_err(fail)?).map_err(|error| {
-            let detail = format!("{}: a session's title is not UTF-8: {error}", self.inner.shown);
+            let detail = format!(
+                "{}: a session's title is not UTF-8: {error}",
+                self.inner.shown
+            );
             SessionError::storage_from(detail, error)
         })?;
         Ok(SessionInfo {

@@ -283,8 +283,9 @@ pub(super) struct Turn {
 }
 
 fn parse<'de, T: Deserialize<'de>>(kind: &str, data: &'de str) -> Result<T, ModelError> {
-    serde_json::from_str(data)
-        .map_err(|error| ModelError::stream_from(format!("unreadable `{kind}` event: {error}"), error))
+    serde_json::from_str(data).map_err(|error| {
+        ModelError::stream_from(format!("unreadable `{kind}` event: {error}"), error)
+    })
 }
 
 impl TurnReader for Turn {

@@ -164,7 +164,9 @@ fn odd_server_input_is_an_error_never_a_panic() {
             ),
         ],
     );
-    assert!(matches!(result, Err(ModelError::Stream { message: m, .. }) if m.contains("tool_use block")));
+    assert!(
+        matches!(result, Err(ModelError::Stream { message: m, .. }) if m.contains("tool_use block"))
+    );
     // Unknown events and blocks are ignored.
     let mut turn = Turn::default();
     let out = events(
