@@ -62,11 +62,7 @@ async fn generated_tool_has_name_description_and_annotations() {
     assert!(ReadTool.is_read_only());
     let annotations = ReadTool.annotations();
     assert_eq!(annotations.read_only, Some(true));
-    assert!(
-        annotations.destructive.is_none(),
-        "absent means unknown: {:?}",
-        annotations.destructive
-    );
+    assert_eq!(annotations.destructive, None, "absent means unknown");
     assert_eq!(ReadTool.timeout(), None);
 }
 
@@ -162,11 +158,7 @@ fn hints_are_tri_state_and_timeout_and_category_are_kept() {
     assert_eq!(annotations.destructive, Some(false));
     assert_eq!(annotations.idempotent, Some(true));
     assert_eq!(annotations.open_world, Some(false));
-    assert!(
-        annotations.read_only.is_none(),
-        "{:?}",
-        annotations.read_only
-    );
+    assert_eq!(annotations.read_only, None);
     assert!(!SearchTool.is_read_only(), "unknown counts as mutating");
     assert_eq!(SearchTool.timeout(), Some(Duration::from_secs(90)));
     assert_eq!(SearchTool.category(), Some("search"));
