@@ -344,7 +344,7 @@ impl AgentConfig {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|error| ConfigError::ReadFile {
             path: path.to_owned(),
-            source: Arc::new(error),
+            source: error.into(),
         })?;
         let parsed = match path.extension().and_then(|e| e.to_str()) {
             Some("json") => serde_json::from_str(&text).map_err(crate::error::source),
@@ -476,7 +476,7 @@ impl AgentConfig {
         let dir = match &self.working_dir {
             Some(dir) => dir.clone(),
             None => {
-                std::env::current_dir().map_err(|error| ConfigError::CurrentDir(Arc::new(error)))?
+                std::env::current_dir().map_err(|error| ConfigError::CurrentDir(error.into()))?
             }
         };
         if self.project_memory

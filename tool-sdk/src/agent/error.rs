@@ -1,10 +1,9 @@
 //! Why an agent could not be built, or a run failed.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use crate::RegistryError;
-use crate::error::ErrorSource;
+use crate::error::{ErrorSource, Shared};
 use crate::model::ModelError;
 use crate::permission::RuleError;
 use crate::session::PendingApproval;
@@ -128,7 +127,7 @@ pub enum AgentError {
         /// The type asked for.
         type_name: &'static str,
         /// What serde said.
-        source: Arc<serde_json::Error>,
+        source: Shared<serde_json::Error>,
     },
     /// An MCP server could not be started, reached or listed.
     #[cfg(feature = "mcp")]
@@ -149,7 +148,7 @@ pub enum ConfigError {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: Arc<std::io::Error>,
+        source: Shared<std::io::Error>,
     },
     /// A config file is not valid TOML or JSON, or does not fit the config's shape.
     #[error("{}: {source}", path.display())]
@@ -170,7 +169,7 @@ pub enum ConfigError {
     BadRule(#[from] RuleError),
     /// The current directory, the default working directory, cannot be read.
     #[error("cannot read the current directory: {0}")]
-    CurrentDir(#[source] Arc<std::io::Error>),
+    CurrentDir(#[source] Shared<std::io::Error>),
     /// The working directory, or an additional one, cannot be used.
     #[error(
         "the {} directory {} cannot be used: {source}",
@@ -183,7 +182,7 @@ pub enum ConfigError {
         /// Whether it is an additional directory rather than the working one.
         additional: bool,
         /// Why.
-        source: Arc<std::io::Error>,
+        source: Shared<std::io::Error>,
     },
     /// A `tools` pattern with `*` or `?` that is not a glob.
     #[error("the tool pattern `{pattern}` is not a glob: {source}")]
@@ -242,7 +241,7 @@ pub enum ConfigError {
         /// The file or directory.
         path: PathBuf,
         /// Why.
-        source: Arc<std::io::Error>,
+        source: Shared<std::io::Error>,
     },
     /// A project memory file larger than it reads.
     #[error(
@@ -279,7 +278,7 @@ pub enum ConfigError {
     NoMcp,
     /// An MCP server's config that cannot be written to `.mcp.json`.
     #[error("cannot save the config: {0}")]
-    McpConfig(#[source] Arc<serde_json::Error>),
+    McpConfig(#[source] Shared<serde_json::Error>),
     /// The type of [`Agent::prompt_as`](super::Agent::prompt_as) has a schema that cannot be
     /// used.
     #[error("the output type `{type_name}` has an unusable schema: {source}")]

@@ -250,7 +250,7 @@ impl Agent {
         let client = McpClient::connect(name, config.clone()).await?;
         if scope == McpScope::Project {
             let value =
-                serde_json::to_value(&config).map_err(|e| ConfigError::McpConfig(Arc::new(e)))?;
+                serde_json::to_value(&config).map_err(|e| ConfigError::McpConfig(e.into()))?;
             edit_project_file(&mcp.project_file(), |servers| {
                 servers.insert(name.to_owned(), value);
             })?;

@@ -734,14 +734,14 @@ impl AgentInner {
         let working_dir = match &config.working_dir {
             Some(dir) => dir.clone(),
             None => {
-                std::env::current_dir().map_err(|error| ConfigError::CurrentDir(Arc::new(error)))?
+                std::env::current_dir().map_err(|error| ConfigError::CurrentDir(error.into()))?
             }
         };
         let mut sandbox =
             Sandbox::new(&working_dir).map_err(|error| ConfigError::BadDirectory {
                 path: working_dir.clone(),
                 additional: false,
-                source: Arc::new(error),
+                source: error.into(),
             })?;
         for dir in &config.additional_dirs {
             sandbox = sandbox
@@ -749,7 +749,7 @@ impl AgentInner {
                 .map_err(|error| ConfigError::BadDirectory {
                     path: dir.clone(),
                     additional: true,
-                    source: Arc::new(error),
+                    source: error.into(),
                 })?;
         }
         let session = Arc::new(SessionValues::default());

@@ -277,7 +277,7 @@ impl RunResult {
         };
         T::deserialize(value).map_err(|error| AgentError::AnswerType {
             type_name: std::any::type_name::<T>(),
-            source: Arc::new(error),
+            source: error.into(),
         })
     }
 }

@@ -6,8 +6,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use std::sync::Arc;
-
 use super::{AgentError, ConfigError};
 use crate::error::source;
 use crate::permission::{PermissionRules, Rule};
@@ -60,7 +58,7 @@ impl ProjectMemory {
             .canonicalize()
             .map_err(|error| ConfigError::ProjectMemory {
                 path: dir.to_owned(),
-                source: Arc::new(error),
+                source: error.into(),
             })?;
         let mut dirs: Vec<&Path> = Vec::new();
         let mut root_found = false;
@@ -88,9 +86,9 @@ impl ProjectMemory {
                     continue;
                 }
                 seen.push(real);
-                let problem = |error| ConfigError::ProjectMemory {
+                let problem = |error: std::io::Error| ConfigError::ProjectMemory {
                     path: path.clone(),
-                    source: Arc::new(error),
+                    source: error.into(),
                 };
                 let size = std::fs::metadata(&path).map_err(problem)?.len();
                 if size > MAX_MEMORY_BYTES {

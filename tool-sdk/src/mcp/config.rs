@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -317,11 +316,11 @@ impl McpServers {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|error| McpFileError::Read {
             path: path.to_owned(),
-            source: Arc::new(error),
+            source: error.into(),
         })?;
         Self::from_json(&text).map_err(|error| McpFileError::Json {
             path: path.to_owned(),
-            source: Arc::new(error),
+            source: error.into(),
         })
     }
 }
@@ -336,7 +335,7 @@ pub enum McpFileError {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: Arc<std::io::Error>,
+        source: crate::error::Shared<std::io::Error>,
     },
     /// The file is not JSON, or not in the shape of an `mcpServers` file.
     #[error("{}: {source}", path.display())]
@@ -344,7 +343,7 @@ pub enum McpFileError {
         /// The file.
         path: PathBuf,
         /// What serde said.
-        source: Arc<serde_json::Error>,
+        source: crate::error::Shared<serde_json::Error>,
     },
 }
 

@@ -697,7 +697,7 @@ impl ModelError {
     ) -> Self {
         ModelError::Stream {
             message: message.into(),
-            source: Some(Arc::new(source)),
+            source: Some(crate::error::source(source)),
         }
     }
 
