@@ -470,7 +470,7 @@ fn killed_before_the_next_request_the_stored_result_is_kept() {
         // Nothing left to continue now.
         assert!(matches!(
             agent.continue_run().await,
-            Err(AgentError::Config(_))
+            Err(AgentError::NothingToContinue)
         ));
     });
 }
