@@ -1,6 +1,6 @@
 //! [`SqliteStore`]: sessions in one SQLite file, SQLite compiled in (no system library).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};

@@ -1,3 +1,5 @@
+use std::path::PathBuf;
+
 use super::*;
 use crate::model::Message;
 
