@@ -57,7 +57,8 @@ pub enum SessionError {
         source: Option<ErrorSource>,
     },
     /// A stored record could not be read back. The stores of this crate do not fail for it:
-    /// their [`load`](SessionStore::load) gives a [`Record::Unreadable`] in its place.
+    /// their [`load`](super::SessionStore::load) gives a
+    /// [`Record::Unreadable`](super::Record::Unreadable) in its place.
     #[error("record {seq} of session `{id}` cannot be read: {detail}")]
     BadRecord {
         /// The session.
@@ -67,8 +68,8 @@ pub enum SessionError {
         /// Why.
         detail: String,
     },
-    /// A new session's parent ([`NewSession::with_parent`]) is not in the store. Nothing was
-    /// created.
+    /// A new session's parent ([`NewSession::with_parent`](super::NewSession::with_parent))
+    /// is not in the store. Nothing was created.
     #[error(
         "cannot create a fork of session `{parent}`: there is no such session in this store \
          (`SessionStore::list` shows the sessions it has)"
@@ -87,7 +88,8 @@ pub enum SessionError {
         /// How many messages the session has.
         len: usize,
     },
-    /// Another process holds the session's lease ([`SessionStore::acquire`]).
+    /// Another process holds the session's lease
+    /// ([`SessionStore::acquire`](super::SessionStore::acquire)).
     #[error(
         "session `{id}` is busy: process {holder} holds it (its lease expires in {} s if that \
          process died)",
@@ -113,8 +115,8 @@ pub enum SessionError {
         /// Who held the lease.
         holder: String,
     },
-    /// The store has no leases ([`SessionStore::acquire`] is not implemented), so it cannot
-    /// keep two processes from running one session.
+    /// The store has no leases ([`SessionStore::acquire`](super::SessionStore::acquire) is
+    /// not implemented), so it cannot keep two processes from running one session.
     #[error(
         "this session store has no leases, so it cannot make sure that session `{id}` is run \
          by one process at a time"
