@@ -247,7 +247,11 @@ async fn missing_state_fails_create() {
     .await
     .unwrap_err();
     assert!(
-        matches!(&error, AgentError::MissingState { tool, type_name } if tool == "look" && type_name.ends_with("Activity")),
+        matches!(
+            &error,
+            AgentError::MissingState { tool, type_name }
+                if tool == "look" && type_name.ends_with("Activity")
+        ),
         "{error}"
     );
 }

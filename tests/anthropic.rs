@@ -793,7 +793,10 @@ async fn an_overloaded_error_event_mid_stream_ends_the_stream() {
     let (events, error) = run(&model, &hello()).await;
     assert_eq!(events, [ModelEvent::TextDelta("Partial answ".into())]);
     assert!(
-        matches!(&error, Some(ModelError::Overloaded { message, retry_after: None }) if message == "Overloaded"),
+        matches!(
+            &error,
+            Some(ModelError::Overloaded { message, retry_after: None }) if message == "Overloaded"
+        ),
         "{error:?}"
     );
     assert_eq!(
@@ -888,7 +891,11 @@ async fn a_429_without_retries_reports_the_wait() {
     .await;
     let (_, error) = run(&model_for(&server), &hello()).await;
     assert!(
-        matches!(&error, Some(ModelError::RateLimited { message, retry_after }) if message == "Slow down" && *retry_after == Some(Duration::from_secs(7))),
+        matches!(
+            &error,
+            Some(ModelError::RateLimited { message, retry_after })
+                if message == "Slow down" && *retry_after == Some(Duration::from_secs(7))
+        ),
         "{error:?}"
     );
 }
@@ -903,7 +910,10 @@ async fn server_errors_are_retried_until_the_retries_run_out() {
     let (events, error) = run(&model, &hello()).await;
     assert_eq!(events, []);
     assert!(
-        matches!(&error, Some(ModelError::Server { status: 500, message }) if message == "Internal server error"),
+        matches!(
+            &error,
+            Some(ModelError::Server { status: 500, message }) if message == "Internal server error"
+        ),
         "{error:?}"
     );
     assert_eq!(
@@ -922,7 +932,10 @@ async fn a_529_is_overloaded_and_retried() {
     let model = model_for(&server).with_retry(fast_retries(1));
     let (_, error) = run(&model, &hello()).await;
     assert!(
-        matches!(&error, Some(ModelError::Overloaded { message, retry_after: None }) if message == "Overloaded"),
+        matches!(
+            &error,
+            Some(ModelError::Overloaded { message, retry_after: None }) if message == "Overloaded"
+        ),
         "{error:?}"
     );
     assert_eq!(requests(&server).await.len(), 2);
@@ -939,7 +952,11 @@ async fn a_400_is_not_retried_and_keeps_the_provider_message() {
     let (events, error) = run(&model, &hello()).await;
     assert_eq!(events, []);
     assert!(
-        matches!(&error, Some(ModelError::Api { status: 400, message }) if message == "messages.1.content.0: unexpected `tool_use_id` found in `tool_result` blocks"),
+        matches!(
+            &error,
+            Some(ModelError::Api { status: 400, message })
+                if message == "messages.1.content.0: unexpected `tool_use_id` found in `tool_result` blocks"
+        ),
         "{error:?}"
     );
     assert_eq!(requests(&server).await.len(), 1, "a 400 is not retried");
@@ -951,7 +968,10 @@ async fn an_error_body_that_is_not_json_is_quoted() {
         server_with(ResponseTemplate::new(502).set_body_string("upstream connect error")).await;
     let (_, error) = run(&model_for(&server), &hello()).await;
     assert!(
-        matches!(&error, Some(ModelError::Server { status: 502, message }) if message == "upstream connect error"),
+        matches!(
+            &error,
+            Some(ModelError::Server { status: 502, message }) if message == "upstream connect error"
+        ),
         "{error:?}"
     );
 }

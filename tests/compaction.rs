@@ -555,7 +555,10 @@ async fn both_providers_prompt_too_long_answers_are_classified() {
     let anthropic = server(vec![too_long()]).await;
     let error = first_error(&model(&anthropic), &request).await;
     assert!(
-        matches!(&error, ModelError::PromptTooLong { status: 400, message } if message.contains("210417")),
+        matches!(
+            &error,
+            ModelError::PromptTooLong { status: 400, message } if message.contains("210417")
+        ),
         "{error:?}"
     );
 

@@ -209,7 +209,10 @@ async fn an_unknown_model_has_no_cost_and_cannot_have_a_budget() {
         .err()
         .unwrap();
     assert!(
-        matches!(&error, AgentError::Config(ConfigError::UnknownPrice { model }) if model == "scripted"),
+        matches!(
+            &error,
+            AgentError::Config(ConfigError::UnknownPrice { model }) if model == "scripted"
+        ),
         "{error:?}"
     );
     assert!(
@@ -406,7 +409,10 @@ async fn a_read_only_call_started_while_the_turn_streamed_finishes_past_the_limi
     let agent = Agent::create(config).await.unwrap();
     let result = agent.run("Weather in Paris?").result().await;
     assert!(
-        matches!(&result.error, Some(AgentError::TokenLimitExceeded { spent, limit: 100 }) if *spent == 377 + 65),
+        matches!(
+            &result.error,
+            Some(AgentError::TokenLimitExceeded { spent, limit: 100 }) if *spent == 377 + 65
+        ),
         "{:?}",
         result.error
     );

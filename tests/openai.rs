@@ -606,7 +606,10 @@ async fn an_error_object_in_the_stream_is_an_error() {
     let server = serve(sse(body)).await;
     let (_, error) = run(&model_for(&server), &ask("hi")).await;
     assert!(
-        matches!(&error, Some(ModelError::Api { status: 400, message }) if message == "context too long"),
+        matches!(
+            &error,
+            Some(ModelError::Api { status: 400, message }) if message == "context too long"
+        ),
         "{error:?}"
     );
 }
@@ -694,7 +697,10 @@ async fn server_errors_are_retried_then_surface() {
     let (events, error) = run(&model, &ask("hi")).await;
     assert!(events.is_empty());
     assert!(
-        matches!(&error, Some(ModelError::Server { status: 500, message }) if message == "internal boom"),
+        matches!(
+            &error,
+            Some(ModelError::Server { status: 500, message }) if message == "internal boom"
+        ),
         "{error:?}"
     );
     assert_eq!(

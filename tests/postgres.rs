@@ -458,7 +458,10 @@ async fn leases_keep_one_holder(store: &dyn SessionStore) {
     store.release(&second).await.unwrap();
     let error = store.renew(&second).await.unwrap_err();
     assert!(
-        matches!(&error, SessionError::LeaseLost { id, holder } if *id == session.id && holder == "pid 2 on b"),
+        matches!(
+            &error,
+            SessionError::LeaseLost { id, holder } if *id == session.id && holder == "pid 2 on b"
+        ),
         "{:?}",
         error
     );
@@ -511,7 +514,10 @@ async fn leases_keep_one_holder(store: &dyn SessionStore) {
         .await
         .unwrap_err();
     assert!(
-        matches!(&error, SessionError::LeaseLost { id, holder } if *id == fenced.id && holder == "pid 7 on g"),
+        matches!(
+            &error,
+            SessionError::LeaseLost { id, holder } if *id == fenced.id && holder == "pid 7 on g"
+        ),
         "{:?}",
         error
     );

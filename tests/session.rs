@@ -745,7 +745,10 @@ async fn an_unknown_session_is_a_clear_error_and_nothing_is_lost() {
     .await
     .unwrap_err();
     assert!(
-        matches!(&error, AgentError::Session(SessionError::UnknownSession { id }) if id == "session-nope"),
+        matches!(
+            &error,
+            AgentError::Session(SessionError::UnknownSession { id }) if id == "session-nope"
+        ),
         "{error:?}"
     );
     assert!(
@@ -857,7 +860,10 @@ async fn a_config_file_names_the_store() {
     unknown.session.store = Some("redis://nowhere".into());
     let error = Agent::create(unknown).await.unwrap_err();
     assert!(
-        matches!(&error, AgentError::Session(SessionError::UnknownStore(store)) if store == "redis://nowhere"),
+        matches!(
+            &error,
+            AgentError::Session(SessionError::UnknownStore(store)) if store == "redis://nowhere"
+        ),
         "{error:?}"
     );
     assert!(error.to_string().contains("sqlite:PATH"), "{error}");
@@ -1047,7 +1053,11 @@ async fn a_record_that_cannot_be_stored_ends_the_run_and_the_call_does_not_run()
         .unwrap();
     let error = agent.prompt("Change the file").await.unwrap_err();
     assert!(
-        matches!(&error, AgentError::Session(SessionError::Storage { detail, .. }) if detail == "the disk is full"),
+        matches!(
+            &error,
+            AgentError::Session(SessionError::Storage { detail, .. })
+                if detail == "the disk is full"
+        ),
         "{error:?}"
     );
     assert!(error.to_string().contains("the disk is full"), "{error}");
@@ -1736,7 +1746,11 @@ async fn the_same_content_is_stored_once() {
     // Each checkpoint is stored before its call's result.
     let first_checkpoint = records.iter().position(|r| r.kind() == "file_checkpoint");
     let first_write_result = records.iter().position(|r| {
-        matches!(r, Record::ToolResult { block: MessageContent::ToolResult { tool_use_id, .. } } if tool_use_id == "w1")
+        matches!(
+            r,
+            Record::ToolResult { block: MessageContent::ToolResult { tool_use_id, .. } }
+                if tool_use_id == "w1"
+        )
     });
     assert!(first_checkpoint < first_write_result);
 

@@ -190,9 +190,10 @@ fn a_turn_without_message_stop_fails() {
         started: true,
         ..Turn::default()
     };
-    assert!(
-        matches!(turn.finish(), Err(ModelError::Stream { message: m, .. }) if m.contains("before message_stop"))
-    );
+    assert!(matches!(
+        turn.finish(),
+        Err(ModelError::Stream { message: m, .. }) if m.contains("before message_stop")
+    ));
 }
 
 #[tokio::test]
@@ -252,7 +253,10 @@ async fn a_broken_connection_mid_stream_is_a_transport_error() {
         .collect()
         .await;
     assert!(
-        matches!(events.as_slice(), [Err(ModelError::Transport { message: m, .. })] if m.contains("reset by peer")),
+        matches!(
+            events.as_slice(),
+            [Err(ModelError::Transport { message: m, .. })] if m.contains("reset by peer")
+        ),
         "{events:?}"
     );
 }

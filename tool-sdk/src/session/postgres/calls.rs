@@ -376,8 +376,8 @@ impl PostgresStore {
     }
 }
 
-pub(super) const SELECT_SESSION: &str = "SELECT id, title, working_dir, created_at, updated_at, parent_id, \
-                              parent_at FROM sessions";
+const SELECT_SESSION: &str =
+    "SELECT id, title, working_dir, created_at, updated_at, parent_id, parent_at FROM sessions";
 
 impl PostgresStore {
     pub(super) async fn session_row(
