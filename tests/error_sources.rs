@@ -151,3 +151,12 @@ async fn an_mcp_command_that_cannot_start_leads_to_io() {
     let error = AgentError::from(error);
     assert!(find::<std::io::Error>(&error).is_some());
 }
+
+#[test]
+fn a_sandboxed_open_that_fails_leads_to_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = tool_sdk::permission::Sandbox::new(dir.path()).unwrap();
+    let error = sandbox.open_read(Path::new("missing.txt")).unwrap_err();
+    let io = find::<std::io::Error>(&error).expect("the I/O error beneath");
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+}
