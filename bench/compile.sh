@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Compile time of a crate of 100 tools: tool-sdk's #[tool] against rmcp's #[tool] for the same
-# tools (bench/gen_compile_crates.py). Dependencies are built first, untimed; then hyperfine
+# Compile time of a crate of 100 tools: tool-sdk's #[tool] (on tool-sdk, and on tool-sdk-core
+# alone) against rmcp's #[tool] for the same tools (bench/gen_compile_crates.py). Dependencies are built first, untimed; then hyperfine
 # times a clean build of the crate itself and an incremental rebuild after one tool's body
 # changed. The same incremental rebuild of a crate of one tool splits the time into what each
 # tool costs and what depending on the SDK costs whatever the tools. Usage: compile.sh RESULTS_DIR
@@ -12,10 +12,10 @@ for tools in 100 1; do
   B="$PWD/target/bench/compile" suffix=""
   [ "$tools" = 100 ] || { B="$PWD/target/bench/compile-$tools"; suffix="-$tools"; }
   COMPILE_TOOLS="$tools" python3 bench/gen_compile_crates.py "$B" "$PWD"
-  for kind in ${COMPILE_KINDS:-ours rmcp}; do
+  for kind in ${COMPILE_KINDS:-ours core rmcp}; do
     dir="$B/$kind"
     manifest="$dir/Cargo.toml"
-    if [ "$kind" = ours ]; then
+    if [ "$kind" = ours ] || [ "$kind" = core ]; then
       # The versions the SDK is tested with, and the repo's target dir, where they are built.
       cp Cargo.lock "$dir/Cargo.lock"
       export CARGO_TARGET_DIR="${ROOT_TARGET:-$PWD/target}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Writes two crates of 100 tools each, the same tools, for the compile-time benchmark:
-one with tool-sdk's #[tool], one with rmcp's #[tool_router]/#[tool] (a Parameters struct per
-tool, as rmcp wants); COMPILE_TOOLS=n writes n tools instead.
+"""Writes three crates of 100 tools each, the same tools, for the compile-time benchmark:
+one with tool-sdk's #[tool], one with the same #[tool] on tool-sdk-core alone (the small crate
+for crates that only define tools), one with rmcp's #[tool_router]/#[tool] (a Parameters
+struct per tool, as rmcp wants); COMPILE_TOOLS=n writes n tools instead.
 Usage: gen_compile_crates.py OUT_DIR REPO_ROOT
            gen_compile_crates.py --touch CRATE_DIR N   (edits tool N's body, for incremental)
 """
@@ -82,6 +83,21 @@ tool-sdk = {{ path = "{repo}/tool-sdk" }}
     body = f"//! {N} tools with tool-sdk's #[tool].\n#![allow(missing_docs)]\n\nuse tool_sdk::tool;\n"
     body += "".join(OURS_TOOL.format(i=i) for i in range(N))
     write(os.path.join(ours, "src", "lib.rs"), body)
+
+    # The same tools on tool-sdk-core alone: what a crate that only defines tools depends on.
+    core = os.path.join(out, "core")
+    write(os.path.join(core, "Cargo.toml"), f'''[package]
+name = "{PACKAGE}-core"
+version = "0.0.0"
+edition = "2024"
+publish = false
+
+[workspace]
+
+[dependencies]
+tool-sdk-core = {{ path = "{repo}/tool-sdk-core" }}
+''')
+    write(os.path.join(core, "src", "lib.rs"), body.replace("use tool_sdk::tool;", "use tool_sdk_core::tool;"))
 
     rmcp = os.path.join(out, "rmcp")
     write(os.path.join(rmcp, "Cargo.toml"), f'''[package]

@@ -205,19 +205,22 @@ pub struct Param {
     pub kind: ParamKind,
 }
 
-/// What a parameter is for.
+/// What a parameter is for, as far as the tokens tell. Whether a by-value parameter is an
+/// argument or injected is decided by its type (`FromToolContext`), at type-check time.
 pub enum ParamKind {
-    /// An argument the model sends: a property of the input schema.
+    /// A by-value parameter: an argument the model sends (a property of the input schema),
+    /// unless its type implements `FromToolContext`.
     Arg {
         doc: Option<String>,
         options: Box<ArgOptions>,
+        /// Where `#[arg]` was written, if it was.
+        attr: Option<Span>,
     },
     /// `#[input] args: T`: the whole input.
     Input,
-    /// `ctx: &ToolContext`.
-    Context,
-    /// `state: State<T>`.
-    State,
+    /// A shared reference, such as `ctx: &ToolContext`: always taken from the context (the
+    /// model cannot send borrowed data).
+    Injected,
 }
 
 impl Param {
@@ -332,16 +335,9 @@ fn parse_param(typed: &mut syn::PatType) -> (Option<Param>, Vec<Error>) {
     let ty = (*typed.ty).clone();
     let ident = match &*typed.pat {
         Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => pat.ident.clone(),
-        Pat::TupleStruct(pat) if is_state_path(&pat.path) => match state_binding(pat) {
-            Some(ident) if is_state(&ty) => ident,
-            Some(_) => {
-                errors.push(error(
-                    &typed.ty,
-                    "`State(name)` unpacks app state: the parameter's type must be written \
-                         `State<T>`",
-                ));
-                return (None, errors);
-            }
+        // Unpacking a newtype extractor, axum style: `State(name): State<T>`.
+        Pat::TupleStruct(pat) => match newtype_binding(pat) {
+            Some(ident) => ident,
             None => {
                 errors.push(error(
                     pat,
@@ -376,25 +372,22 @@ fn parse_param(typed: &mut syn::PatType) -> (Option<Param>, Vec<Error>) {
             ));
         }
         ParamKind::Input
-    } else if is_context(&ty) {
-        ParamKind::Context
-    } else if is_state(&ty) {
-        ParamKind::State
+    } else if matches!(&ty, Type::Reference(r) if r.mutability.is_none() && !is_data(&r.elem)) {
+        if let Some(arg) = &arg_attr {
+            errors.push(error(
+                arg,
+                "`#[arg]` does not apply here: a reference parameter is taken from the \
+                     tool's context, not sent by the model",
+            ));
+        }
+        ParamKind::Injected
     } else {
         ParamKind::Arg {
             doc,
             options: Box::new(options.unwrap_or_default()),
+            attr: arg_attr.as_ref().map(Spanned::span),
         }
     };
-    if let Some(arg) = &arg_attr
-        && matches!(kind, ParamKind::Context | ParamKind::State)
-    {
-        errors.push(error(
-            arg,
-            "`#[arg]` does not apply here: the context and `State<T>` are injected, not \
-                 sent by the model",
-        ));
-    }
     (Some(Param { ident, ty, kind }), errors)
 }
 
@@ -408,24 +401,8 @@ pub fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
     }
 }
 
-/// `&ToolContext` (any path ending in `ToolContext`, any lifetime). `&mut` or by-value context
-/// parameters are classified as arguments and rejected by the check stage with a precise hint.
-fn is_context(ty: &Type) -> bool {
-    match ty {
-        Type::Reference(reference) if reference.mutability.is_none() => {
-            last_segment(&reference.elem).is_some_and(|seg| seg.ident == "ToolContext")
-        }
-        _ => false,
-    }
-}
-
-/// `State`, or any path ending in it (`tool_sdk::State`).
-fn is_state_path(path: &syn::Path) -> bool {
-    path.segments.last().is_some_and(|seg| seg.ident == "State")
-}
-
-/// `x` in `State(x)` or `State(mut x)`, axum's way of unpacking state.
-fn state_binding(pat: &syn::PatTupleStruct) -> Option<Ident> {
+/// `x` in `State(x)` or `State(mut x)`, axum's way of unpacking an extractor.
+fn newtype_binding(pat: &syn::PatTupleStruct) -> Option<Ident> {
     if pat.qself.is_some() || pat.elems.len() != 1 {
         return None;
     }
@@ -437,7 +414,31 @@ fn state_binding(pat: &syn::PatTupleStruct) -> Option<Ident> {
     }
 }
 
-fn is_state(ty: &Type) -> bool {
+/// Types that are data, not extractors: a parameter of one, borrowed or beside `#[input]`, is
+/// a mistaken argument, and gets the check stage's error (which says what to write) rather
+/// than the extractor trait's. Which parameters are injected is otherwise up to the trait.
+///
+/// All are std types, which the orphan rule keeps from implementing `FromToolContext` outside
+/// tool-sdk-core (which does not), so a parameter of one is an argument without asking the
+/// type checker: the expansion skips the probe for it, which keeps crates of such tools as
+/// quick to compile as before the trait.
+const DATA_TYPES: [&str; 24] = [
+    "str", "String", "Vec", "Option", "PathBuf", "HashMap", "BTreeMap", "HashSet", "BTreeSet",
+    "bool", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128",
+    "f32", "f64",
+];
+
+/// Whether `ty` is plain data (see [`DATA_TYPES`]), slices and arrays included.
+pub fn is_data(ty: &Type) -> bool {
+    match ty {
+        Type::Slice(_) | Type::Array(_) | Type::Tuple(_) => true,
+        _ => last_segment(ty).is_some_and(|seg| DATA_TYPES.iter().any(|name| seg.ident == name)),
+    }
+}
+
+/// Whether the type is written `State<..>`: only for a hint in an error message (injection is
+/// decided by `FromToolContext`, not by names).
+pub fn is_state(ty: &Type) -> bool {
     last_segment(ty).is_some_and(|seg| {
         seg.ident == "State" && matches!(seg.arguments, syn::PathArguments::AngleBracketed(_))
     })

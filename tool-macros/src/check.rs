@@ -9,7 +9,7 @@ use proc_macro2::Span;
 use syn::visit::Visit;
 use syn::{Error, LitStr, ReturnType, Type};
 
-use crate::attr::{Param, ParamKind, ToolFn, error, error_at, last_segment, unraw};
+use crate::attr::{Param, ParamKind, ToolFn, error, error_at, is_data, last_segment, unraw};
 
 /// What expansion needs beyond the model.
 pub struct Plan {
@@ -205,18 +205,14 @@ fn check_params(params: &[Param], errors: &mut Vec<Error>) -> InputShape {
                     ));
                 }
             }
-            ParamKind::Context => {
-                if context_seen {
-                    errors.push(error(
-                        &param.ident,
-                        "a tool takes at most one `&ToolContext`: remove this parameter",
-                    ));
+            ParamKind::Injected => check_injected(param, &mut context_seen, errors),
+            ParamKind::Arg { options, attr, doc } => {
+                // Beside `#[input]` a by-value parameter can only be injected: the
+                // expansion asks its type for `FromToolContext`. Written as an argument
+                // (`#[arg]`, a doc comment) or of a data type, it was meant as one.
+                if attr.is_some() || doc.is_some() || is_data(&param.ty) {
+                    first_arg.get_or_insert(index);
                 }
-                context_seen = true;
-            }
-            ParamKind::State => {}
-            ParamKind::Arg { options, .. } => {
-                first_arg.get_or_insert(index);
                 check_owned(&param.ty, errors);
                 if let Some(rename) = &options.rename
                     && let Some(problem) = property_problem(&rename.value())
@@ -240,6 +236,22 @@ fn check_params(params: &[Param], errors: &mut Vec<Error>) -> InputShape {
     match input_index {
         Some(index) => InputShape::Struct(index),
         None => InputShape::Params,
+    }
+}
+
+/// A reference parameter: the context, or another extractor (`FromToolContext` for `&T`).
+fn check_injected(param: &Param, context_seen: &mut bool, errors: &mut Vec<Error>) {
+    // Diagnostics only: which parameters are injected is up to the trait.
+    if let Type::Reference(reference) = &param.ty
+        && last_segment(&reference.elem).is_some_and(|s| s.ident == "ToolContext")
+    {
+        if *context_seen {
+            errors.push(error(
+                &param.ident,
+                "a tool takes at most one `&ToolContext`: remove this parameter",
+            ));
+        }
+        *context_seen = true;
     }
 }
 

@@ -1,8 +1,9 @@
 //! The `#[tool]` attribute. Use it through `tool_sdk::tool`; its documentation lives there.
 //!
-//! Three stages, one file each: `attr` parses into a typed model, `check` validates it
-//! with spanned errors collected together, `expand` generates code. Whatever goes wrong, the
-//! original fn is emitted too, so the rest of the crate keeps type-checking.
+//! Three stages: `attr` parses into a typed model, `check` validates it with spanned errors
+//! collected together, `expand` generates code. Whatever goes wrong, the original fn is
+//! emitted too, and a stand-in tool struct, so the rest of the crate keeps type-checking and
+//! each mistake is reported once.
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
@@ -38,28 +39,32 @@ fn tool_impl(attr: TokenStream2, func: ItemFn) -> TokenStream2 {
     let (model, mut errors) = attr::parse(attr, func);
     let plan = check::check(&model, &mut errors);
     let original = expand::original(&model.func);
+    let krate = crate_path(model.args.krate.as_ref());
     if !errors.is_empty() {
         let errors = errors.iter().map(syn::Error::to_compile_error);
-        return quote!(#original #(#errors)*);
+        let fallback = expand::fallback(&model, &plan, &krate);
+        return quote!(#original #(#errors)* #fallback);
     }
-    let krate = crate_path(model.args.krate.as_ref());
     let generated = expand::expand(&model, &plan, &krate);
     quote!(#original #generated)
 }
 
-/// `::tool_sdk`, or whatever the user renamed the dependency to, or `crate = path`.
+/// `::tool_sdk`, or whatever the user renamed the dependency to, or `::tool_sdk_core` (also
+/// renamed) in a crate that depends on it and not on tool-sdk, or `crate = path`.
 fn crate_path(explicit: Option<&syn::Path>) -> TokenStream2 {
     use proc_macro_crate::{FoundCrate, crate_name};
     if let Some(path) = explicit {
         return quote!(#path);
     }
-    match crate_name("tool-sdk") {
-        Ok(FoundCrate::Name(name)) => match syn::parse_str::<syn::Ident>(&name) {
-            Ok(ident) => quote!(::#ident),
-            Err(_) => quote!(::tool_sdk),
-        },
-        // Inside tool-sdk itself `extern crate self as tool_sdk` makes the absolute path work.
-        Ok(FoundCrate::Itself) | Err(_) => quote!(::tool_sdk),
+    // Inside either crate itself `extern crate self as ...` makes the absolute path work.
+    let found = |package: &str, itself: &str| match crate_name(package) {
+        Ok(FoundCrate::Name(name)) => Some(syn::parse_str::<syn::Ident>(&name).ok()?),
+        Ok(FoundCrate::Itself) => Some(syn::Ident::new(itself, proc_macro2::Span::call_site())),
+        Err(_) => None,
+    };
+    match found("tool-sdk", "tool_sdk").or_else(|| found("tool-sdk-core", "tool_sdk_core")) {
+        Some(ident) => quote!(::#ident),
+        None => quote!(::tool_sdk),
     }
 }
 
@@ -119,6 +124,24 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Uses of `ReadTool` elsewhere must find it (rust-analyzer, like rustc past name
+    /// resolution, would report each use otherwise): the struct and a `Tool` impl come out
+    /// beside the error.
+    #[test]
+    fn a_wrong_attribute_still_defines_the_tool_struct() {
+        let func: ItemFn = syn::parse_str("/// D.\npub async fn read(p: String) {}").unwrap();
+        let out = tool_impl("timeout = \"soon\"".parse().unwrap(), func).to_string();
+        assert!(out.contains("compile_error"), "{out}");
+        assert!(out.contains("pub struct ReadTool"), "{out}");
+        assert!(out.contains("Tool for ReadTool"), "{out}");
+        // Not registered: the stand-in never runs.
+        assert!(!out.contains("inventory"), "{out}");
+        // A method's attribute is inside an `impl`, where a struct cannot go.
+        let func: ItemFn = syn::parse_str("/// D.\nasync fn read(&self, p: String) {}").unwrap();
+        let out = tool_impl(TokenStream2::new(), func).to_string();
+        assert!(!out.contains("struct ReadTool"), "{out}");
     }
 
     #[test]

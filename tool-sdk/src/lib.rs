@@ -74,7 +74,10 @@
 //!
 //! The pieces:
 //! - [`macro@tool`] turns an async fn into a [`Tool`]; the [`Tool`] trait is also
-//!   implementable by hand for tools built at run time.
+//!   implementable by hand for tools built at run time. Both, with [`ToolContext`],
+//!   [`ToolOutput`], [`ToolError`], [`State`] and [`FromToolContext`], come from the small
+//!   crate `tool-sdk-core`, re-exported here: a crate that only defines tools can depend on it
+//!   alone and not build the agent runtime.
 //! - [`ToolRegistry`] collects tools (every `#[tool]` registers itself globally) and builds the
 //!   tool list each provider wants ([`schema::Provider`]).
 //! - [`pipeline`] is the road every call takes (validation, permission, timeout, caps), for
@@ -97,9 +100,7 @@ pub mod mcp;
 pub mod model;
 pub mod permission;
 pub mod pipeline;
-mod process;
 mod registry;
-mod sandbox;
 pub mod schema;
 pub mod session;
 pub mod telemetry;
@@ -107,20 +108,22 @@ mod tool;
 pub mod validate;
 
 #[doc(hidden)]
-pub mod __private;
+pub use tool_sdk_core::__private;
+// Moved to tool-sdk-core (behind its `sandbox` and `process` features), kept at their paths.
+use tool_sdk_core::{process, sandbox};
 
-pub use process::{ToolChild, ToolCommand};
 pub use registry::{
     RegistryError, ToolInfo, ToolRegistry, ToolStats, build_tools, builtin_tools, get_tools,
     tool_infos,
 };
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
-    ActsOn, AgentId, BoxFuture, ContentBlock, FileRead, FileStateTracker, Json, PermissionPrompt,
-    ResultDisplay, SessionValues, State, StateMap, StateRequirement, SubagentReport,
-    SubagentRequest, SubagentRunner, Tool, ToolAnnotations, ToolContext, ToolError, ToolErrorKind,
-    ToolOutput, ToolResult, ToolUpdate, ToolUpdateKind,
+    ActsOn, AgentId, BoxFuture, ContentBlock, FileRead, FileStateTracker, FromToolContext, Json,
+    PermissionPrompt, ResultDisplay, SessionValues, State, StateMap, StateRequirement,
+    SubagentReport, SubagentRequest, SubagentRunner, Tool, ToolAnnotations, ToolContext, ToolError,
+    ToolErrorKind, ToolOutput, ToolResult, ToolUpdate, ToolUpdateKind,
 };
+pub use tool_sdk_core::{ToolChild, ToolCommand};
 
 /// The JSON Schema library that describes tool inputs, re-exported so that a crate needs no
 /// dependency of its own on it. Its derive writes `schemars::...` paths, so bring the name
@@ -218,6 +221,9 @@ pub use schemars::JsonSchema;
 /// - `ctx: &ToolContext`: injected.
 /// - `state: State<T>`: app state, injected from the context. Unpacking it axum style,
 ///   `State(state): State<T>` (or `State(mut state)`), works too.
+/// - Any other type that implements [`FromToolContext`] (your own extractors): injected. The
+///   trait decides, at type-check time, not the type's name; a reference parameter is always
+///   injected.
 ///
 /// # Return types
 ///

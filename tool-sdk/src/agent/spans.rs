@@ -176,6 +176,8 @@ fn tool_error_type(kind: ToolErrorKind) -> &'static str {
         ToolErrorKind::Cancelled => "cancelled",
         ToolErrorKind::ExecutionFailed => "execution_failed",
         ToolErrorKind::Retry => "retry",
+        // Non-exhaustive (defined in tool-sdk-core): a kind added later.
+        _ => "other",
     }
 }
 

@@ -127,6 +127,8 @@ impl<'a> CallFacts<'a> {
                 host: text(field).and_then(host_of),
             },
             ActsOn::Unspecified => Subject::Undeclared,
+            // Non-exhaustive (defined in tool-sdk-core): what is not understood is undeclared.
+            _ => Subject::Undeclared,
         };
         CallFacts {
             tool,

@@ -3,19 +3,7 @@
 
 use serde_json::{Map, Value};
 
-/// The canonical schema of a tool input type: JSON Schema draft 2020-12 from schemars,
-/// `$defs` kept, `$schema` kept, the root `title` removed (it is the Rust type name, noise for a
-/// model).
-pub fn schema_for<T: schemars::JsonSchema + ?Sized>() -> Value {
-    let schema = schemars::generate::SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<T>();
-    let mut value = schema.to_value();
-    if let Value::Object(root) = &mut value {
-        root.remove("title");
-    }
-    value
-}
+pub use tool_sdk_core::schema_for;
 
 /// Resolves a local `$ref` (`#` or a `#/...` JSON pointer) against the root schema.
 pub(super) fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {

@@ -81,7 +81,7 @@ impl Root {
 ///
 /// ```no_run
 /// use std::path::Path;
-/// use tool_sdk::permission::Sandbox;
+/// use tool_sdk_core::sandbox::Sandbox;
 ///
 /// let sandbox = Sandbox::new("/ws")?.allow_read_dir("/usr/share/doc")?;
 /// match sandbox.check_write(Path::new("../etc/passwd")) {
@@ -182,7 +182,8 @@ impl Sandbox {
 
     /// The handles of the writable roots, opened when the sandbox was built: what the Bash
     /// tool's OS containment lets the shell write beneath, whatever their paths name now.
-    pub(crate) fn writable_root_dirs(&self) -> impl Iterator<Item = Arc<Dir>> + '_ {
+    #[doc(hidden)]
+    pub fn writable_root_dirs(&self) -> impl Iterator<Item = Arc<Dir>> + '_ {
         self.roots
             .iter()
             .filter(|r| r.writable)

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{BoxFuture, ToolError};
+use crate::{BoxFuture, ToolError};
 
 /// Which agent a call comes from.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -206,13 +206,14 @@ struct Shared {
     files: Arc<FileStateTracker>,
     subagents: Option<Arc<dyn SubagentRunner>>,
     session: Arc<SessionValues>,
+    #[cfg(feature = "sandbox")]
     sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     checkpointer: Option<Arc<dyn FileCheckpointer>>,
 }
 
 /// Per-session values tools keep between calls (the Bash tool's working directory, the todo
 /// list), one of each type, created on first use. Each agent has its own set. They live in
-/// memory only; the durable record of a conversation is [`crate::session::SessionStore`].
+/// memory only; the durable record of a conversation is tool-sdk's `session::SessionStore`.
 #[derive(Default)]
 pub struct SessionValues {
     values: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
@@ -308,6 +309,7 @@ impl ToolContext {
                 files: Arc::new(FileStateTracker::default()),
                 subagents: None,
                 session: Arc::new(SessionValues::default()),
+                #[cfg(feature = "sandbox")]
                 sandbox: None,
                 checkpointer: None,
             }),
@@ -321,7 +323,7 @@ impl ToolContext {
 
     /// Lets the file tools (Write, Edit, NotebookEdit) note each file's content before they
     /// change it, so the change can be undone (agents set one; see
-    /// [`crate::session::FileCheckpoints`]).
+    /// tool-sdk's `session::FileCheckpoints`).
     pub fn with_file_checkpointer(mut self, checkpointer: Arc<dyn FileCheckpointer>) -> Self {
         self.shared_mut().checkpointer = Some(checkpointer);
         self
@@ -333,12 +335,14 @@ impl ToolContext {
     }
 
     /// Confines file tools to these directories (agents always set one).
+    #[cfg(feature = "sandbox")]
     pub fn with_sandbox(mut self, sandbox: Arc<crate::sandbox::Sandbox>) -> Self {
         self.shared_mut().sandbox = Some(sandbox);
         self
     }
 
     /// The directories file tools may use, inside an agent.
+    #[cfg(feature = "sandbox")]
     pub fn sandbox(&self) -> Option<&crate::sandbox::Sandbox> {
         self.shared.sandbox.as_deref()
     }
@@ -369,6 +373,7 @@ impl ToolContext {
     /// killed whole when the [`ToolChild`](crate::ToolChild) is dropped before the command was
     /// waited for: a tool that is timed out or cancelled leaves no process behind, neither the
     /// command nor what it started. See [`ToolCommand`](crate::ToolCommand).
+    #[cfg(feature = "process")]
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> crate::process::ToolCommand {
         crate::process::ToolCommand::new(program, &self.shared.working_dir)
     }
@@ -487,7 +492,7 @@ impl ToolContext {
 
 /// Told by a tool before it changes a file, so the change can be undone. Put in a
 /// [`ToolContext`] with [`with_file_checkpointer`](ToolContext::with_file_checkpointer);
-/// agents do, with [`FileCheckpoints`](crate::session::FileCheckpoints).
+/// agents do, with tool-sdk's `session::FileCheckpoints`.
 pub trait FileCheckpointer: Send + Sync {
     /// `path` is about to hold `new` instead of `previous` (`None`: it does not exist yet).
     /// Called on a blocking thread (the file tools run there), inside a Tokio runtime. An

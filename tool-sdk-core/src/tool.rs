@@ -1,7 +1,7 @@
 //! The [`Tool`] trait and what flows through it: [`ToolContext`] in, [`ToolOutput`] or
 //! [`ToolError`] out.
 //!
-//! Most tools are written with [`#[tool]`](crate::tool), which implements [`Tool`] for a
+//! Most tools are written with [`#[tool]`](macro@crate::tool), which implements [`Tool`] for a
 //! generated unit struct. Implement it by hand for tools whose name, description or schema are
 //! only known at run time (skills loaded from disk, tools of an MCP server).
 
@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::{StateRequirement, ToolContext, ToolError, ToolOutput};
 
 /// A boxed, sendable future: what the object-safe methods of [`Tool`] return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -29,7 +31,7 @@ pub type ToolResult = Result<ToolOutput, ToolError>;
 ///
 /// ```
 /// use serde_json::{json, Value};
-/// use tool_sdk::{BoxFuture, Tool, ToolContext, ToolOutput, ToolResult};
+/// use tool_sdk_core::{BoxFuture, Tool, ToolContext, ToolOutput, ToolResult};
 ///
 /// /// Greets whoever the model names. Its schema is built at start-up.
 /// struct Greeter { schema: Value }
@@ -63,7 +65,7 @@ pub trait Tool: Send + Sync + 'static {
 
     /// The canonical JSON Schema of the input: an object schema, draft 2020-12.
     ///
-    /// Lowered per provider by [`crate::schema::lower`].
+    /// Lowered per provider by `tool_sdk_core::schema::lower`.
     fn input_schema(&self) -> &Value;
 
     /// The JSON Schema of structured output, when the tool has one.
@@ -101,7 +103,8 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
-    /// App state the tool extracts with [`State<T>`]; an agent checks it is all there before it
+    /// App state the tool extracts with [`State<T>`](crate::State) (or another extractor,
+    /// [`FromToolContext`](crate::FromToolContext)); an agent checks it is all there before it
     /// starts, so a missing value is a start-up error rather than a failed call.
     fn required_state(&self) -> Vec<StateRequirement> {
         Vec::new()
@@ -266,15 +269,3 @@ pub struct ResultDisplay {
     /// The details: a string or any JSON.
     pub content: Value,
 }
-
-mod context;
-pub(crate) mod json;
-mod output;
-
-pub use context::{
-    AgentId, FileCheckpointer, FileRead, FileStateTracker, SessionValues, State, StateMap,
-    StateRequirement, SubagentReport, SubagentRequest, SubagentRunner, ToolContext, ToolUpdate,
-    ToolUpdateKind,
-};
-pub use json::Json;
-pub use output::{ContentBlock, ToolError, ToolErrorKind, ToolOutput};

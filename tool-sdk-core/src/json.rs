@@ -5,8 +5,9 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value, json};
 
-use super::output::{ToolError, ToolOutput};
 use crate::__private::{SchemaTag, Tag};
+use crate::output::{ToolError, ToolOutput};
+use crate::schema_for;
 
 /// A typed result: a `#[tool]` that returns `Json<T>` (or `Result<Json<T>, E>`) gets an output
 /// schema generated from `T`, and each call's value as structured output beside its JSON text.
@@ -16,7 +17,7 @@ use crate::__private::{SchemaTag, Tag};
 /// call that takes the pipeline (an agent's, the registry's, the MCP server's) has its
 /// structured output checked against the schema, so a `T` whose `Serialize` and `JsonSchema`
 /// disagree fails loudly (see
-/// [`CallPolicy::with_output_check`](crate::pipeline::CallPolicy::with_output_check)).
+/// tool-sdk's `pipeline::CallPolicy::with_output_check`).
 ///
 /// MCP wants an output schema whose root is an object. A `T` whose schema is not
 /// `"type": "object"` (a number, a list, an enum) is wrapped: the schema becomes
@@ -25,7 +26,7 @@ use crate::__private::{SchemaTag, Tag};
 ///
 /// ```
 /// use serde::Serialize;
-/// use tool_sdk::{Json, JsonSchema, Tool, ToolError, schemars, tool};
+/// use tool_sdk_core::{Json, JsonSchema, Tool, ToolError, schemars, tool};
 ///
 /// /// Today's weather in one city.
 /// #[derive(Serialize, JsonSchema)]
@@ -87,7 +88,7 @@ pub struct OutputShape {
 impl OutputShape {
     /// The shape of `T`'s values, with the same schema settings as tool inputs.
     pub fn of<T: schemars::JsonSchema + ?Sized>() -> Self {
-        Self::from_schema(crate::schema::schema_for::<T>())
+        Self::from_schema(schema_for::<T>())
     }
 
     fn from_schema(mut schema: Value) -> Self {
@@ -230,35 +231,5 @@ pub fn fit_output(
     match shape {
         Some(shape) => result.map(|output| shape.fit(output)),
         None => result,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_object_schema_is_kept_and_anything_else_is_wrapped() {
-        #[allow(dead_code)]
-        #[derive(schemars::JsonSchema)]
-        struct Point {
-            x: i32,
-        }
-        let point = OutputShape::of::<Point>();
-        assert!(!point.wrapped);
-        assert_eq!(point.schema["properties"]["x"]["type"], "integer");
-
-        let list = OutputShape::of::<Vec<Point>>();
-        assert!(list.wrapped);
-        assert_eq!(list.schema["type"], "object");
-        assert_eq!(list.schema["properties"]["result"]["type"], "array");
-        // The reference inside still resolves from the root.
-        assert!(list.schema["$defs"]["Point"].is_object(), "{}", list.schema);
-        let validator =
-            crate::validate::InputValidator::new(&list.schema, Default::default()).unwrap();
-        let output = list.fit(ToolOutput::json(json!([{"x": 1}])));
-        assert_eq!(output.to_text(), r#"[{"x":1}]"#);
-        assert!(validator.is_valid(output.structured.as_ref().unwrap()));
-        assert!(!validator.is_valid(&json!({"result": [{"x": "1"}]})));
     }
 }

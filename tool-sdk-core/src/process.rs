@@ -27,7 +27,7 @@ use std::process::{ExitStatus, Output, Stdio};
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 
 /// Sends SIGKILL to the process group `pgid` (its leader's pid), ignoring a group already gone.
-pub(crate) fn kill_group(pgid: Option<u32>) {
+pub fn kill_group(pgid: Option<u32>) {
     #[cfg(unix)]
     if let Some(pid) = pgid
         .and_then(|pid| i32::try_from(pid).ok())

@@ -15,116 +15,12 @@ use serde_json::Value;
 use crate::schema::{self, Provider};
 use crate::tool::{Tool, ToolError, ToolOutput};
 use crate::validate::{InputValidator, ValidationOptions};
+pub use tool_sdk_core::ToolRegistration;
 
-/// A `#[tool]`'s entry in the global registry. Generated code builds these; apps do not.
-#[doc(hidden)]
-pub struct ToolRegistration {
-    name: &'static str,
-    path: &'static str,
-    file: &'static str,
-    line: u32,
-    make: fn() -> Arc<dyn Tool>,
-}
+mod error;
 
-impl ToolRegistration {
-    #[doc(hidden)]
-    pub const fn new(
-        name: &'static str,
-        path: &'static str,
-        file: &'static str,
-        line: u32,
-        make: fn() -> Arc<dyn Tool>,
-    ) -> Self {
-        ToolRegistration {
-            name,
-            path,
-            file,
-            line,
-            make,
-        }
-    }
-
-    fn defined_at(&self) -> String {
-        format!("{} ({}:{})", self.path, self.file, self.line)
-    }
-}
-
-inventory::collect!(ToolRegistration);
-
-/// Why a registry refused a tool, or could not find one.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum RegistryError {
-    /// Two tools share a name.
-    #[error(
-        "two tools are named `{name}`: one defined at {first}, the other at {second}; give one \
-         of them another name with #[tool(name = \"...\")]"
-    )]
-    DuplicateName {
-        /// The shared name.
-        name: String,
-        /// Where the tool already registered was defined.
-        first: String,
-        /// Where the refused tool was defined.
-        second: String,
-    },
-    /// A name the model could not call.
-    #[error(
-        "invalid tool name {name:?} (defined at {defined_at}): names must match \
-         ^[a-zA-Z0-9_-]{{1,64}}$"
-    )]
-    InvalidName {
-        /// The name.
-        name: String,
-        /// Where the tool was defined.
-        defined_at: String,
-    },
-    /// An input schema that is not an object schema or does not compile.
-    #[error("tool `{name}` (defined at {defined_at}) has an unusable input schema: {message}")]
-    InvalidSchema {
-        /// The tool.
-        name: String,
-        /// Where it was defined.
-        defined_at: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// A name no registered tool has.
-    #[error("no tool is named `{name}`{}; available: {}", did_you_mean(.suggestions), list(.available))]
-    UnknownTool {
-        /// The name asked for.
-        name: String,
-        /// Registered names close to it.
-        suggestions: Vec<String>,
-        /// All registered names.
-        available: Vec<String>,
-    },
-    /// Several of the above at once.
-    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
-    Multiple(Vec<RegistryError>),
-}
-
-fn did_you_mean(suggestions: &[String]) -> String {
-    match suggestions {
-        [] => String::new(),
-        [one] => format!(" (did you mean `{one}`?)"),
-        many => format!(
-            " (did you mean one of {}?)",
-            many.iter()
-                .map(|s| format!("`{s}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-fn list(names: &[String]) -> String {
-    if names.is_empty() {
-        "none".to_owned()
-    } else {
-        names.join(", ")
-    }
-}
+pub use error::RegistryError;
+use error::did_you_mean;
 
 /// Registered names that look like `name`, closest first.
 pub(crate) fn near_matches<'a>(
@@ -279,14 +175,13 @@ impl ToolRegistry {
     /// [`from_inventory`](Self::from_inventory) with validation options.
     pub fn from_inventory_with(options: ValidationOptions) -> Result<Self, RegistryError> {
         let registry = Self::with_options(options);
-        let mut registrations: Vec<&ToolRegistration> =
-            inventory::iter::<ToolRegistration>.into_iter().collect();
+        let mut registrations: Vec<&ToolRegistration> = ToolRegistration::all().collect();
         // Link order is arbitrary; sorting makes "first" and "second" in errors stable.
-        registrations.sort_by(|a, b| (a.name, a.defined_at()).cmp(&(b.name, b.defined_at())));
+        registrations.sort_by_cached_key(|r| (r.name(), r.defined_at()));
         let mut errors = Vec::new();
         for registration in registrations {
-            let tool = (registration.make)();
-            debug_assert_eq!(tool.name(), registration.name);
+            let tool = registration.make();
+            debug_assert_eq!(tool.name(), registration.name());
             if let Err(error) = registry.insert(tool, registration.defined_at()) {
                 errors.push(error);
             }

@@ -1,0 +1,173 @@
+//! The body of `Tool::call`, the templates of `title`/`permission`, and the checks the
+//! compiler makes on the macro's behalf.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Ident, ReturnType};
+
+use super::{local, local_at};
+use crate::attr::{ParamKind, ToolFn};
+use crate::check::{InputShape, Piece, Plan, Template};
+
+/// The body of `Tool::call`: parse, inject, call, convert.
+pub fn call_body(
+    tool: &ToolFn,
+    plan: &Plan,
+    input_ty: &TokenStream,
+    krate: &TokenStream,
+) -> TokenStream {
+    let private = quote!(#krate::__private);
+    let fn_ident = &tool.func.sig.ident;
+    let (input, ctx, args) = (
+        local("__tool_input"),
+        local("__tool_ctx"),
+        local("__tool_args"),
+    );
+    let return_span = match &tool.func.sig.output {
+        ReturnType::Default => fn_ident.span(),
+        ReturnType::Type(_, ty) => ty.span(),
+    };
+    let (ret, value, error) = (
+        local_at("__tool_return", return_span),
+        local_at("__tool_value", return_span),
+        local_at("__tool_error", return_span),
+    );
+    let mut prelude = Vec::new();
+    let mut call_args = Vec::new();
+    // The user's parameter names are only field names here; each value is bound to a local
+    // of ours, so none of them can shadow the fn being called.
+    let mut fields = Vec::new();
+    for (index, param) in tool.params.iter().enumerate() {
+        let value = local(&format!("__tool_param{index}"));
+        let ty = &param.ty;
+        let span = ty.span();
+        let inject = |method: &str| {
+            let method = Ident::new(method, span);
+            let (value, ctx) = (
+                local_at(&value.to_string(), span),
+                local_at("__tool_ctx", span),
+            );
+            quote_spanned! {span=>
+                let #value = (&&#private::Tag::<#ty>::of_type())
+                    .__tool_param_tag()
+                    .#method::<#ty>(#ctx)?;
+            }
+        };
+        match (&param.kind, &plan.input) {
+            (ParamKind::Input, _) => call_args.push(quote!(#args)),
+            (ParamKind::Arg { .. }, InputShape::Params) => {
+                let field = &param.ident;
+                fields.push(quote!(#field: #value));
+                call_args.push(quote!(#value));
+            }
+            (ParamKind::Arg { .. }, InputShape::Struct(_)) => {
+                prelude.push(inject("inject_beside_input"));
+                call_args.push(quote!(#value));
+            }
+            (ParamKind::Injected, _) => {
+                prelude.push(inject("inject"));
+                call_args.push(quote!(#value));
+            }
+        }
+    }
+    let parse = match plan.input {
+        InputShape::Params => quote! {
+            let #input_ty { #(#fields),* } =
+                #input_ty::__tool_parse(#input, ::core::option::Option::Some(#ctx))?;
+        },
+        InputShape::Struct(_) => quote! {
+            let #args: #input_ty = #private::parse_input(#input)?;
+        },
+    };
+    // `identity(x)` rather than `x`: the compiler reports an unsatisfied bound at the argument,
+    // and a hygienic local is reported at the macro call whatever its location; the call
+    // expression carries the return type's span, so the error points there.
+    let convert = quote_spanned! {return_span=>
+        match (&&#krate::__private::Tag::of(&#ret)).__tool_return_tag().split(#ret) {
+            ::core::result::Result::Ok(#value) => {
+                (&&#krate::__private::Tag::of(&#value)).__tool_output_tag().convert(::core::convert::identity(#value))
+            }
+            ::core::result::Result::Err(#error) => ::core::result::Result::Err(
+                (&&#krate::__private::Tag::of(&#error)).__tool_error_tag().convert(::core::convert::identity(#error)),
+            ),
+        }
+    };
+    // Fitted to the output shape `output_shape` generates for the same return type.
+    let convert = match &tool.func.sig.output {
+        ReturnType::Default => convert,
+        ReturnType::Type(..) => quote! {
+            #private::fit_output(#convert, Self::__tool_output_shape())
+        },
+    };
+    quote! {
+        #parse
+        #(#prelude)*
+        let #ret = #fn_ident(#(#call_args),*).await;
+        #convert
+    }
+}
+
+/// Code that builds a template's text from the JSON input.
+pub fn render(template: &Template, krate: &TokenStream) -> TokenStream {
+    let (text, input) = (local("__tool_text"), local("__tool_input"));
+    let pushes = template.pieces.iter().map(|piece| match piece {
+        Piece::Text(piece) => quote!(#text.push_str(#piece);),
+        Piece::Arg { json, .. } => {
+            quote!(#krate::__private::render_arg(&mut #text, #input, #json);)
+        }
+    });
+    quote! {
+        let mut #text = ::std::string::String::new();
+        #(#pushes)*
+        #text
+    }
+}
+
+/// Checks the compiler makes on our behalf, each pointing at the user's tokens.
+pub fn assertions(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
+    let private = quote!(#krate::__private);
+    let mut checks = Vec::new();
+    for param in &tool.params {
+        let ty = &param.ty;
+        // Arguments are checked where they are used: that the type is `Deserialize` where its
+        // field is read, that it is `JsonSchema` where its schema is looked up
+        // (`input::Field::spec`); injected ones where they are taken from the context.
+        if let ParamKind::Input = param.kind {
+            checks.push(quote_spanned! {ty.span()=>
+                #private::assert_input::<#ty>();
+                #private::assert_input_schema::<#ty, _>(
+                    (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag(),
+                );
+            });
+        }
+    }
+    if let InputShape::Struct(index) = plan.input {
+        let ty = &tool.params[index].ty;
+        for template in plan.title.iter().chain(&plan.permission) {
+            for piece in &template.pieces {
+                // check.rs let only identifiers through.
+                if let Piece::Arg { rust, .. } = piece
+                    && let Ok(mut field) = syn::parse_str::<Ident>(rust)
+                {
+                    field.set_span(template.span);
+                    checks.push(quote_spanned! {template.span=>
+                        let _ = |__tool_args: &#ty| { let _ = &__tool_args.#field; };
+                    });
+                }
+            }
+        }
+    }
+    if checks.is_empty() {
+        return TokenStream::new();
+    }
+    // In a block of its own, like the registration.
+    quote! {
+        const _: () = {
+            #[allow(dead_code, clippy::all)]
+            fn __tool_assertions() {
+                #(#checks)*
+            }
+        };
+    }
+}

@@ -1,0 +1,352 @@
+//! The parameter struct of a parameter-style tool (`ReadToolInput`), how it is read from the
+//! model's JSON, and its schema.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Expr, Ident, Lit};
+
+use super::{allow_unknown_fields, local};
+use crate::attr::{DefaultExpr, Param, ParamKind, ToolFn, is_data, unraw};
+
+/// `struct ReadToolInput { ... }` for the parameter form, and its impls (to go where the
+/// probes' traits are in scope): how it is read, its `Deserialize` and `JsonSchema`.
+///
+/// Each by-value parameter is a field; whether it is read from the input or taken from the
+/// context ([`FromToolContext`]) is decided per field by a probe at type-check time. Reference
+/// parameters are not fields: they are taken from the context in the call.
+///
+/// The `JsonSchema` impl is written out rather than derived: the derive would require
+/// `JsonSchema` of each field's type (if the type is not `JsonSchema`, the one error must be
+/// the assertion's, which says what to derive), and it would compile schemars' generic code
+/// once per field. Instead each field's schema functions are looked up by the probe
+/// (`SchemaFns`, generic only in the type) and one non-generic fn in `__private` builds the
+/// schema the derive would, from the table `__tool_params` returns.
+pub fn input_struct(
+    tool: &ToolFn,
+    ident: &Ident,
+    struct_ident: &Ident,
+    krate: &TokenStream,
+) -> (TokenStream, TokenStream) {
+    let private = quote!(#krate::__private);
+    let vis = &tool.func.vis;
+    let doc = format!("The input of [`{struct_ident}`]: the arguments the model sends.");
+    let mut fields = Vec::new();
+    let mut defaults = Vec::new();
+    let mut specs = Vec::new();
+    let mut names = Vec::new();
+    let mut takes = Vec::new();
+    for param in &tool.params {
+        match &param.kind {
+            ParamKind::Arg { .. } => {}
+            ParamKind::Injected => {
+                let ty = &param.ty;
+                specs.push(quote! {
+                    #private::ParamSpec::Injected(
+                        (&&#private::Tag::<#ty>::of_type()).__tool_param_tag().required::<#ty>(),
+                    )
+                });
+                continue;
+            }
+            ParamKind::Input => continue,
+        }
+        let field = Field::new(param, ident, krate);
+        takes.push(field.take());
+        names.push(field.name_entry());
+        specs.push(field.spec());
+        defaults.extend(field.default_fn());
+        let (name, ty, doc) = (&param.ident, &param.ty, field.doc);
+        let doc = doc.map(|doc| quote!(#[doc = #doc]));
+        fields.push(quote! {
+            #doc
+            pub #name: #ty,
+        });
+    }
+    let definition = quote! {
+        #[doc = #doc]
+        #[allow(missing_docs)]
+        #vis struct #ident {
+            #(#fields)*
+        }
+    };
+    let parts = Parts {
+        names,
+        takes,
+        specs,
+        defaults,
+    };
+    (definition, input_impls(tool, ident, &doc, parts, krate))
+}
+
+/// What the fields contribute to [`input_impls`].
+struct Parts {
+    names: Vec<TokenStream>,
+    takes: Vec<TokenStream>,
+    specs: Vec<TokenStream>,
+    defaults: Vec<TokenStream>,
+}
+
+/// The impls of the parameter struct: `__tool_parse`, `__tool_params`, `Deserialize` and
+/// `JsonSchema`.
+fn input_impls(
+    tool: &ToolFn,
+    ident: &Ident,
+    doc: &str,
+    parts: Parts,
+    krate: &TokenStream,
+) -> TokenStream {
+    let private = quote!(#krate::__private);
+    let Parts {
+        names,
+        takes,
+        specs,
+        defaults,
+    } = parts;
+    // Unknown keys refused: the schema is closed too (`additionalProperties: false`), which is
+    // what the validator refuses them by, with a did-you-mean.
+    let deny = !allow_unknown_fields(tool);
+    let name = ident.to_string();
+    let count = specs.len();
+    let (input, object, deserializer, ctx) = (
+        local("__tool_input"),
+        local("__tool_object"),
+        local("__tool_deserializer"),
+        local("__tool_ctx"),
+    );
+    // Parsed field by field through shared helpers (generic only in each field's type), not
+    // by a derive: serde's would compile its visitor and field enum once per tool.
+    quote! {
+        impl #ident {
+            /// Reads the input the model sent: an object with these fields. Injected fields
+            /// come from `ctx`.
+            #[doc(hidden)]
+            fn __tool_parse(
+                #input: #private::serde_json::Value,
+                #ctx: ::core::option::Option<&#krate::ToolContext>,
+            ) -> ::core::result::Result<Self, #krate::ToolError> {
+                #[allow(unused_mut)]
+                let mut #object =
+                    #private::input_object(#input, #name, &[#(#names),*], #deny)?;
+                ::core::result::Result::Ok(Self { #(#takes),* })
+            }
+
+            /// Every parameter but `#[input]`: an argument's schema, or the state an injected
+            /// one needs.
+            #[doc(hidden)]
+            fn __tool_params() -> [#private::ParamSpec; #count] {
+                [#(#specs),*]
+            }
+
+            #(#defaults)*
+        }
+
+        impl<'de> #private::serde::Deserialize<'de> for #ident {
+            fn deserialize<D: #private::serde::Deserializer<'de>>(
+                #deserializer: D,
+            ) -> ::core::result::Result<Self, D::Error> {
+                let #input =
+                    <#private::serde_json::Value as #private::serde::Deserialize>::deserialize(
+                        #deserializer,
+                    )?;
+                Self::__tool_parse(#input, ::core::option::Option::None)
+                    .map_err(#private::deserialize_error)
+            }
+        }
+
+        impl #private::schemars::JsonSchema for #ident {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                ::std::borrow::Cow::Borrowed(#name)
+            }
+
+            fn schema_id() -> ::std::borrow::Cow<'static, str> {
+                ::std::borrow::Cow::Borrowed(::core::concat!(::core::module_path!(), "::", #name))
+            }
+
+            fn json_schema(
+                __tool_generator: &mut #private::schemars::SchemaGenerator,
+            ) -> #private::schemars::Schema {
+                #private::params_json_schema(
+                    __tool_generator,
+                    #doc,
+                    #deny,
+                    &Self::__tool_params(),
+                )
+            }
+        }
+    }
+}
+
+/// One by-value parameter, a field of the struct.
+struct Field<'a> {
+    param: &'a Param,
+    input_ident: &'a Ident,
+    private: TokenStream,
+    /// Its property name.
+    name: String,
+    doc: Option<&'a String>,
+    options: &'a crate::attr::ArgOptions,
+    attr: Option<proc_macro2::Span>,
+}
+
+impl<'a> Field<'a> {
+    fn new(param: &'a Param, input_ident: &'a Ident, krate: &TokenStream) -> Self {
+        let ParamKind::Arg { doc, options, attr } = &param.kind else {
+            unreachable!("only by-value parameters are fields");
+        };
+        let name = match &options.rename {
+            Some(rename) => rename.value(),
+            // serde and schemars both strip `r#`.
+            None => unraw(&param.ident),
+        };
+        Field {
+            param,
+            input_ident,
+            private: quote!(#krate::__private),
+            name,
+            doc: doc.as_ref(),
+            options,
+            attr: *attr,
+        }
+    }
+
+    /// The field's probe: argument or injected. A std data type is an argument without one.
+    fn probe(&self) -> TokenStream {
+        let (private, ty) = (&self.private, &self.param.ty);
+        match is_data(ty) {
+            true => quote!(#private::ArgTag),
+            false => quote!((&&#private::Tag::<#ty>::of_type()).__tool_param_tag()),
+        }
+    }
+
+    fn default_fn_ident(&self) -> Ident {
+        format_ident!("__tool_default_{}", unraw(&self.param.ident))
+    }
+
+    /// `field: <read from the input or the context>?`.
+    fn take(&self) -> TokenStream {
+        let (field, ty, name) = (&self.param.ident, &self.param.ty, &self.name);
+        let probe = self.probe();
+        let (object, ctx) = (local("__tool_object"), local("__tool_ctx"));
+        let input_ident = self.input_ident;
+        // At the type, so that an argument that is not `Deserialize` is reported there alone.
+        let take = quote_spanned!(ty.span()=> take);
+        let take_or = quote_spanned!(ty.span()=> take_or);
+        match &self.options.default {
+            None => quote! {
+                #field: #probe.#take::<#ty>(&mut #object, #name, #ctx)?
+            },
+            Some(darling::util::Override::Inherit) => quote! {
+                #field: #probe.#take_or::<#ty>(
+                    &mut #object,
+                    #name,
+                    <#ty as ::core::default::Default>::default,
+                    #ctx,
+                )?
+            },
+            Some(darling::util::Override::Explicit(_)) => {
+                let default_fn = self.default_fn_ident();
+                quote! {
+                    #field: #probe.#take_or::<#ty>(
+                        &mut #object, #name, #input_ident::#default_fn, #ctx,
+                    )?
+                }
+            }
+        }
+    }
+
+    /// Its entry in the list of property names (none if injected).
+    fn name_entry(&self) -> TokenStream {
+        let (probe, name) = (self.probe(), &self.name);
+        quote!(#probe.name(#name))
+    }
+
+    /// `fn __tool_default_x() -> T` for `#[arg(default = expr)]`.
+    fn default_fn(&self) -> Option<TokenStream> {
+        let Some(darling::util::Override::Explicit(DefaultExpr(expr))) = &self.options.default
+        else {
+            return None;
+        };
+        let (ty, default_fn) = (&self.param.ty, self.default_fn_ident());
+        let value = default_value(expr);
+        Some(quote_spanned! {expr.span()=>
+            #[doc(hidden)]
+            fn #default_fn() -> #ty {
+                #value
+            }
+        })
+    }
+
+    /// Its entry in the parameter table: the schema as the derive would write it.
+    fn spec(&self) -> TokenStream {
+        let (private, ty, name) = (&self.private, &self.param.ty, &self.name);
+        let input_ident = self.input_ident;
+        // Title and description as schemars' derive takes them from `#[doc = ...]`: one
+        // leading space dropped, then split by its (const) rule.
+        let split = |part| {
+            let doc = self
+                .doc
+                .map(|doc| doc.strip_prefix(' ').unwrap_or(doc.as_str()));
+            match doc {
+                Some(doc) => quote!({
+                    const PART: &str =
+                        #private::schemars::_private::get_title_and_description(#doc).#part;
+                    PART
+                }),
+                None => quote!(""),
+            }
+        };
+        let title = split(syn::Index::from(0));
+        let description = match &self.options.description {
+            Some(description) => quote!(#description),
+            None => split(syn::Index::from(1)),
+        };
+        let default = match &self.options.default {
+            None => quote!(::core::option::Option::None),
+            Some(darling::util::Override::Inherit) => quote!(::core::option::Option::Some(|| {
+                #private::schemars::_schemars_maybe_to_value!(
+                    <#ty as ::core::default::Default>::default()
+                )
+            })),
+            Some(darling::util::Override::Explicit(_)) => {
+                let default_fn = self.default_fn_ident();
+                quote!(::core::option::Option::Some(|| {
+                    #private::schemars::_schemars_maybe_to_value!(#input_ident::#default_fn())
+                }))
+            }
+        };
+        // The probes are checked where they are used: one look-up of each per field.
+        let (param, schema) = (local("__tool_param"), local("__tool_probe"));
+        let checked = quote_spanned! {ty.span()=>
+            #param.assert_schema::<#ty, _>(#schema);
+        };
+        let attr_checked = self.attr.map(|span| {
+            quote_spanned! {span=>
+                #private::assert_arg_attribute::<#ty, _>(#param);
+            }
+        });
+        let probe = self.probe();
+        quote! {{
+            let #param = #probe;
+            let #schema = (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag();
+            #checked
+            #attr_checked
+            #param.spec::<#ty>(#private::FieldSchema {
+                name: #name,
+                title: #title,
+                description: #description,
+                fns: #schema.fns::<#ty>(),
+                default: #default,
+            })
+        }}
+    }
+}
+
+/// A default expression as a value of the field's type: string literals become `String`s.
+fn default_value(expr: &Expr) -> TokenStream {
+    match expr {
+        Expr::Lit(lit) if matches!(lit.lit, Lit::Str(_)) => {
+            quote!(::core::convert::Into::into(#expr))
+        }
+        _ => quote!(#expr),
+    }
+}

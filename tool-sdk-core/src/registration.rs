@@ -1,0 +1,57 @@
+//! What `#[tool]` submits to the global registry (collected with `inventory`, read by
+//! tool-sdk's `ToolRegistry`).
+
+use std::sync::Arc;
+
+use crate::Tool;
+
+/// A `#[tool]`'s entry in the global registry. Generated code builds these; apps do not.
+#[doc(hidden)]
+pub struct ToolRegistration {
+    name: &'static str,
+    path: &'static str,
+    file: &'static str,
+    line: u32,
+    make: fn() -> Arc<dyn Tool>,
+}
+
+impl ToolRegistration {
+    #[doc(hidden)]
+    pub const fn new(
+        name: &'static str,
+        path: &'static str,
+        file: &'static str,
+        line: u32,
+        make: fn() -> Arc<dyn Tool>,
+    ) -> Self {
+        ToolRegistration {
+            name,
+            path,
+            file,
+            line,
+            make,
+        }
+    }
+
+    /// The tool's name, as `#[tool]` saw it.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Where the tool was defined: `module::path::fn (file.rs:line)`.
+    pub fn defined_at(&self) -> String {
+        format!("{} ({}:{})", self.path, self.file, self.line)
+    }
+
+    /// A new instance of the tool.
+    pub fn make(&self) -> Arc<dyn Tool> {
+        (self.make)()
+    }
+
+    /// Every registration linked into this program, in no particular order.
+    pub fn all() -> impl Iterator<Item = &'static ToolRegistration> {
+        inventory::iter::<ToolRegistration>.into_iter()
+    }
+}
+
+inventory::collect!(ToolRegistration);

@@ -1,0 +1,12 @@
+//! The [`Tool`] trait and what flows through it, from `tool-sdk-core` (where a crate that only
+//! defines tools gets them without the agent runtime), under the paths this crate uses.
+
+pub use tool_sdk_core::{
+    ActsOn, AgentId, BoxFuture, ContentBlock, FileCheckpointer, FileRead, FileStateTracker,
+    FromToolContext, Json, PermissionPrompt, ResultDisplay, SessionValues, State, StateMap,
+    StateRequirement, SubagentReport, SubagentRequest, SubagentRunner, Tool, ToolAnnotations,
+    ToolContext, ToolError, ToolErrorKind, ToolOutput, ToolResult, ToolUpdate, ToolUpdateKind,
+};
+
+#[cfg(test)]
+mod tests;
