@@ -547,3 +547,31 @@ async fn the_shell_asks_before_showing_secrets() {
     }
     assert!(results[asked].ends_with("Exit code: 0"), "{results:?}");
 }
+
+/// `PermissionMode` reads Claude Code's names, the same the config file's serde reads, and
+/// writes them back; any other name is refused with the list of the right ones.
+#[test]
+fn permission_modes_parse_by_their_claude_code_names() {
+    for (name, mode) in [
+        ("default", PermissionMode::Default),
+        ("acceptEdits", PermissionMode::AcceptEdits),
+        ("plan", PermissionMode::Plan),
+        ("bypassPermissions", PermissionMode::BypassPermissions),
+    ] {
+        assert_eq!(name.parse::<PermissionMode>(), Ok(mode));
+        assert_eq!(mode.to_string(), name);
+        let from_config: PermissionMode = serde_json::from_value(json!(name)).unwrap();
+        assert_eq!(
+            from_config, mode,
+            "the config file reads `{name}` the same way"
+        );
+    }
+    for wrong in ["bypass", "AcceptEdits", "", "dontAsk"] {
+        let error = wrong.parse::<PermissionMode>().unwrap_err().to_string();
+        assert!(error.contains(&format!("`{wrong}`")), "{error}");
+        assert!(
+            error.contains("default, acceptEdits, plan and bypassPermissions"),
+            "{error}"
+        );
+    }
+}

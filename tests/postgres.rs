@@ -920,7 +920,7 @@ async fn a_server_restarted_mid_turn_never_runs_a_call_twice() {
     use tests::stepping::{assert_each_ran_once, noted, registry, step_turn, steps_done};
     use tool_sdk::agent::{Agent, AgentConfig};
     use tool_sdk::model::ScriptedModel;
-    use tool_sdk::session::restore;
+    use tool_sdk::session::stored_conversation;
 
     let server = Arc::new(Server::start());
     let store: Arc<dyn SessionStore> =
@@ -977,7 +977,7 @@ async fn a_server_restarted_mid_turn_never_runs_a_call_twice() {
     loop {
         assert_eq!(
             agent.messages().await,
-            restore(&store.load(&id).await.unwrap()).messages,
+            stored_conversation(&*store, &id).await.unwrap(),
             "after run {runs}: the agent's conversation is the stored one"
         );
         match outcome {

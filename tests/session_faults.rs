@@ -17,7 +17,7 @@ use tool_sdk::BoxFuture;
 use tool_sdk::agent::{Agent, AgentConfig, AgentError};
 use tool_sdk::model::{Message, ScriptedModel, ScriptedTurn};
 use tool_sdk::session::{
-    NewSession, Record, SessionError, SessionInfo, SessionStore, SqliteStore, restore,
+    NewSession, Record, SessionError, SessionInfo, SessionStore, SqliteStore, stored_conversation,
 };
 
 fn config(dir: &Path, store: impl SessionStore + 'static, model: ScriptedModel) -> AgentConfig {
@@ -35,7 +35,7 @@ fn sqlite(dir: &Path) -> SqliteStore {
 
 /// What a resume would read: the stored session as a conversation.
 async fn stored_messages(store: &dyn SessionStore, id: &str) -> Vec<Message> {
-    restore(&store.load(id).await.unwrap()).messages
+    stored_conversation(store, id).await.unwrap()
 }
 
 /// A store whose appends (one `append` or `append_all` each) go to SQLite, except the one

@@ -1,4 +1,4 @@
-//! `coder`: an interactive terminal coding agent in about 1,800 lines, on top of tool-sdk.
+//! `coder`: an interactive terminal coding agent in about 1,900 lines, on top of tool-sdk.
 //!
 //! ```text
 //! cargo run --example coder                      # offline: a scripted demo on a copy of this dir
@@ -11,6 +11,7 @@
 //! The SDK does the work: the built-in tools, schemas and validation, the permission chain,
 //! concurrency, timeouts, cancellation. This file only wires them to a terminal.
 
+mod commands;
 mod demo;
 mod input;
 mod sessions;
@@ -31,7 +32,7 @@ use tool_sdk::agent::{Agent, AgentConfig, ClaudeSettings, ProjectMemory, RunResu
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::openai::OpenAiModel;
 use tool_sdk::model::{Model, ModelError};
-use tool_sdk::permission::{CallFacts, PermissionAnswer, PermissionMode, PermissionPreview, Rule};
+use tool_sdk::permission::{CallFacts, PermissionAnswer, Rule};
 use tool_sdk::session::SqliteStore;
 
 use input::{Line, LineReader, QuietTerminal};
@@ -121,99 +122,26 @@ async fn run(args: Args) -> Result<ExitCode, String> {
             "--print needs a prompt, e.g. --print \"How many Rust files are there?\"".into(),
         );
     }
-    let cwd = match &args.cwd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir().map_err(|e| format!("cannot read the current dir: {e}"))?,
-    };
-    let cwd = cwd
-        .canonicalize()
-        .map_err(|e| format!("--cwd {}: {e}", cwd.display()))?;
     let provider = provider_choice(&args);
     let demo = provider == ProviderChoice::Demo;
-    // The README's first command runs the demo in this repository's checkout: it edits a copy,
-    // so the checkout (and the next demo) finds its TODO as it was.
-    let mut scratch_note = None;
-    let cwd = if demo && args.cwd.is_none() {
-        let resuming = args.continue_latest || args.resume.is_some();
-        let under = sessions::data_dir()?.join("demo");
-        let (copy, files) = demo::scratch_copy(&cwd, &under, !resuming)
-            .map_err(|e| format!("{e} (pass --cwd DIR to run the demo on DIR itself)"))?;
-        scratch_note = Some(format!(
-            "The demo works on a scratch copy of {} ({files} files) at {}, so your checkout \
-             stays as it is.",
-            cwd.display(),
-            copy.display()
-        ));
-        copy
-    } else {
-        cwd
-    };
+    let (cwd, scratch_note) = working_dir(&args, demo)?;
     let model = choose_model(&args, provider, &cwd).map_err(|e| e.to_string())?;
 
-    let mut config = AgentConfig::new()
-        .with_model_arc(model.clone())
-        .with_tools(TOOLS.iter().copied().chain(["mcp__*"]))
-        .with_working_dir(&cwd)
-        .with_system_prompt(system_prompt(&cwd))
-        // The team's own files, as Claude Code reads them: AGENTS.md and CLAUDE.md up to the
-        // repository root, and .claude/settings(.local).json permission rules.
-        .with_project_memory()
-        .with_claude_settings();
-    show_project_files(&cwd);
-    for rule in &args.allow {
-        config = config.allow(rule);
-    }
-    for rule in &args.deny {
-        config = config.deny(rule);
-    }
-    if let Some(file) = &args.mcp_config {
-        config = config.with_mcp_servers_file(file);
-    }
-    // Conversations are saved as they happen; without a store the coder still works.
-    let store = sessions::open_store();
-    match &store {
-        // One coder at a time on a session: a second one is told who has it.
-        Ok(store) => {
-            config = config
-                .with_session_store(store.clone())
-                .with_session_lease(LEASE);
-        }
-        Err(problem) => warn(&format!("this conversation will not be saved: {problem}")),
-    }
-    let store = store.ok();
+    let (config, store) = agent_config(&args, model.clone(), &cwd);
     let input = match &args.print {
         None => Some(LineReader::new().map_err(|e| format!("cannot read the terminal: {e}"))?),
         Some(_) => None,
     };
-    let resume_id = match (&args.resume, args.continue_latest) {
-        (None, false) => None,
-        (resume, _) => {
-            let store = store
-                .as_ref()
-                .ok_or("cannot resume: the session file could not be opened (see above)")?;
-            Some(match (resume.as_deref(), &input) {
-                (Some(""), Some(input)) => sessions::pick(store, input).await?,
-                (Some(""), None) => {
-                    return Err(format!(
-                        "--resume without an id asks which session to resume; with --print, \
-                         pass the id (`{} --resume ID`)",
-                        sessions::command_name()
-                    ));
-                }
-                (Some(id), _) => id.to_owned(),
-                (None, _) => sessions::latest_in(store, &cwd).await?.id,
-            })
-        }
-    };
+    let resume_id = resume_id(&args, store.as_ref(), input.as_ref(), &cwd).await?;
     let agent = match &resume_id {
         Some(id) => sessions::open(config, id, store.as_ref(), input.as_ref()).await?,
         None => Agent::create(config).await.map_err(|e| e.to_string())?,
     };
     // Made by this run: a session with nothing answered in it is not kept.
     let created = resume_id.is_none().then(|| agent.session_id().to_owned());
-    if let (Some(store), Some(id)) = (&store, &resume_id) {
-        for note in sessions::skipped(store, id).await {
-            warn(&note);
+    if let Some(id) = &resume_id {
+        for note in agent.resume_notes() {
+            warn(&format!("session {id}: {note}"));
         }
     }
     for (flag, rules) in [("--allow", &args.allow), ("--deny", &args.deny)] {
@@ -248,23 +176,147 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         });
     }
 
-    println!(
-        "{} {} · {} · {}",
-        style("coder").bold(),
-        style(model.model_id()).cyan(),
-        cwd.display(),
-        style("/help for commands, Ctrl-C cancels a turn, Ctrl-D quits").dim()
-    );
     let Some(input) = input else {
         return Err("no terminal to read from".into());
     };
+    let opening = Opening {
+        model_id: model.model_id(),
+        scratch_note: scratch_note.as_deref(),
+        resumed: resume_id.is_some(),
+        demo,
+    };
+    talk(&agent, store.as_ref(), &cwd, &input, &current_turn, opening).await;
+    sessions::finish(agent, store.as_ref(), created.as_deref()).await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The directory the agent works in (`--cwd` or the current one), or for the demo in this
+/// repository's checkout a scratch copy of it, with the note that says so.
+fn working_dir(args: &Args, demo: bool) -> Result<(PathBuf, Option<String>), String> {
+    let cwd = match &args.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|e| format!("cannot read the current dir: {e}"))?,
+    };
+    let cwd = cwd
+        .canonicalize()
+        .map_err(|e| format!("--cwd {}: {e}", cwd.display()))?;
+    // The README's first command runs the demo in this repository's checkout: it edits a copy,
+    // so the checkout (and the next demo) finds its TODO as it was.
+    if demo && args.cwd.is_none() {
+        let resuming = args.continue_latest || args.resume.is_some();
+        let under = sessions::data_dir()?.join("demo");
+        let (copy, files) = demo::scratch_copy(&cwd, &under, !resuming)
+            .map_err(|e| format!("{e} (pass --cwd DIR to run the demo on DIR itself)"))?;
+        let note = format!(
+            "The demo works on a scratch copy of {} ({files} files) at {}, so your checkout \
+             stays as it is.",
+            cwd.display(),
+            copy.display()
+        );
+        Ok((copy, Some(note)))
+    } else {
+        Ok((cwd, None))
+    }
+}
+
+/// The agent's configuration from the flags, with the session store when it opens.
+fn agent_config(
+    args: &Args,
+    model: Arc<dyn Model>,
+    cwd: &std::path::Path,
+) -> (AgentConfig, Option<SqliteStore>) {
+    let mut config = AgentConfig::new()
+        .with_model_arc(model)
+        .with_tools(TOOLS.iter().copied().chain(["mcp__*"]))
+        .with_working_dir(cwd)
+        .with_system_prompt(system_prompt(cwd))
+        // The team's own files, as Claude Code reads them: AGENTS.md and CLAUDE.md up to the
+        // repository root, and .claude/settings(.local).json permission rules.
+        .with_project_memory()
+        .with_claude_settings();
+    show_project_files(cwd);
+    for rule in &args.allow {
+        config = config.allow(rule);
+    }
+    for rule in &args.deny {
+        config = config.deny(rule);
+    }
+    if let Some(file) = &args.mcp_config {
+        config = config.with_mcp_servers_file(file);
+    }
+    // Conversations are saved as they happen; without a store the coder still works.
+    let store = sessions::open_store();
+    match &store {
+        // One coder at a time on a session: a second one is told who has it.
+        Ok(store) => {
+            config = config
+                .with_session_store(store.clone())
+                .with_session_lease(LEASE);
+        }
+        Err(problem) => warn(&format!("this conversation will not be saved: {problem}")),
+    }
+    (config, store.ok())
+}
+
+/// The session to resume (`--resume [ID]`, `--continue`), if any.
+async fn resume_id(
+    args: &Args,
+    store: Option<&SqliteStore>,
+    input: Option<&LineReader>,
+    cwd: &std::path::Path,
+) -> Result<Option<String>, String> {
+    Ok(match (&args.resume, args.continue_latest) {
+        (None, false) => None,
+        (resume, _) => {
+            let store =
+                store.ok_or("cannot resume: the session file could not be opened (see above)")?;
+            Some(match (resume.as_deref(), input) {
+                (Some(""), Some(input)) => sessions::pick(store, input).await?,
+                (Some(""), None) => {
+                    return Err(format!(
+                        "--resume without an id asks which session to resume; with --print, \
+                         pass the id (`{} --resume ID`)",
+                        sessions::command_name()
+                    ));
+                }
+                (Some(id), _) => id.to_owned(),
+                (None, _) => sessions::latest_in(store, cwd).await?.id,
+            })
+        }
+    })
+}
+
+/// How the interactive session opens.
+struct Opening<'a> {
+    model_id: &'a str,
+    scratch_note: Option<&'a str>,
+    resumed: bool,
+    demo: bool,
+}
+
+/// The interactive session: prompts and slash commands until `/exit` or Ctrl-D.
+async fn talk(
+    agent: &Agent,
+    store: Option<&SqliteStore>,
+    cwd: &std::path::Path,
+    input: &LineReader,
+    current_turn: &Arc<Mutex<Option<CancellationToken>>>,
+    opening: Opening<'_>,
+) {
+    println!(
+        "{} {} · {} · {}",
+        style("coder").bold(),
+        style(opening.model_id).cyan(),
+        cwd.display(),
+        style("/help for commands, Ctrl-C cancels a turn, Ctrl-D quits").dim()
+    );
     let mut next = None;
-    if let Some(note) = &scratch_note {
+    if let Some(note) = opening.scratch_note {
         println!("{}", style(note).yellow());
     }
-    if resume_id.is_some() {
-        recap(&agent).await;
-    } else if demo {
+    if opening.resumed {
+        commands::recap(agent).await;
+    } else if opening.demo {
         println!(
             "{}",
             style(
@@ -290,15 +342,13 @@ async fn run(args: Args) -> Result<ExitCode, String> {
             continue;
         }
         if let Some(command) = line.strip_prefix('/') {
-            if !slash_command(&agent, store.as_ref(), command).await {
+            if !commands::slash_command(agent, store, command).await {
                 break;
             }
             continue;
         }
-        one_turn(&agent, &cwd, line, Some(&input), &current_turn).await;
+        one_turn(agent, cwd, line, Some(input), current_turn).await;
     }
-    sessions::finish(agent, store.as_ref(), created.as_deref()).await;
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Runs one user turn to the end, showing it; `input` is where permission answers come from
@@ -349,184 +399,9 @@ async fn one_turn(
     }
     *current_turn.lock().unwrap() = None;
     view.finish(&result);
-    view.out(style(session_cost_line(agent)).dim().to_string());
+    view.out(style(commands::session_cost_line(agent)).dim().to_string());
     result
 }
-
-/// The conversation's running cost, in one short line.
-fn session_cost_line(agent: &Agent) -> String {
-    let tokens = agent.total_usage().total_tokens();
-    match agent.total_cost_usd() {
-        Some(usd) => format!("   session so far: ${usd:.4} ({tokens} tokens)"),
-        None => format!(
-            "   session so far: {tokens} tokens (cost unknown for model {})",
-            agent.model_id()
-        ),
-    }
-}
-
-/// `/cost`: the conversation's tokens by kind, and what they cost.
-fn show_cost(agent: &Agent) {
-    let usage = agent.total_usage();
-    let price = agent.model_info().map(|info| info.price);
-    let line = |name: &str, tokens: u64, per_million: Option<f64>| {
-        let usd = per_million
-            .map(|p| format!("${:.4}", tokens as f64 * p / 1e6))
-            .unwrap_or_default();
-        println!("  {name:<12} {tokens:>10} tokens  {usd}");
-    };
-    line("input", usage.input_tokens, price.map(|p| p.input));
-    line("output", usage.output_tokens, price.map(|p| p.output));
-    line(
-        "cache read",
-        usage.cache_read_input_tokens,
-        price.map(|p| p.cache_read),
-    );
-    line(
-        "cache write",
-        usage.cache_creation_input_tokens,
-        price.map(|p| p.cache_write),
-    );
-    match agent.total_cost_usd() {
-        Some(usd) => println!(
-            "  {:<12} {:>10} tokens  ${usd:.4}",
-            "total",
-            usage.total_tokens()
-        ),
-        None => println!(
-            "  {:<12} {:>10} tokens  cost unknown for model {}",
-            "total",
-            usage.total_tokens(),
-            agent.model_id()
-        ),
-    }
-}
-
-/// What a resumed conversation was about: its id, its first prompt and its last answer.
-async fn recap(agent: &Agent) {
-    let messages = agent.messages().await;
-    let first = messages.first().map(|m| m.text()).unwrap_or_default();
-    println!(
-        "{} {} · {} messages · {}",
-        style("resumed").green(),
-        style(agent.session_id()).cyan(),
-        messages.len(),
-        first.lines().next().unwrap_or_default()
-    );
-    let last_answer = messages
-        .iter()
-        .rev()
-        .find(|m| m.role == tool_sdk::model::Role::Assistant && !m.text().trim().is_empty());
-    if let Some(answer) = last_answer {
-        println!("{}", style(answer.text().trim()).dim());
-    }
-    if let Some(last) = messages
-        .last()
-        .filter(|m| m.role == tool_sdk::model::Role::User)
-    {
-        println!(
-            "{}",
-            style("The last turn was cut off before the model answered; your next message goes on from there.")
-                .yellow()
-        );
-        let calls = messages
-            .iter()
-            .rev()
-            .find(|m| m.role == tool_sdk::model::Role::Assistant);
-        for line in sessions::interrupted_calls(last, calls) {
-            println!("{}", style(line).yellow());
-        }
-    }
-}
-
-/// `/tools`, `/mcp`, `/mode`, `/cost`, `/sessions`, `/rewind`, `/help`; false for `/exit`.
-async fn slash_command(agent: &Agent, store: Option<&SqliteStore>, command: &str) -> bool {
-    let mut words = command.split_whitespace();
-    match words.next().unwrap_or_default() {
-        "exit" | "quit" => return false,
-        "tools" => {
-            for name in agent.tool_names() {
-                println!(
-                    "  {name:<12} {}",
-                    style(tool_permission(agent, &name)).dim()
-                );
-            }
-        }
-        "mcp" => {
-            let servers = agent.mcp_servers().await;
-            if servers.is_empty() {
-                println!("  no MCP servers (add some with --mcp-config FILE)");
-            }
-            for server in servers {
-                let prefix = format!("mcp__{}__", tool_sdk::mcp::sanitize(&server));
-                let tools = agent.tool_names();
-                let count = tools.iter().filter(|t| t.starts_with(&prefix)).count();
-                println!("  {server:<12} {}", style(format!("{count} tools")).dim());
-            }
-        }
-        "cost" => show_cost(agent),
-        "rewind" => sessions::rewind(agent, &words.collect::<Vec<_>>()).await,
-        "sessions" => match store {
-            Some(store) => sessions::show(store, agent.session_id()).await,
-            None => println!("  conversations are not being saved (see the warning at start)"),
-        },
-        "mode" => {
-            let mode = match words.next() {
-                Some("plan") => Some(PermissionMode::Plan),
-                Some("default") => Some(PermissionMode::Default),
-                Some("acceptEdits") => Some(PermissionMode::AcceptEdits),
-                Some("bypass") => Some(PermissionMode::BypassPermissions),
-                None => None,
-                Some(other) => {
-                    println!("  unknown mode {other:?}: plan, default, acceptEdits or bypass");
-                    return true;
-                }
-            };
-            if let Some(mode) = mode {
-                agent.set_permission_mode(mode);
-            }
-            println!("  mode: {:?}", agent.permission_mode());
-        }
-        "help" => println!("{HELP}"),
-        other => println!(
-            "  unknown command /{other}; the commands are:\n{HELP}",
-            other = other.trim()
-        ),
-    }
-    true
-}
-
-/// What the permission chain does with a call of the tool now (rules, mode and all): for
-/// Bash, what it does with a read-only command and with one that changes things.
-fn tool_permission(agent: &Agent, name: &str) -> String {
-    let says = |preview| match preview {
-        Some(PermissionPreview::Runs) => "runs without asking",
-        Some(PermissionPreview::Asks) => "asks",
-        Some(PermissionPreview::Refused) | None => "refused",
-    };
-    if name == "Bash" {
-        let read_only = agent.permission_preview(name, &json!({ "command": "ls" }));
-        let changes = agent.permission_preview(name, &json!({ "command": "touch file" }));
-        if read_only != changes {
-            return format!(
-                "{} (read-only commands: {})",
-                says(changes),
-                says(read_only)
-            );
-        }
-        return says(changes).to_owned();
-    }
-    says(agent.permission_preview(name, &json!({}))).to_owned()
-}
-
-const HELP: &str = "  /tools            the tools the model can use, and which ask first\n  \
-             /mcp              the MCP servers and how many tools each gives\n  \
-             /mode plan|default|acceptEdits|bypass\n  \
-             /cost             tokens and USD of this conversation\n  \
-             /sessions         saved conversations (resume with --resume ID)\n  \
-             /rewind [N]       put the files back as they were before prompt N\n  \
-             /help             this list\n  \
-             /exit             quit (or Ctrl-D)";
 
 /// The provider from the flags, else from the environment, else the scripted demo.
 fn provider_choice(args: &Args) -> ProviderChoice {

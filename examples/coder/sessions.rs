@@ -12,7 +12,7 @@ use tool_sdk::agent::{Agent, AgentConfig, AgentError};
 use tool_sdk::model::{Message, MessageContent, Role};
 use tool_sdk::session::{
     NEVER_STARTED_MESSAGE, Record, STOPPED_MESSAGE, SessionError, SessionInfo, SessionLease,
-    SessionStore, SqliteStore, restore,
+    SessionStore, SqliteStore, stored_conversation,
 };
 
 use crate::input::{Line, LineReader};
@@ -119,8 +119,10 @@ pub async fn open(
             _ => println!("  Please answer y or n."),
         }
     }
-    let records = store.load(id).await.map_err(|e| e.to_string())?;
-    let at = restore(&records).messages.len();
+    let at = stored_conversation(store, id)
+        .await
+        .map_err(|e| e.to_string())?
+        .len();
     let fork = Agent::fork(config, id, at)
         .await
         .map_err(|e| format!("cannot fork session {id}: {e}"))?;
@@ -239,19 +241,6 @@ pub async fn latest_in(store: &SqliteStore, cwd: &Path) -> Result<SessionInfo, S
                 cwd.display()
             )
         })
-}
-
-/// What resuming the session `id` left out of its history (a record the file could not give
-/// back, a model turn stored twice), one warning each: the conversation goes on without them.
-pub async fn skipped(store: &SqliteStore, id: &str) -> Vec<String> {
-    // The session was just resumed from these records; a failure to read them again now
-    // would be reported by the next turn's append.
-    let records = store.load(id).await.unwrap_or_default();
-    tool_sdk::session::restore(&records)
-        .skipped
-        .into_iter()
-        .map(|note| format!("session {id}: {note}"))
-        .collect()
 }
 
 /// `--resume` without an id: the sessions newest first, one picked by its number.

@@ -9,6 +9,10 @@ use proc_macro2::Span;
 use syn::visit::Visit;
 use syn::{Error, LitStr, ReturnType, Type};
 
+mod template;
+
+use template::template;
+
 use crate::attr::{Param, ParamKind, ToolFn, error, error_at, is_data, last_segment, unraw};
 
 /// What expansion needs beyond the model.
@@ -50,57 +54,10 @@ pub enum Piece {
 pub fn check(tool: &ToolFn, errors: &mut Vec<Error>) -> Plan {
     let sig = &tool.func.sig;
 
-    if sig.asyncness.is_none() {
-        errors.push(error(
-            &sig.fn_token,
-            "a tool must be an `async fn`: add `async` before `fn`",
-        ));
-    }
-    if let syn::Safety::Unsafe(unsafety) = &sig.safety {
-        errors.push(error(unsafety, "a tool cannot be an `unsafe fn`"));
-    }
-    if let Some(constness) = &sig.constness {
-        errors.push(error(constness, "a tool cannot be a `const fn`"));
-    }
-    if let Some(abi) = &sig.abi {
-        errors.push(error(abi, "a tool cannot have an `extern` ABI"));
-    }
-    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        errors.push(error(
-            &sig.generics,
-            "a tool cannot have generic or lifetime parameters: its input schema must be \
-                 one concrete type; use concrete types (and `State<T>` for shared data)",
-        ));
-    }
+    check_signature(sig, errors);
 
     let fn_name = unraw(&sig.ident);
-    let name = match &tool.args.name {
-        Some(lit) => {
-            let value = lit.value();
-            if let Some(problem) = name_problem(&value) {
-                errors.push(error(
-                    lit,
-                    format!(
-                        "invalid tool name {value:?}: {problem}; names must match \
-                         ^[a-zA-Z0-9_-]{{1,64}}$"
-                    ),
-                ));
-            }
-            value
-        }
-        None => {
-            if let Some(problem) = name_problem(&fn_name) {
-                errors.push(error(
-                    &sig.ident,
-                    format!(
-                        "the fn name `{fn_name}` is not a valid tool name ({problem}): set \
-                         one with `name = \"...\"`"
-                    ),
-                ));
-            }
-            fn_name.clone()
-        }
-    };
+    let name = tool_name(tool, &fn_name, errors);
 
     let description = match (&tool.args.description, &tool.doc) {
         (Some(lit), _) if lit.value().trim().is_empty() => {
@@ -175,6 +132,63 @@ pub fn check(tool: &ToolFn, errors: &mut Vec<Error>) -> Plan {
         title,
         permission,
         timeout_ms,
+    }
+}
+
+/// What a tool's fn cannot be: sync, unsafe, const, extern or generic.
+fn check_signature(sig: &syn::Signature, errors: &mut Vec<Error>) {
+    if sig.asyncness.is_none() {
+        errors.push(error(
+            &sig.fn_token,
+            "a tool must be an `async fn`: add `async` before `fn`",
+        ));
+    }
+    if let syn::Safety::Unsafe(unsafety) = &sig.safety {
+        errors.push(error(unsafety, "a tool cannot be an `unsafe fn`"));
+    }
+    if let Some(constness) = &sig.constness {
+        errors.push(error(constness, "a tool cannot be a `const fn`"));
+    }
+    if let Some(abi) = &sig.abi {
+        errors.push(error(abi, "a tool cannot have an `extern` ABI"));
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        errors.push(error(
+            &sig.generics,
+            "a tool cannot have generic or lifetime parameters: its input schema must be \
+                 one concrete type; use concrete types (and `State<T>` for shared data)",
+        ));
+    }
+}
+
+/// The tool's name: `name = "..."`, or else the fn's, either checked.
+fn tool_name(tool: &ToolFn, fn_name: &str, errors: &mut Vec<Error>) -> String {
+    match &tool.args.name {
+        Some(lit) => {
+            let value = lit.value();
+            if let Some(problem) = name_problem(&value) {
+                errors.push(error(
+                    lit,
+                    format!(
+                        "invalid tool name {value:?}: {problem}; names must match \
+                         ^[a-zA-Z0-9_-]{{1,64}}$"
+                    ),
+                ));
+            }
+            value
+        }
+        None => {
+            if let Some(problem) = name_problem(fn_name) {
+                errors.push(error(
+                    &tool.func.sig.ident,
+                    format!(
+                        "the fn name `{fn_name}` is not a valid tool name ({problem}): set \
+                         one with `name = \"...\"`"
+                    ),
+                ));
+            }
+            fn_name.to_owned()
+        }
     }
 }
 
@@ -348,134 +362,6 @@ struct FindImplTrait(Option<syn::TypeImplTrait>);
 impl Visit<'_> for FindImplTrait {
     fn visit_type_impl_trait(&mut self, node: &syn::TypeImplTrait) {
         self.0.get_or_insert_with(|| node.clone());
-    }
-}
-
-fn template(
-    lit: &LitStr,
-    key: &str,
-    params: &[Param],
-    input: &InputShape,
-    errors: &mut Vec<Error>,
-) -> Template {
-    let text = lit.value();
-    let mut pieces = Vec::new();
-    let mut literal = String::new();
-    let mut chars = text.chars().peekable();
-    let fail = |errors: &mut Vec<Error>, message: String| {
-        errors.push(error(lit, format!("in `{key}`: {message}")));
-    };
-    while let Some(c) = chars.next() {
-        match c {
-            '{' if chars.peek() == Some(&'{') => {
-                chars.next();
-                literal.push('{');
-            }
-            '}' if chars.peek() == Some(&'}') => {
-                chars.next();
-                literal.push('}');
-            }
-            '}' => {
-                fail(
-                    errors,
-                    "unmatched `}`: write `}}` for a literal brace".into(),
-                );
-                return Template {
-                    pieces,
-                    span: lit.span(),
-                };
-            }
-            '{' => {
-                let mut name = String::new();
-                let mut closed = false;
-                for c in chars.by_ref() {
-                    if c == '}' {
-                        closed = true;
-                        break;
-                    }
-                    name.push(c);
-                }
-                if !closed {
-                    fail(
-                        errors,
-                        "unclosed `{`: write `{{` for a literal brace".into(),
-                    );
-                    break;
-                }
-                let name = name.trim();
-                if name.contains(':') {
-                    fail(
-                        errors,
-                        format!("`{{{name}}}`: format specs are not supported, write `{{arg}}`"),
-                    );
-                    continue;
-                }
-                if name.is_empty() || name.parse::<usize>().is_ok() {
-                    fail(
-                        errors,
-                        format!("`{{{name}}}` must name an argument, like `{{file_path}}`"),
-                    );
-                    continue;
-                }
-                let json = match input {
-                    // The field is checked against the struct by the compiler (see expand.rs).
-                    InputShape::Struct(_) if syn::parse_str::<syn::Ident>(name).is_ok() => {
-                        name.to_owned()
-                    }
-                    InputShape::Struct(_) => {
-                        fail(
-                            errors,
-                            format!("`{{{name}}}` must name a field of the input struct"),
-                        );
-                        continue;
-                    }
-                    InputShape::Params => {
-                        let args: Vec<&Param> = params
-                            .iter()
-                            .filter(|p| matches!(p.kind, ParamKind::Arg { .. }))
-                            .collect();
-                        match args.iter().find(|p| unraw(&p.ident) == name) {
-                            Some(param) => param.json_name(),
-                            None => {
-                                let names: Vec<String> =
-                                    args.iter().map(|p| unraw(&p.ident)).collect();
-                                let hint = closest(name, &names)
-                                    .map(|n| format!(" (did you mean `{{{n}}}`?)"))
-                                    .unwrap_or_default();
-                                let list = if names.is_empty() {
-                                    "it has none".to_owned()
-                                } else {
-                                    format!("its arguments are {}", names.join(", "))
-                                };
-                                fail(
-                                    errors,
-                                    format!(
-                                        "`{{{name}}}` is not an argument of this tool{hint}; \
-                                         {list}"
-                                    ),
-                                );
-                                continue;
-                            }
-                        }
-                    }
-                };
-                if !literal.is_empty() {
-                    pieces.push(Piece::Text(std::mem::take(&mut literal)));
-                }
-                pieces.push(Piece::Arg {
-                    rust: name.to_owned(),
-                    json,
-                });
-            }
-            other => literal.push(other),
-        }
-    }
-    if !literal.is_empty() {
-        pieces.push(Piece::Text(literal));
-    }
-    Template {
-        pieces,
-        span: lit.span(),
     }
 }
 

@@ -104,6 +104,7 @@ mod registry;
 pub mod schema;
 pub mod session;
 pub mod telemetry;
+mod tls;
 mod tool;
 pub mod validate;
 

@@ -455,7 +455,7 @@ impl ToolRegistry {
 }
 
 /// Runs a synchronous call into tool code, turning a panic into an error.
-pub fn contain<T>(f: impl FnOnce() -> T) -> Result<T, ToolError> {
+pub(crate) fn contain<T>(f: impl FnOnce() -> T) -> Result<T, ToolError> {
     std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|panic| {
         ToolError::failed(format!(
             "the tool panicked: {}",

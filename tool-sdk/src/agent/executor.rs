@@ -150,7 +150,7 @@ pub(crate) async fn execute(
 /// calls end within it, and then a step costs one commit. A process killed inside this window
 /// loses the turn as if the kill had come while it streamed: the turn is asked for again, and
 /// its calls, which only read, may run again.
-pub const READ_ONLY_COMMIT_DELAY: std::time::Duration = std::time::Duration::from_millis(10);
+pub(crate) const READ_ONLY_COMMIT_DELAY: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Runs a read-only batch (`run`); stores the staged records once it has run for
 /// [`READ_ONLY_COMMIT_DELAY`] if its calls' records did not take them along yet, and in any

@@ -92,7 +92,6 @@ pub use config::{
 pub use context::{CompactDecision, CompactRequest, ContextSettings, IMAGE_TOKENS, PreCompact};
 pub use error::{AgentError, ConfigError, StoreNeed};
 pub use events::{AgentEvent, PermissionRequest};
-pub use executor::READ_ONLY_COMMIT_DELAY;
 pub use hooks::{
     PromptCheck, SessionEvent, SessionHook, SessionSource, StopCheck, StopContext, StopHook,
     UserPromptSubmit,
@@ -137,6 +136,8 @@ pub struct RunResult {
 #[derive(Clone)]
 pub struct Agent {
     inner: Arc<AgentInner>,
+    /// What resuming left out of the stored history ([`Agent::resume_notes`]).
+    resume_notes: Arc<[String]>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -232,6 +233,7 @@ impl Agent {
         }
         Ok(Agent {
             inner: Arc::new(inner),
+            resume_notes: Arc::new([]),
         })
     }
 

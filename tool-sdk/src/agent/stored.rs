@@ -72,7 +72,8 @@ impl Agent {
         let recorder = Arc::new(recorder::Recorder::new(store, hold));
         let store: Arc<dyn SessionStore> = recorder.clone();
         let records = store.load(id).await?;
-        let restored = restore(&records);
+        let mut restored = restore(&records);
+        let resume_notes = std::mem::take(&mut restored.skipped).into();
         // Stored before anything else runs, so the next resume finds the same results.
         store.append_all(id, &restored.seals).await?;
         if config.working_dir.is_none() {
@@ -93,7 +94,15 @@ impl Agent {
         inner.ledger.restore(&records);
         Ok(Agent {
             inner: Arc::new(inner),
+            resume_notes,
         })
+    }
+
+    /// What resuming the session left out of its history, one note each: a record the store
+    /// could not read back, a model turn stored twice. The conversation goes on without them.
+    /// Empty when nothing was left out, and for an agent made by [`Agent::create`].
+    pub fn resume_notes(&self) -> &[String] {
+        &self.resume_notes
     }
 
     /// Ends the session: its [`SessionHook`]s see [`SessionEvent::End`]. The agent stays

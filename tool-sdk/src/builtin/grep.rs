@@ -8,9 +8,9 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{
     BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
 };
-use ignore::WalkState;
 use ignore::overrides::OverrideBuilder;
 use ignore::types::TypesBuilder;
+use ignore::{WalkBuilder, WalkState};
 use serde::{Deserialize, Serialize};
 
 use super::glob::{modified, next_file, run_blocking, search_root, sort_newest_first, walker};
@@ -109,59 +109,14 @@ pub async fn grep(
     let matcher = build_matcher(&pattern, case_insensitive, multiline)?;
 
     let mut walk = walker(&root);
-    if let Some(globs) = glob.as_deref() {
-        let base = if root.is_dir() {
-            root.as_path()
-        } else {
-            root.parent().unwrap_or(&root)
-        };
-        let mut overrides = OverrideBuilder::new(base);
-        for glob in split_globs(globs) {
-            overrides
-                .add(glob)
-                .map_err(|e| ToolError::invalid_input(format!("invalid glob `{glob}`: {e}")))?;
-        }
-        walk.overrides(
-            overrides
-                .build()
-                .map_err(|e| ToolError::invalid_input(format!("invalid glob: {e}")))?,
-        );
-    }
-    if let Some(name) = file_type
-        .as_deref()
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-    {
-        let mut types = TypesBuilder::new();
-        types.add_defaults();
-        types.select(name);
-        let types = types.build().map_err(|_| {
-            ToolError::invalid_input(format!(
-                "unknown file type `{name}`; use a ripgrep type name such as rust, py, js, ts, \
-                 go, java, c, cpp, md, or use `glob` instead"
-            ))
-        })?;
-        walk.types(types);
-    }
+    filter_walk(&mut walk, &root, glob.as_deref(), file_type.as_deref())?;
 
     let mode = output_mode;
-    let before = before.or(context).unwrap_or(0) as usize;
-    let after = after.or(context).unwrap_or(0) as usize;
-    let options = SearchOptions {
-        mode,
-        line_numbers,
-        context: mode == GrepOutputMode::Content && (before > 0 || after > 0),
-    };
-    let mut searcher = SearcherBuilder::new();
-    searcher
-        .line_number(mode == GrepOutputMode::Content)
-        .multi_line(multiline);
-    if mode == GrepOutputMode::Content {
-        searcher.before_context(before).after_context(after);
-    }
+    let context = (before.or(context), after.or(context));
+    let (options, searcher) = searcher(mode, context, line_numbers, multiline);
 
     let progress = ctx.clone();
-    let mut found = run_blocking(ctx, move |cancel| {
+    let found = run_blocking(ctx, move |cancel| {
         let found = Mutex::new(Vec::new());
         let searched = AtomicUsize::new(0);
         walk.build_parallel().run(|| {
@@ -200,16 +155,120 @@ pub async fn grep(
     })
     .await?;
 
+    Ok(listing(found, options, page_of(head_limit, offset)))
+}
+
+/// A regex as ripgrep builds it: `^`/`$` match at line ends; outside multiline mode no match
+/// may contain a newline.
+fn build_matcher(
+    pattern: &str,
+    case_insensitive: bool,
+    multiline: bool,
+) -> Result<RegexMatcher, ToolError> {
+    let mut builder = RegexMatcherBuilder::new();
+    builder.case_insensitive(case_insensitive).multi_line(true);
+    if multiline {
+        builder.dot_matches_new_line(true);
+    } else {
+        builder.line_terminator(Some(b'\n'));
+    }
+    builder.build(pattern).map_err(|e| {
+        let mut message = format!("invalid regex `{pattern}`: {e}");
+        if !multiline && pattern.contains("\\n") {
+            message.push_str("\nTo match across lines, set `multiline` to true.");
+        }
+        ToolError::invalid_input(message)
+    })
+}
+
+/// Globs as the model writes them: separated by spaces or commas, but commas inside braces
+/// (`*.{ts,tsx}`) belong to the glob.
+fn split_globs(globs: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for part in globs.split_whitespace() {
+        if part.contains('{') {
+            out.push(part);
+        } else {
+            out.extend(part.split(',').filter(|p| !p.is_empty()));
+        }
+    }
+    out
+}
+/// How each file is searched: the lines around a match (`-B`, `-A`), line numbers, and
+/// whether matches may span lines.
+fn searcher(
+    mode: GrepOutputMode,
+    context: (Option<u64>, Option<u64>),
+    line_numbers: bool,
+    multiline: bool,
+) -> (SearchOptions, SearcherBuilder) {
+    let before = context.0.unwrap_or(0) as usize;
+    let after = context.1.unwrap_or(0) as usize;
+    let options = SearchOptions {
+        mode,
+        line_numbers,
+        context: mode == GrepOutputMode::Content && (before > 0 || after > 0),
+    };
+    let mut searcher = SearcherBuilder::new();
+    searcher
+        .line_number(mode == GrepOutputMode::Content)
+        .multi_line(multiline);
+    if mode == GrepOutputMode::Content {
+        searcher.before_context(before).after_context(after);
+    }
+    (options, searcher)
+}
+
+/// Narrows the walk to the files `glob` and `file_type` name, as `rg --glob` and `rg --type`.
+fn filter_walk(
+    walk: &mut WalkBuilder,
+    root: &Path,
+    glob: Option<&str>,
+    file_type: Option<&str>,
+) -> Result<(), ToolError> {
+    if let Some(globs) = glob {
+        let base = if root.is_dir() {
+            root
+        } else {
+            root.parent().unwrap_or(root)
+        };
+        let mut overrides = OverrideBuilder::new(base);
+        for glob in split_globs(globs) {
+            overrides
+                .add(glob)
+                .map_err(|e| ToolError::invalid_input(format!("invalid glob `{glob}`: {e}")))?;
+        }
+        walk.overrides(
+            overrides
+                .build()
+                .map_err(|e| ToolError::invalid_input(format!("invalid glob: {e}")))?,
+        );
+    }
+    if let Some(name) = file_type.map(str::trim).filter(|n| !n.is_empty()) {
+        let mut types = TypesBuilder::new();
+        types.add_defaults();
+        types.select(name);
+        let types = types.build().map_err(|_| {
+            ToolError::invalid_input(format!(
+                "unknown file type `{name}`; use a ripgrep type name such as rust, py, js, ts, \
+                 go, java, c, cpp, md, or use `glob` instead"
+            ))
+        })?;
+        walk.types(types);
+    }
+    Ok(())
+}
+
+/// What the model reads: the files, lines or counts found, one page of them, and a note for
+/// each binary file searched.
+fn listing(mut found: Vec<FileMatches>, options: SearchOptions, page: Page) -> String {
+    let mode = options.mode;
     if found.is_empty() {
-        return Ok(match mode {
+        return match mode {
             GrepOutputMode::FilesWithMatches => "No files found".to_owned(),
             _ => "No matches found".to_owned(),
-        });
+        };
     }
-    let page = Page {
-        limit: head_limit as usize,
-        offset: offset as usize,
-    };
     // Content lines carry rg's own message; the other modes get a note at the end.
     let mut binary: Vec<String> = found
         .iter()
@@ -264,44 +323,14 @@ pub async fn grep(
             format!("{list}\n\nFound {matches} total matches across {files} {noun}.")
         }
     };
-    Ok(listing + &notes)
+    listing + &notes
 }
 
-/// A regex as ripgrep builds it: `^`/`$` match at line ends; outside multiline mode no match
-/// may contain a newline.
-fn build_matcher(
-    pattern: &str,
-    case_insensitive: bool,
-    multiline: bool,
-) -> Result<RegexMatcher, ToolError> {
-    let mut builder = RegexMatcherBuilder::new();
-    builder.case_insensitive(case_insensitive).multi_line(true);
-    if multiline {
-        builder.dot_matches_new_line(true);
-    } else {
-        builder.line_terminator(Some(b'\n'));
+fn page_of(head_limit: u64, offset: u64) -> Page {
+    Page {
+        limit: head_limit as usize,
+        offset: offset as usize,
     }
-    builder.build(pattern).map_err(|e| {
-        let mut message = format!("invalid regex `{pattern}`: {e}");
-        if !multiline && pattern.contains("\\n") {
-            message.push_str("\nTo match across lines, set `multiline` to true.");
-        }
-        ToolError::invalid_input(message)
-    })
-}
-
-/// Globs as the model writes them: separated by spaces or commas, but commas inside braces
-/// (`*.{ts,tsx}`) belong to the glob.
-fn split_globs(globs: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    for part in globs.split_whitespace() {
-        if part.contains('{') {
-            out.push(part);
-        } else {
-            out.extend(part.split(',').filter(|p| !p.is_empty()));
-        }
-    }
-    out
 }
 
 #[derive(Clone, Copy)]

@@ -124,6 +124,10 @@ impl AnthropicModel {
     }
 
     /// Sends requests with this HTTP client (for timeouts, proxies, connection pools).
+    ///
+    /// The SDK's TLS is rustls with the `ring` provider, installed as the process default when
+    /// this model is made (unless the application installed one): build `client` after that,
+    /// or install a provider yourself, or reqwest panics for want of one.
     pub fn with_client(mut self, client: reqwest::Client) -> Self {
         self.http.client = client;
         self

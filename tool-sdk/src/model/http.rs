@@ -49,6 +49,7 @@ pub(crate) struct HttpClient {
 impl HttpClient {
     /// A client of this provider with a fresh `reqwest::Client` and the default retries.
     pub(crate) fn new(provider: &'static str, base_url: &str, auth: Auth) -> Self {
+        crate::tls::ensure_provider();
         HttpClient {
             provider,
             client: reqwest::Client::new(),

@@ -129,6 +129,10 @@ impl OpenAiModel {
     }
 
     /// The HTTP client to use, for timeouts, proxies or custom certificates.
+    ///
+    /// The SDK's TLS is rustls with the `ring` provider, installed as the process default when
+    /// this model is made (unless the application installed one): build `client` after that,
+    /// or install a provider yourself, or reqwest panics for want of one.
     pub fn with_client(mut self, client: reqwest::Client) -> Self {
         self.http.client = client;
         self

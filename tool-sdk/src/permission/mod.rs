@@ -25,7 +25,8 @@ mod secrets;
 mod shell_reads;
 
 pub use facts::{CallFacts, ShellFacts, Subject};
-pub use gate::{PermissionGate, PermissionPreview, Revalidate, not_allowed_message};
+pub(crate) use gate::not_allowed_message;
+pub use gate::{PermissionGate, PermissionPreview, Revalidate};
 pub use rules::{PermissionRules, Rule, RuleError, RuleVerdict};
 pub use secrets::secret_marker;
 
@@ -42,6 +43,61 @@ pub enum PermissionMode {
     Plan,
     /// Everything runs except what deny rules and hooks refuse.
     BypassPermissions,
+}
+
+impl PermissionMode {
+    /// Every mode by the name Claude Code and the config file use (`permission_mode`).
+    const NAMES: [(&'static str, PermissionMode); 4] = [
+        ("default", PermissionMode::Default),
+        ("acceptEdits", PermissionMode::AcceptEdits),
+        ("plan", PermissionMode::Plan),
+        ("bypassPermissions", PermissionMode::BypassPermissions),
+    ];
+
+    /// The mode's name, as Claude Code and the config file write it (`acceptEdits`).
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(_, mode)| *mode == self)
+            .map_or("default", |(name, _)| name)
+    }
+}
+
+impl std::fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A permission mode's name that is not one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown permission mode `{0}`: the modes are default, acceptEdits, plan and \
+     bypassPermissions"
+)]
+pub struct UnknownPermissionMode(pub String);
+
+impl std::str::FromStr for PermissionMode {
+    type Err = UnknownPermissionMode;
+
+    /// Reads a mode by the name Claude Code uses (`--permission-mode`, `defaultMode` in
+    /// `.claude/settings.json`), the same names as the config file's `permission_mode`:
+    ///
+    /// ```
+    /// use tool_sdk::permission::PermissionMode;
+    ///
+    /// assert_eq!("acceptEdits".parse(), Ok(PermissionMode::AcceptEdits));
+    /// assert_eq!(PermissionMode::BypassPermissions.to_string(), "bypassPermissions");
+    /// let error = "yolo".parse::<PermissionMode>().unwrap_err();
+    /// assert!(error.to_string().contains("default, acceptEdits, plan and bypassPermissions"));
+    /// ```
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::NAMES
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, mode)| *mode)
+            .ok_or_else(|| UnknownPermissionMode(name.to_owned()))
+    }
 }
 
 /// The session's current [`PermissionMode`]; ExitPlanMode changes it.

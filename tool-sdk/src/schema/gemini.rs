@@ -78,73 +78,9 @@ impl Gemini<'_> {
         {
             o.insert("anyOf".into(), one_of);
         }
-        // No type arrays: `["x", "null"]` becomes `"x"` plus `nullable`.
-        match o.remove("type") {
-            Some(Value::Array(types)) => {
-                let mut rest: Vec<Value> = Vec::new();
-                for t in types {
-                    if t == "null" {
-                        nullable = true;
-                    } else if t.is_string() && !rest.contains(&t) {
-                        rest.push(t);
-                    }
-                }
-                match rest.len() {
-                    0 => {}
-                    1 => {
-                        o.insert("type".into(), rest.remove(0));
-                    }
-                    _ if !o.contains_key("anyOf") => {
-                        let branches = rest.into_iter().map(|t| json!({"type": t})).collect();
-                        o.insert("anyOf".into(), Value::Array(branches));
-                    }
-                    _ => {
-                        o.insert("type".into(), rest.remove(0));
-                    }
-                }
-            }
-            Some(Value::String(t)) if t == "null" => nullable = true,
-            Some(t) => {
-                o.insert("type".into(), t);
-            }
-            None => {}
-        }
-        // Gemini enums are strings only.
-        if let Some(Value::Array(values)) = o.remove("enum") {
-            let mut kept = Vec::with_capacity(values.len());
-            for v in values {
-                if v.is_null() {
-                    nullable = true;
-                } else {
-                    kept.push(v);
-                }
-            }
-            if !kept.is_empty() && kept.iter().all(Value::is_string) {
-                o.insert("enum".into(), Value::Array(kept));
-            }
-        }
-        // No `const`: a string constant is a one-value enum; other constants only keep their
-        // type (Gemini cannot pin a number or a boolean).
-        if let Some(c) = o.remove("const") {
-            let inferred = match &c {
-                Value::Null => {
-                    nullable = true;
-                    None
-                }
-                Value::String(_) => {
-                    o.entry("enum").or_insert_with(|| json!([c]));
-                    Some("string")
-                }
-                Value::Bool(_) => Some("boolean"),
-                Value::Number(n) if n.is_f64() => Some("number"),
-                Value::Number(_) => Some("integer"),
-                Value::Array(_) => Some("array"),
-                Value::Object(_) => Some("object"),
-            };
-            if let Some(t) = inferred {
-                o.entry("type").or_insert_with(|| t.into());
-            }
-        }
+        nullable |= type_without_null(&mut o);
+        nullable |= strings_only_enum(&mut o);
+        nullable |= const_as_enum(&mut o);
         if o.contains_key("properties") && !o.contains_key("type") {
             o.insert("type".into(), "object".into());
         }
@@ -248,6 +184,88 @@ impl Gemini<'_> {
         tidy_gemini_object(&mut out);
         Value::Object(out)
     }
+}
+
+/// No type arrays: `["x", "null"]` becomes `"x"`, and `true` for the `nullable` it implies.
+fn type_without_null(o: &mut Map<String, Value>) -> bool {
+    let mut nullable = false;
+    match o.remove("type") {
+        Some(Value::Array(types)) => {
+            let mut rest: Vec<Value> = Vec::new();
+            for t in types {
+                if t == "null" {
+                    nullable = true;
+                } else if t.is_string() && !rest.contains(&t) {
+                    rest.push(t);
+                }
+            }
+            match rest.len() {
+                0 => {}
+                1 => {
+                    o.insert("type".into(), rest.remove(0));
+                }
+                _ if !o.contains_key("anyOf") => {
+                    let branches = rest.into_iter().map(|t| json!({"type": t})).collect();
+                    o.insert("anyOf".into(), Value::Array(branches));
+                }
+                _ => {
+                    o.insert("type".into(), rest.remove(0));
+                }
+            }
+        }
+        Some(Value::String(t)) if t == "null" => nullable = true,
+        Some(t) => {
+            o.insert("type".into(), t);
+        }
+        None => {}
+    }
+    nullable
+}
+
+/// Gemini enums are strings only; `true` when the enum allowed null.
+fn strings_only_enum(o: &mut Map<String, Value>) -> bool {
+    let mut nullable = false;
+    if let Some(Value::Array(values)) = o.remove("enum") {
+        let mut kept = Vec::with_capacity(values.len());
+        for v in values {
+            if v.is_null() {
+                nullable = true;
+            } else {
+                kept.push(v);
+            }
+        }
+        if !kept.is_empty() && kept.iter().all(Value::is_string) {
+            o.insert("enum".into(), Value::Array(kept));
+        }
+    }
+    nullable
+}
+
+/// No `const`: a string constant is a one-value enum; other constants only keep their type
+/// (Gemini cannot pin a number or a boolean). `true` when the constant is null.
+fn const_as_enum(o: &mut Map<String, Value>) -> bool {
+    let mut nullable = false;
+    if let Some(c) = o.remove("const") {
+        let inferred = match &c {
+            Value::Null => {
+                nullable = true;
+                None
+            }
+            Value::String(_) => {
+                o.entry("enum").or_insert_with(|| json!([c]));
+                Some("string")
+            }
+            Value::Bool(_) => Some("boolean"),
+            Value::Number(n) if n.is_f64() => Some("number"),
+            Value::Number(_) => Some("integer"),
+            Value::Array(_) => Some("array"),
+            Value::Object(_) => Some("object"),
+        };
+        if let Some(t) = inferred {
+            o.entry("type").or_insert_with(|| t.into());
+        }
+    }
+    nullable
 }
 
 /// Gemini rejects `properties` on non-object types, an empty `properties`, and `required` names

@@ -157,29 +157,7 @@ impl Strict<'_> {
         // with an explicit error naming the field, so the author can choose non-strict mode
         // or a different input type.
         if let Some(Value::Object(props)) = o.remove("properties") {
-            let was_required: HashSet<String> = o
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|r| {
-                    r.iter()
-                        .filter_map(|n| n.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let mut required = Vec::with_capacity(props.len());
-            let mut lowered = Map::new();
-            for (name, prop) in props {
-                // Every property must be required; optional ones become nullable instead.
-                let prop = if was_required.contains(&name) {
-                    prop
-                } else {
-                    make_nullable(prop)
-                };
-                lowered.insert(name.clone(), self.lower(prop, depth + 1));
-                required.push(Value::String(name));
-            }
-            o.insert("properties".into(), Value::Object(lowered));
-            o.insert("required".into(), Value::Array(required));
+            self.lower_properties(&mut o, props, depth);
         }
         for key in ["items", "additionalProperties"] {
             if let Some(sub) = o.remove(key) {
@@ -211,6 +189,38 @@ impl Strict<'_> {
             k => STRICT_KEYWORDS.contains(&k),
         });
         Value::Object(o)
+    }
+
+    /// Every property required (optional ones made nullable instead), each lowered.
+    fn lower_properties(
+        &mut self,
+        o: &mut Map<String, Value>,
+        props: Map<String, Value>,
+        depth: usize,
+    ) {
+        let was_required: HashSet<String> = o
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter()
+                    .filter_map(|n| n.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut required = Vec::with_capacity(props.len());
+        let mut lowered = Map::new();
+        for (name, prop) in props {
+            // Every property must be required; optional ones become nullable instead.
+            let prop = if was_required.contains(&name) {
+                prop
+            } else {
+                make_nullable(prop)
+            };
+            lowered.insert(name.clone(), self.lower(prop, depth + 1));
+            required.push(Value::String(name));
+        }
+        o.insert("properties".into(), Value::Object(lowered));
+        o.insert("required".into(), Value::Array(required));
     }
 }
 

@@ -52,11 +52,8 @@ pub use approval::{PendingApproval, answer_approval, pending_approvals};
 pub(crate) use checkpoint::CallCheckpointer;
 pub use checkpoint::{FileCheckpointer, FileCheckpoints, RewindReport};
 pub use error::SessionError;
-pub(crate) use recover::push_user_message_to;
-pub use recover::{
-    Compaction, NEVER_STARTED_MESSAGE, Restored, STOPPED_MESSAGE, UNREADABLE_PROMPT, records_for,
-    restore,
-};
+pub(crate) use recover::{Compaction, Restored, push_user_message_to, records_for, restore};
+pub use recover::{NEVER_STARTED_MESSAGE, STOPPED_MESSAGE, UNREADABLE_PROMPT, stored_conversation};
 pub use sqlite::SqliteStore;
 
 pub use lease::SessionLease;
@@ -418,7 +415,7 @@ pub enum Record {
     },
     /// The conversation was compacted to fit the model's context window: from now on the
     /// model is sent the summary in place of the messages before `first_kept`. The messages
-    /// themselves stay in the session (and in [`Restored::messages`]); this only marks what
+    /// themselves stay in the session (and in [`stored_conversation`]); this only marks what
     /// the model sees, so a resumed agent sends the same requests.
     Compacted {
         /// The model's summary of the messages before `first_kept`.
@@ -434,8 +431,9 @@ pub enum Record {
     },
     /// Never stored: what [`SessionStore::load`] gives in place of a stored record it cannot
     /// read (a damaged body, or a kind written by a newer tool-sdk), so that one bad record
-    /// does not make the rest of the session unreadable. [`restore`] leaves it out and says
-    /// so in [`Restored::skipped`]. The stores of this crate refuse to append it.
+    /// does not make the rest of the session unreadable. A resume leaves it out and says so
+    /// in [`Agent::resume_notes`](crate::agent::Agent::resume_notes). The stores of this
+    /// crate refuse to append it.
     #[serde(skip)]
     Unreadable {
         /// The record's position in the session.

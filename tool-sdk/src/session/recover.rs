@@ -21,7 +21,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{PendingApproval, Record};
+use super::{PendingApproval, Record, SessionError, SessionStore};
 use crate::ContentBlock;
 use crate::model::{History, Message, MessageContent, Role, ToolUse};
 use crate::permission::PermissionAnswer;
@@ -106,6 +106,17 @@ pub fn restore(records: &[Record]) -> Restored {
     restored
 }
 
+/// The stored session `id` as the conversation a resume would rebuild from it: calls a crash
+/// left open are answered the way [`Agent::resume`](crate::agent::Agent::resume) answers them,
+/// but only here: nothing is written, and no lease is taken, so a session another agent holds
+/// can be read.
+pub async fn stored_conversation(
+    store: &dyn SessionStore,
+    id: &str,
+) -> Result<Vec<Message>, SessionError> {
+    Ok(restore(&store.load(id).await?).messages)
+}
+
 /// The messages part of [`restore`].
 fn restore_messages(records: &[Record]) -> Restored {
     let mut messages = Vec::new();
@@ -151,18 +162,7 @@ fn restore_messages(records: &[Record]) -> Restored {
                     turn.started.insert(id.clone());
                 }
             }
-            Record::ToolResult { block } => {
-                if let (Some(turn), MessageContent::ToolResult { tool_use_id, .. }) =
-                    (&mut open, block)
-                    && turn.calls.iter().any(|call| &call.id == tool_use_id)
-                {
-                    turn.results
-                        .entry(tool_use_id.clone())
-                        .or_insert_with(|| block.clone());
-                } else {
-                    tracing::warn!("a stored tool result answers no open call; it is skipped");
-                }
-            }
+            Record::ToolResult { block } => result(open.as_mut(), block),
             // A call waiting for an answer has not run yet; it runs once allowed.
             Record::PermissionAsked { id, title, .. } => {
                 if let Some(turn) = &mut open {
@@ -176,22 +176,8 @@ fn restore_messages(records: &[Record]) -> Restored {
                 always,
                 message,
             } => {
-                let Some(turn) = &mut open else { continue };
-                if turn.deferred.contains(id) {
-                    // Answered later, maybe elsewhere: the call has not run; it starts (with a
-                    // `ToolStarted`) when the run continues. The first answer stored counts.
-                    let answer = match (allowed, always, message) {
-                        (true, false, _) => PermissionAnswer::Allow,
-                        (true, true, _) => PermissionAnswer::AllowAlways,
-                        (false, _, message) => PermissionAnswer::Deny(
-                            message
-                                .clone()
-                                .unwrap_or_else(|| "the user refused this call".into()),
-                        ),
-                    };
-                    turn.answers.entry(id.clone()).or_insert(answer);
-                } else if *allowed {
-                    turn.started.insert(id.clone());
+                if let Some(turn) = &mut open {
+                    turn.answered(id, *allowed, *always, message.as_deref());
                 }
             }
             Record::ApprovalDeferred { id } => {
@@ -225,6 +211,39 @@ fn restore_messages(records: &[Record]) -> Restored {
     let mut restored = restore_turn(messages, open);
     restored.skipped = skipped;
     restored
+}
+
+/// A stored tool result, kept if it answers a call of the open turn (the first one stored).
+fn result(open: Option<&mut OpenTurn>, block: &MessageContent) {
+    if let (Some(turn), MessageContent::ToolResult { tool_use_id, .. }) = (open, block)
+        && turn.calls.iter().any(|call| &call.id == tool_use_id)
+    {
+        turn.results
+            .entry(tool_use_id.clone())
+            .or_insert_with(|| block.clone());
+    } else {
+        tracing::warn!("a stored tool result answers no open call; it is skipped");
+    }
+}
+
+impl OpenTurn {
+    /// A permission answer for the call `id` of this turn.
+    fn answered(&mut self, id: &str, allowed: bool, always: bool, message: Option<&str>) {
+        if self.deferred.contains(id) {
+            // Answered later, maybe elsewhere: the call has not run; it starts (with a
+            // `ToolStarted`) when the run continues. The first answer stored counts.
+            let answer = match (allowed, always, message) {
+                (true, false, _) => PermissionAnswer::Allow,
+                (true, true, _) => PermissionAnswer::AllowAlways,
+                (false, _, message) => PermissionAnswer::Deny(
+                    message.unwrap_or("the user refused this call").to_owned(),
+                ),
+            };
+            self.answers.entry(id.to_owned()).or_insert(answer);
+        } else if allowed {
+            self.started.insert(id.to_owned());
+        }
+    }
 }
 
 /// The end of [`restore_messages`]: the last turn, if its calls are open, sealed or left

@@ -30,6 +30,7 @@ mod depth;
 mod messages;
 #[cfg(test)]
 mod tests;
+mod wording;
 
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -39,7 +40,7 @@ use serde_json::Value;
 
 use coerce::{BranchValidators, Walk};
 use depth::{RefScan, exceeds_depth, too_deep};
-use messages::compare_paths;
+use wording::compare_paths;
 
 /// Deepest nesting of arrays and objects in an input that is validated. Anything deeper is
 /// rejected before the (recursive) validator sees it. It is above what `serde_json` parses

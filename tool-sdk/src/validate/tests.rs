@@ -1,5 +1,5 @@
 use super::depth::local_pointer;
-use super::messages::{join_or, suggest, truncate_chars};
+use super::wording::{join_or, suggest, truncate_chars};
 use super::*;
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -134,6 +134,7 @@ impl ClientInner {
         let config = StreamableHttpClientTransportConfig::with_uri(expand(url))
             .custom_headers(custom)
             .reinit_on_expired_session(true);
+        crate::tls::ensure_provider();
         let transport = StreamableHttpClientTransport::from_config(config);
         match tokio::time::timeout(
             startup,

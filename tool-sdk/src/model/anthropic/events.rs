@@ -307,120 +307,9 @@ impl TurnReader for Turn {
                 }
                 self.started = true;
             }
-            "content_block_start" => {
-                let start: BlockStart = parse(&kind, data)?;
-                let block = match start.content_block {
-                    StartBlock::Text { text } => {
-                        if !text.is_empty() {
-                            out.push(ModelEvent::TextDelta(text.clone()));
-                        }
-                        Block::Text(text)
-                    }
-                    StartBlock::Thinking {
-                        thinking,
-                        signature,
-                    } => {
-                        if !thinking.is_empty() {
-                            out.push(ModelEvent::ThinkingDelta(thinking.clone()));
-                        }
-                        Block::Thinking {
-                            thinking,
-                            signature,
-                        }
-                    }
-                    StartBlock::RedactedThinking { data } => Block::RedactedThinking(data),
-                    StartBlock::ToolUse { id, name, input } => {
-                        if id.is_empty() || name.is_empty() {
-                            return Err(ModelError::stream(format!(
-                                "tool_use block {} has no id or name",
-                                start.index
-                            )));
-                        }
-                        out.push(ModelEvent::ToolUseStarted {
-                            id: id.clone(),
-                            name: name.clone(),
-                        });
-                        Block::ToolUse {
-                            id,
-                            name,
-                            json: String::new(),
-                            initial: input,
-                        }
-                    }
-                    StartBlock::Other => {
-                        tracing::debug!(
-                            index = start.index,
-                            "ignoring an unsupported content block"
-                        );
-                        Block::Ignored
-                    }
-                };
-                self.blocks.insert(start.index, block);
-            }
-            "content_block_delta" => {
-                let delta: BlockDelta = parse(&kind, data)?;
-                let Some(block) = self.blocks.get_mut(&delta.index) else {
-                    return Err(ModelError::stream(format!(
-                        "a delta for content block {} that never started",
-                        delta.index
-                    )));
-                };
-                match (delta.delta, block) {
-                    (_, Block::Ignored) | (Delta::Other, _) => {}
-                    (Delta::Text { text: piece }, Block::Text(text)) => {
-                        text.push_str(&piece);
-                        if !piece.is_empty() {
-                            out.push(ModelEvent::TextDelta(piece));
-                        }
-                    }
-                    (Delta::InputJson { partial_json }, Block::ToolUse { json, .. }) => {
-                        json.push_str(&partial_json);
-                    }
-                    (Delta::Thinking { thinking: piece }, Block::Thinking { thinking, .. }) => {
-                        thinking.push_str(&piece);
-                        if !piece.is_empty() {
-                            out.push(ModelEvent::ThinkingDelta(piece));
-                        }
-                    }
-                    (Delta::Signature { signature: piece }, Block::Thinking { signature, .. }) => {
-                        signature.push_str(&piece);
-                    }
-                    (other, block) => {
-                        return Err(ModelError::stream(format!(
-                            "a `{}` for content block {} which is {}",
-                            other.name(),
-                            delta.index,
-                            block.describe()
-                        )));
-                    }
-                }
-            }
-            "content_block_stop" => {
-                let stop: BlockStop = parse(&kind, data)?;
-                let Some(block) = self.blocks.remove(&stop.index) else {
-                    return Err(ModelError::stream(format!(
-                        "a stop for content block {} that never started",
-                        stop.index
-                    )));
-                };
-                let already_done = matches!(block, Block::Done(_));
-                let content = block.finish();
-                // Whole calls are announced in content order, with no gap: only when every
-                // block before this one has stopped (blocks stream one after another; a turn
-                // that interleaves them announces nothing more).
-                let in_order = self.blocks.range(..stop.index).count() as u64 == stop.index
-                    && self
-                        .blocks
-                        .range(..stop.index)
-                        .all(|(_, block)| matches!(block, Block::Done(_)));
-                self.out_of_order |= !in_order;
-                if let (Some(MessageContent::ToolUse(call)), false) = (&content, already_done)
-                    && !self.out_of_order
-                {
-                    out.push(ModelEvent::ToolUseCompleted(call.clone()));
-                }
-                self.blocks.insert(stop.index, Block::Done(content));
-            }
+            "content_block_start" => self.block_start(&kind, data, &mut out)?,
+            "content_block_delta" => self.block_delta(&kind, data, &mut out)?,
+            "content_block_stop" => self.block_stop(&kind, data, &mut out)?,
             "message_delta" => {
                 let delta: MessageDelta = parse(&kind, data)?;
                 if let Some(reason) = delta.delta.stop_reason {
@@ -468,5 +357,142 @@ impl TurnReader for Turn {
             stop_reason: self.stop_reason.unwrap_or_default(),
             usage: self.usage,
         })
+    }
+}
+
+impl Turn {
+    /// A content block starts: text, thinking or a tool call.
+    fn block_start(
+        &mut self,
+        kind: &str,
+        data: &str,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
+        let start: BlockStart = parse(kind, data)?;
+        let block = match start.content_block {
+            StartBlock::Text { text } => {
+                if !text.is_empty() {
+                    out.push(ModelEvent::TextDelta(text.clone()));
+                }
+                Block::Text(text)
+            }
+            StartBlock::Thinking {
+                thinking,
+                signature,
+            } => {
+                if !thinking.is_empty() {
+                    out.push(ModelEvent::ThinkingDelta(thinking.clone()));
+                }
+                Block::Thinking {
+                    thinking,
+                    signature,
+                }
+            }
+            StartBlock::RedactedThinking { data } => Block::RedactedThinking(data),
+            StartBlock::ToolUse { id, name, input } => {
+                if id.is_empty() || name.is_empty() {
+                    return Err(ModelError::stream(format!(
+                        "tool_use block {} has no id or name",
+                        start.index
+                    )));
+                }
+                out.push(ModelEvent::ToolUseStarted {
+                    id: id.clone(),
+                    name: name.clone(),
+                });
+                Block::ToolUse {
+                    id,
+                    name,
+                    json: String::new(),
+                    initial: input,
+                }
+            }
+            StartBlock::Other => {
+                tracing::debug!(index = start.index, "ignoring an unsupported content block");
+                Block::Ignored
+            }
+        };
+        self.blocks.insert(start.index, block);
+        Ok(())
+    }
+
+    /// A piece of a content block: text, thinking, its signature, or a tool call's JSON.
+    fn block_delta(
+        &mut self,
+        kind: &str,
+        data: &str,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
+        let delta: BlockDelta = parse(kind, data)?;
+        let Some(block) = self.blocks.get_mut(&delta.index) else {
+            return Err(ModelError::stream(format!(
+                "a delta for content block {} that never started",
+                delta.index
+            )));
+        };
+        match (delta.delta, block) {
+            (_, Block::Ignored) | (Delta::Other, _) => {}
+            (Delta::Text { text: piece }, Block::Text(text)) => {
+                text.push_str(&piece);
+                if !piece.is_empty() {
+                    out.push(ModelEvent::TextDelta(piece));
+                }
+            }
+            (Delta::InputJson { partial_json }, Block::ToolUse { json, .. }) => {
+                json.push_str(&partial_json);
+            }
+            (Delta::Thinking { thinking: piece }, Block::Thinking { thinking, .. }) => {
+                thinking.push_str(&piece);
+                if !piece.is_empty() {
+                    out.push(ModelEvent::ThinkingDelta(piece));
+                }
+            }
+            (Delta::Signature { signature: piece }, Block::Thinking { signature, .. }) => {
+                signature.push_str(&piece);
+            }
+            (other, block) => {
+                return Err(ModelError::stream(format!(
+                    "a `{}` for content block {} which is {}",
+                    other.name(),
+                    delta.index,
+                    block.describe()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// A content block ends; a tool call is announced whole once every block before it has.
+    fn block_stop(
+        &mut self,
+        kind: &str,
+        data: &str,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ModelError> {
+        let stop: BlockStop = parse(kind, data)?;
+        let Some(block) = self.blocks.remove(&stop.index) else {
+            return Err(ModelError::stream(format!(
+                "a stop for content block {} that never started",
+                stop.index
+            )));
+        };
+        let already_done = matches!(block, Block::Done(_));
+        let content = block.finish();
+        // Whole calls are announced in content order, with no gap: only when every
+        // block before this one has stopped (blocks stream one after another; a turn
+        // that interleaves them announces nothing more).
+        let in_order = self.blocks.range(..stop.index).count() as u64 == stop.index
+            && self
+                .blocks
+                .range(..stop.index)
+                .all(|(_, block)| matches!(block, Block::Done(_)));
+        self.out_of_order |= !in_order;
+        if let (Some(MessageContent::ToolUse(call)), false) = (&content, already_done)
+            && !self.out_of_order
+        {
+            out.push(ModelEvent::ToolUseCompleted(call.clone()));
+        }
+        self.blocks.insert(stop.index, Block::Done(content));
+        Ok(())
     }
 }

@@ -4,7 +4,54 @@
 use super::parse::Arg;
 use super::safe_list::forbid;
 
-pub(super) fn git_check(args: &[Arg]) -> Result<(), String> {
+/// What `git branch` may be given and still only list.
+const BRANCH_FLAGS: &[&str] = &[
+    "-a",
+    "-r",
+    "-v",
+    "-vv",
+    "--all",
+    "--remotes",
+    "--verbose",
+    "--show-current",
+    "--sort",
+    "--format",
+    "--color",
+    "--no-color",
+    "--column",
+    "--no-column",
+    "--abbrev",
+    "--no-abbrev",
+    "-i",
+    "--ignore-case",
+    "--omit-empty",
+];
+/// What `git tag` may be given and still only list.
+const TAG_FLAGS: &[&str] = &[
+    "-n",
+    "--sort",
+    "--format",
+    "--color",
+    "--no-color",
+    "--column",
+    "--no-column",
+    "-i",
+    "--ignore-case",
+];
+/// The flags after which `git branch` and `git tag` take patterns or commits, not a name to
+/// create.
+const LIST_SELECTORS: &[&str] = &[
+    "--list",
+    "-l",
+    "--merged",
+    "--no-merged",
+    "--contains",
+    "--no-contains",
+    "--points-at",
+];
+
+/// Where the subcommand is, past git's own options; `None` for `git --version`.
+fn subcommand_index(args: &[Arg]) -> Result<Option<usize>, String> {
     let mut i = 0;
     while i < args.len() {
         let v = args[i].value.as_str();
@@ -17,13 +64,20 @@ pub(super) fn git_check(args: &[Arg]) -> Result<(), String> {
             | "--glob-pathspecs"
             | "--noglob-pathspecs"
             | "--icase-pathspecs" => i += 1,
-            "--version" => return Ok(()),
+            "--version" => return Ok(None),
             _ if v.starts_with('-') => {
                 return Err(format!("`git {v}` changes how git runs"));
             }
             _ => break,
         }
     }
+    Ok(Some(i))
+}
+
+pub(super) fn git_check(args: &[Arg]) -> Result<(), String> {
+    let Some(i) = subcommand_index(args)? else {
+        return Ok(());
+    };
     let Some(sub) = args.get(i) else {
         return Err("`git` without a subcommand".into());
     };
@@ -79,60 +133,8 @@ pub(super) fn git_check(args: &[Arg]) -> Result<(), String> {
             _ => Err("`git var` without a variable's name lists the configuration".into()),
         },
         "grep" => forbid(rest, "git grep", &['O'], &[]),
-        "branch" => listing(
-            &[
-                "-a",
-                "-r",
-                "-v",
-                "-vv",
-                "--all",
-                "--remotes",
-                "--verbose",
-                "--show-current",
-                "--sort",
-                "--format",
-                "--color",
-                "--no-color",
-                "--column",
-                "--no-column",
-                "--abbrev",
-                "--no-abbrev",
-                "-i",
-                "--ignore-case",
-                "--omit-empty",
-            ],
-            &[
-                "--list",
-                "-l",
-                "--merged",
-                "--no-merged",
-                "--contains",
-                "--no-contains",
-                "--points-at",
-            ],
-        ),
-        "tag" => listing(
-            &[
-                "-n",
-                "--sort",
-                "--format",
-                "--color",
-                "--no-color",
-                "--column",
-                "--no-column",
-                "-i",
-                "--ignore-case",
-            ],
-            &[
-                "--list",
-                "-l",
-                "--merged",
-                "--no-merged",
-                "--contains",
-                "--no-contains",
-                "--points-at",
-            ],
-        ),
+        "branch" => listing(BRANCH_FLAGS, LIST_SELECTORS),
+        "tag" => listing(TAG_FLAGS, LIST_SELECTORS),
         "remote" => match vals.as_slice() {
             [] | ["-v"] | ["--verbose"] => Ok(()),
             ["get-url", ..] => Ok(()),

@@ -84,6 +84,19 @@ pub(super) fn judge(
         }
     }
     push(out, wrappers, *dynamic);
+    judge_plain(name, base, args, depth, *dynamic, out)
+}
+
+/// A command that runs no other: a shell's script is parsed and judged, any other command
+/// must be on the safe list.
+fn judge_plain(
+    name: &Arg,
+    base: String,
+    args: &[Arg],
+    depth: usize,
+    dynamic: bool,
+    out: &mut Vec<SimpleCommand>,
+) -> Judged {
     // Shells and eval run text: parse it, so that a Deny inside is seen.
     if let Some(script) = script_of(&base, args) {
         let mut verdict = Verdict::default();
@@ -108,7 +121,7 @@ pub(super) fn judge(
                     "`{}` may be a process's environment, secrets included",
                     short(&a.value)
                 ))
-            } else if *dynamic {
+            } else if dynamic {
                 Judged::Ask("runs with arguments only known at run time".into())
             } else {
                 Judged::Allow(base)
@@ -317,8 +330,10 @@ fn inner_at(args: &[Arg], start: usize, appends: bool, note: Option<String>) -> 
     }
 }
 
-fn unwrap(base: &str, args: &[Arg]) -> Unwrap {
-    let spec = match base {
+/// The options of a command that runs another (`env`, `timeout`, `xargs`...); `None` for any
+/// other command.
+fn wrapper_options(base: &str) -> Option<Opts> {
+    Some(match base {
         "env" => Opts {
             flags: "i0v",
             valued: "u",
@@ -386,7 +401,13 @@ fn unwrap(base: &str, args: &[Arg]) -> Unwrap {
                 "max-chars",
             ],
         },
-        _ => return Unwrap::NotWrapper,
+        _ => return None,
+    })
+}
+
+fn unwrap(base: &str, args: &[Arg]) -> Unwrap {
+    let Some(spec) = wrapper_options(base) else {
+        return Unwrap::NotWrapper;
     };
     // `nice -5 cmd`: numeric adjustment.
     let (lead, rest) = if base == "nice"

@@ -140,15 +140,7 @@ pub(super) fn safe_check(base: &str, args: &[Arg]) -> Option<Result<(), String>>
         "printenv" => harmless_args(args, base).and_then(|()| printenv_check(args)),
         "ps" => harmless_args(args, base).and_then(|()| ps_check(args)),
         "jq" => harmless_args(args, base).and_then(|()| jq_check(args)),
-        "test" | "[" => harmless_args(args, base).and_then(|()| {
-            match args.iter().find(|a| {
-                a.value.contains(['[', '$', '`']) && !(base == "[" && a.value == "]")
-                    || a.value == "-v"
-            }) {
-                Some(a) => Err(format!("`{base} {}` may evaluate code", a.value)),
-                None => Ok(()),
-            }
-        }),
+        "test" | "[" => harmless_args(args, base).and_then(|()| test_check(args, base)),
         // BSD and macOS base64 write `-o FILE`.
         "base64" | "base32" => {
             static_args(args, base).and_then(|()| forbid(args, base, &['o'], &["--output"]))
@@ -162,46 +154,14 @@ pub(super) fn safe_check(base: &str, args: &[Arg]) -> Option<Result<(), String>>
                 &["--compile", "--uncompress", "--uncompress-noreport"],
             )
         }),
-        "sort" => static_args(args, base).and_then(|()| {
-            forbid(
-                args,
-                base,
-                &['o', 'T'],
-                &[
-                    "--output",
-                    "--compress-program",
-                    "--random-source",
-                    "--temporary-directory",
-                ],
-            )?;
-            // Prints the files a list names: paths no check sees.
-            let list = ["--files0-from"];
-            let names_list =
-                |a: &&Arg| long_matches(&a.value, list[0]) || glob_may_be(a, &[], &list);
-            match args.iter().find(names_list) {
-                Some(a) => Err(format!("`sort {}` reads the files a list names", a.value)),
-                None => Ok(()),
-            }
-        }),
+        "sort" => static_args(args, base).and_then(|()| sort_check(args)),
         "uniq" | "xxd" => static_args(args, base).and_then(|()| max_operands(args, base, 1)),
         "tree" => static_args(args, base).and_then(|()| forbid(args, base, &['o', 'R'], &[])),
         "hostname" => static_args(args, base).and_then(|()| {
             max_operands(args, base, 0)
                 .and_then(|()| forbid(args, base, &['F', 'b'], &["--file", "--boot"]))
         }),
-        "date" => static_args(args, base).and_then(|()| {
-            forbid(args, base, &['s'], &["--set"])?;
-            let mut prev_takes_value = false;
-            for a in args {
-                let v = a.value.as_str();
-                if !prev_takes_value && !v.starts_with('-') && !v.starts_with('+') {
-                    return Err(format!("`date {v}` may set the clock"));
-                }
-                prev_takes_value =
-                    matches!(v, "-d" | "--date" | "-r" | "--reference" | "-f" | "--file");
-            }
-            Ok(())
-        }),
+        "date" => static_args(args, base).and_then(|()| date_check(args)),
         // `--pre` runs a program on each file, `-z` decompressors found on PATH.
         "rg" => static_args(args, base).and_then(|()| {
             forbid(
@@ -211,26 +171,7 @@ pub(super) fn safe_check(base: &str, args: &[Arg]) -> Option<Result<(), String>>
                 &["--pre", "--hostname-bin", "--search-zip"],
             )
         }),
-        "find" => static_args(args, base).and_then(|()| {
-            const BAD: &[&str] = &[
-                "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf",
-                "-fls",
-            ];
-            // A glob is every name it may expand to (`-exe[c]`, should a file `-exec` exist).
-            let bad = |a: &Arg| {
-                BAD.iter().any(|b| match a.glob {
-                    true => may_match(&a.value, b),
-                    false => a.value == *b,
-                })
-            };
-            match args.iter().find(|a| bad(a)) {
-                Some(a) => Err(format!(
-                    "`find {}` can run programs or write files",
-                    a.value
-                )),
-                None => Ok(()),
-            }
-        }),
+        "find" => static_args(args, base).and_then(|()| find_check(args)),
         "sed" => static_args(args, base).and_then(|()| sed_check(args)),
         "git" => static_args(args, base).and_then(|()| git_check(args)),
         "awk" | "gawk" | "mawk" | "nawk" => {
@@ -239,6 +180,73 @@ pub(super) fn safe_check(base: &str, args: &[Arg]) -> Option<Result<(), String>>
         _ => return None,
     };
     Some(r)
+}
+
+/// `test` and `[`: an operand that may be evaluated as code (`-v`, an array subscript).
+fn test_check(args: &[Arg], base: &str) -> Result<(), String> {
+    match args.iter().find(|a| {
+        a.value.contains(['[', '$', '`']) && !(base == "[" && a.value == "]") || a.value == "-v"
+    }) {
+        Some(a) => Err(format!("`{base} {}` may evaluate code", a.value)),
+        None => Ok(()),
+    }
+}
+
+/// `sort`: no output file, no helper program, no list of files to read.
+fn sort_check(args: &[Arg]) -> Result<(), String> {
+    forbid(
+        args,
+        "sort",
+        &['o', 'T'],
+        &[
+            "--output",
+            "--compress-program",
+            "--random-source",
+            "--temporary-directory",
+        ],
+    )?;
+    // Prints the files a list names: paths no check sees.
+    let list = ["--files0-from"];
+    let names_list = |a: &&Arg| long_matches(&a.value, list[0]) || glob_may_be(a, &[], &list);
+    match args.iter().find(names_list) {
+        Some(a) => Err(format!("`sort {}` reads the files a list names", a.value)),
+        None => Ok(()),
+    }
+}
+
+/// `date`: nothing that sets the clock.
+fn date_check(args: &[Arg]) -> Result<(), String> {
+    forbid(args, "date", &['s'], &["--set"])?;
+    let mut prev_takes_value = false;
+    for a in args {
+        let v = a.value.as_str();
+        if !prev_takes_value && !v.starts_with('-') && !v.starts_with('+') {
+            return Err(format!("`date {v}` may set the clock"));
+        }
+        prev_takes_value = matches!(v, "-d" | "--date" | "-r" | "--reference" | "-f" | "--file");
+    }
+    Ok(())
+}
+
+/// `find`: nothing that runs a program or writes a file.
+fn find_check(args: &[Arg]) -> Result<(), String> {
+    const BAD: &[&str] = &[
+        "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls",
+    ];
+    // A glob is every name it may expand to (`-exe[c]`, should a file `-exec` exist).
+    let bad = |a: &Arg| {
+        BAD.iter().any(|b| match a.glob {
+            true => may_match(&a.value, b),
+            false => a.value == *b,
+        })
+    };
+    match args.iter().find(|a| bad(a)) {
+        Some(a) => Err(format!(
+            "`find {}` can run programs or write files",
+            a.value
+        )),
+        None => Ok(()),
+    }
 }
 
 /// `printenv NAME…` prints those variables; alone, or given a name that looks secret (or a
