@@ -9,18 +9,16 @@
 //! [`AgentConfig::with_max_run_tokens`]): checked before each model request and after each
 //! model turn. A turn that reaches one has its tool calls answered as calls that did not run,
 //! stored like any result, so the conversation stays valid and a later prompt (or a
-//! [`resume`](Agent::resume)) goes on from there with a fresh budget.
+//! [`resume`](super::Agent::resume)) goes on from there with a fresh budget.
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
-use serde::{Deserialize, Serialize};
-
-use super::executor::Outcome;
-use super::{Agent, AgentConfig, AgentError, AgentInner, ConfigError, RunResult};
-use crate::ToolOutput;
-use crate::model::{Catalog, History, MessageContent, ModelInfo, Price, ToolUse, Usage};
+use super::config::AgentConfig;
+use super::error::{AgentError, ConfigError};
+use super::events::RunResult;
+use super::step::Budget;
+use crate::model::{Catalog, ModelInfo, Usage};
 use crate::session::Record;
 
 /// The agent's model, its price, the conversation's token totals and the run limits. Shared
@@ -28,8 +26,7 @@ use crate::session::Record;
 pub(crate) struct Ledger {
     model_id: String,
     info: Option<ModelInfo>,
-    max_budget_usd: Option<f64>,
-    max_run_tokens: Option<u64>,
+    budget: Budget,
     /// Whether the "price unknown" warning was logged.
     warned: AtomicBool,
     /// Tokens of the whole conversation, resumed sessions included.
@@ -60,8 +57,11 @@ impl Ledger {
         Ok(Ledger {
             model_id: model_id.to_owned(),
             info,
-            max_budget_usd: config.max_budget_usd,
-            max_run_tokens: config.max_run_tokens,
+            budget: Budget {
+                price: info.map(|info| info.price),
+                max_usd: config.max_budget_usd,
+                max_tokens: config.max_run_tokens,
+            },
             warned: AtomicBool::new(false),
             totals: Mutex::new(Usage::default()),
         })
@@ -102,120 +102,24 @@ impl Ledger {
         }
     }
 
-    fn totals(&self) -> Usage {
+    /// Tokens of the whole conversation.
+    pub(crate) fn totals(&self) -> Usage {
         *self.totals.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The error that stops the run, once it has spent a budget.
+    pub(crate) fn stop(&self, result: &RunResult) -> Option<AgentError> {
+        self.budget.stop(&result.usage)
     }
 
     /// `Err` once the run has spent a budget: the error the run ends with.
     pub(crate) fn check(&self, result: &RunResult) -> Result<(), AgentError> {
-        if let (Some(limit_usd), Some(info)) = (self.max_budget_usd, &self.info) {
-            let spent_usd = info.price.cost_usd(&result.usage);
-            if spent_usd >= limit_usd {
-                return Err(AgentError::BudgetExceeded {
-                    spent_usd,
-                    limit_usd,
-                });
-            }
-        }
-        if let Some(limit) = self.max_run_tokens {
-            let spent = result.usage.total_tokens();
-            if spent >= limit {
-                return Err(AgentError::TokenLimitExceeded { spent, limit });
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The turn a budget stopped: the error, its calls, the results it has already (by call id:
-/// stored ones, then outcomes of calls that ran), and the calls that started early.
-pub(super) type StoppedTurn<'a> = (
-    AgentError,
-    &'a [&'a ToolUse],
-    HashMap<String, MessageContent>,
-    Vec<Outcome>,
-    &'a [String],
-);
-
-impl AgentInner {
-    /// Ends a run whose budget the last turn reached: its calls that did not start are
-    /// answered as not run (and stored), so the history stays valid, and the run fails with
-    /// `error`. `known` and `outcomes` are the results the turn has already.
-    pub(super) async fn stop_for_budget(
-        &self,
-        (error, calls, known, mut outcomes, started): StoppedTurn<'_>,
-        messages: &mut History,
-        result: &mut RunResult,
-    ) -> Result<(), AgentError> {
-        result.tool_calls += started.len();
-        let output = ToolOutput::error(format!(
-            "This call did not run: the run stopped because {}. Nothing was done; ask the user \
-             before trying it again.",
-            reason(&error)
-        ));
-        for call in calls {
-            if known.contains_key(&call.id) || started.contains(&call.id) {
-                continue;
-            }
-            let block = MessageContent::ToolResult {
-                tool_use_id: call.id.clone(),
-                content: output.content.clone(),
-                is_error: true,
-            };
-            self.stage(|| Record::ToolResult {
-                block: block.clone(),
-            });
-            outcomes.push(Outcome {
-                call_id: call.id.clone(),
-                block,
-                error: None,
-                store_error: None,
-                deferred: None,
-            });
-        }
-        // The turn (staged) and its answers go to the store together; the answers join the
-        // history even when they could not be stored, which ends the run with that error.
-        let stored = self.flush().await;
-        self.take_outcomes(calls, known, outcomes, messages, result)?;
-        stored?;
-        Err(error)
-    }
-}
-
-/// The budget `error` names, as the model reads it.
-fn reason(error: &AgentError) -> String {
-    match error {
-        AgentError::BudgetExceeded { limit_usd, .. } => {
-            format!("it reached its budget of ${limit_usd:.2}")
-        }
-        AgentError::TokenLimitExceeded { limit, .. } => {
-            format!("it reached its limit of {limit} tokens")
-        }
-        other => other.to_string(),
-    }
-}
-
-impl Agent {
-    /// Tokens used by the whole conversation: every run of this agent, its sub-agents', and
-    /// with a session store, the runs before a [`resume`](Agent::resume).
-    pub fn total_usage(&self) -> Usage {
-        self.inner.ledger.totals()
+        self.stop(result).map_or(Ok(()), Err)
     }
 
-    /// What [`total_usage`](Self::total_usage) cost, in USD; `None` when the model's price is
-    /// unknown (see [`AgentConfig::with_model_info`]).
-    pub fn total_cost_usd(&self) -> Option<f64> {
-        self.inner.ledger.cost_usd(&self.total_usage())
-    }
-
-    /// The id of the agent's model, as its provider knows it: what the catalog looks up.
-    pub fn model_id(&self) -> &str {
-        &self.inner.ledger.model_id
-    }
-
-    /// The agent's model as the catalog knows it (window and prices), if it does.
-    pub fn model_info(&self) -> Option<ModelInfo> {
-        self.inner.ledger.info
+    /// The id of the agent's model, as its provider knows it.
+    pub(crate) fn model_id(&self) -> &str {
+        &self.model_id
     }
 }
 
@@ -273,87 +177,6 @@ impl AgentConfig {
             catalog.insert(prefix.clone(), *info);
         }
         catalog
-    }
-}
-
-/// `[models."<prefix>"]` tables: a [`ModelInfo`] with flat per-million prices.
-pub(super) mod model_table {
-    use super::*;
-
-    /// One table, as written in a file.
-    #[derive(Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Entry {
-        context_window: u64,
-        input_per_million: f64,
-        output_per_million: f64,
-        /// Default: a tenth of the input price (Anthropic's).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        cache_read_per_million: Option<f64>,
-        /// Default: 1.25 times the input price (Anthropic's five-minute entries).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        cache_write_per_million: Option<f64>,
-        #[serde(default)]
-        min_cacheable_tokens: u64,
-    }
-
-    pub(crate) fn serialize<S: serde::Serializer>(
-        models: &BTreeMap<String, ModelInfo>,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        let entries: BTreeMap<&String, Entry> = models
-            .iter()
-            .map(|(prefix, info)| {
-                let entry = Entry {
-                    context_window: info.context_window,
-                    input_per_million: info.price.input,
-                    output_per_million: info.price.output,
-                    cache_read_per_million: Some(info.price.cache_read),
-                    cache_write_per_million: Some(info.price.cache_write),
-                    min_cacheable_tokens: info.min_cacheable_tokens,
-                };
-                (prefix, entry)
-            })
-            .collect();
-        entries.serialize(serializer)
-    }
-
-    pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<BTreeMap<String, ModelInfo>, D::Error> {
-        use serde::de::Error;
-        let entries = BTreeMap::<String, Entry>::deserialize(deserializer)?;
-        entries
-            .into_iter()
-            .map(|(prefix, entry)| {
-                let prices = [
-                    Some(entry.input_per_million),
-                    Some(entry.output_per_million),
-                    entry.cache_read_per_million,
-                    entry.cache_write_per_million,
-                ];
-                if prices
-                    .into_iter()
-                    .flatten()
-                    .any(|p| !p.is_finite() || p < 0.0)
-                {
-                    return Err(D::Error::custom(format!(
-                        "models.\"{prefix}\": prices are USD per million tokens, 0 or more"
-                    )));
-                }
-                let mut price =
-                    Price::per_million(entry.input_per_million, entry.output_per_million);
-                if let Some(read) = entry.cache_read_per_million {
-                    price.cache_read = read;
-                }
-                if let Some(write) = entry.cache_write_per_million {
-                    price.cache_write = write;
-                }
-                let info = ModelInfo::new(entry.context_window, price)
-                    .with_min_cacheable_tokens(entry.min_cacheable_tokens);
-                Ok((prefix, info))
-            })
-            .collect()
     }
 }
 

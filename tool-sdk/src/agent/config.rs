@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::context::ContextSettings;
-use super::{AgentError, ConfigError};
+use super::error::{AgentError, ConfigError};
 use crate::model::{
     Model, ModelError, RetryPolicy, anthropic::AnthropicModel, openai::OpenAiModel,
 };
@@ -121,7 +121,7 @@ pub struct AgentConfig {
     /// `cache_read_per_million` and `cache_write_per_million`): see
     /// [`with_model_info`](Self::with_model_info).
     #[serde(
-        with = "super::budget::model_table",
+        with = "super::model_table",
         skip_serializing_if = "BTreeMap::is_empty"
     )]
     pub models: BTreeMap<String, crate::model::ModelInfo>,
@@ -480,7 +480,7 @@ impl AgentConfig {
             }
         };
         if self.project_memory
-            && let Some(memory) = super::ProjectMemory::load(&dir)?.to_prompt()
+            && let Some(memory) = super::project::ProjectMemory::load(&dir)?.to_prompt()
         {
             self.system_prompt = Some(match self.system_prompt.take() {
                 Some(prompt) => format!("{prompt}\n\n{memory}"),
@@ -488,7 +488,7 @@ impl AgentConfig {
             });
         }
         if self.claude_settings {
-            let settings = super::ClaudeSettings::load(&dir)?;
+            let settings = super::project::ClaudeSettings::load(&dir)?;
             for warning in &settings.warnings {
                 tracing::warn!("{warning}");
             }
@@ -513,20 +513,23 @@ impl AgentConfig {
 
     /// Adds a hook that sees each prompt before it is sent and may add context to it or
     /// block it (hooks run in the order added; see [`UserPromptSubmit`](super::UserPromptSubmit)).
-    pub fn with_user_prompt_submit(mut self, hook: impl super::UserPromptSubmit + 'static) -> Self {
+    pub fn with_user_prompt_submit(
+        mut self,
+        hook: impl super::hooks::UserPromptSubmit + 'static,
+    ) -> Self {
         self.run_hooks.prompt.push(Arc::new(hook));
         self
     }
 
     /// Adds a hook that sees the model stop and may send the run on (at most
     /// [`with_max_stop_continuations`](Self::with_max_stop_continuations) times a run).
-    pub fn with_stop_hook(mut self, hook: impl super::StopHook + 'static) -> Self {
+    pub fn with_stop_hook(mut self, hook: impl super::hooks::StopHook + 'static) -> Self {
         self.run_hooks.stop.push(Arc::new(hook));
         self
     }
 
     /// Adds a hook that sees each sub-agent (a Task call's) stop and may send it on.
-    pub fn with_subagent_stop(mut self, hook: impl super::StopHook + 'static) -> Self {
+    pub fn with_subagent_stop(mut self, hook: impl super::hooks::StopHook + 'static) -> Self {
         self.run_hooks.subagent_stop.push(Arc::new(hook));
         self
     }
@@ -540,7 +543,7 @@ impl AgentConfig {
 
     /// Adds a hook that sees the session start (the first run, new or resumed) and end
     /// ([`Agent::close`](super::Agent::close)).
-    pub fn with_session_hook(mut self, hook: impl super::SessionHook + 'static) -> Self {
+    pub fn with_session_hook(mut self, hook: impl super::hooks::SessionHook + 'static) -> Self {
         self.run_hooks.session.push(Arc::new(hook));
         self
     }

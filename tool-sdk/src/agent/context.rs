@@ -1,6 +1,6 @@
 //! Staying inside the model's context window.
 //!
-//! The conversation (`AgentInner::messages`, [`RunResult::messages`], the session) is always
+//! The conversation (`AgentInner::messages`, [`RunResult::messages`](super::RunResult::messages), the session) is always
 //! kept whole; what changes is the *view* each request is sent, built here from it before every
 //! model turn:
 //! - the size of the request is estimated as characters / 4 (system prompt, tool schemas and
@@ -23,27 +23,28 @@
 //!   user message that holds no tool results, so no call is separated from its result and
 //!   roles still alternate. A [`PreCompact`] hook may add instructions or veto it. The
 //!   summary request is billed like a turn: it counts in the run's and the agent's usage and
-//!   cost, the budgets, the [`AgentEvent::Compacted`] event and a stored [`Record::Usage`].
+//!   cost, the budgets, the [`AgentEvent::Compacted`](super::AgentEvent::Compacted) event and a stored [`Record::Usage`](crate::session::Record::Usage).
 //!
 //! The view is a stable prefix between two changes (the summary stays until the next
 //! compaction, cleared results stay cleared), so prompt caching keeps hitting. Each change is
-//! stored ([`Record::Compacted`], [`Record::ToolResultsCleared`]) so a resumed agent rebuilds
+//! stored ([`Record::Compacted`](crate::session::Record::Compacted), [`Record::ToolResultsCleared`](crate::session::Record::ToolResultsCleared)) so a resumed agent rebuilds
 //! the same view.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::*;
-use crate::model::MessageContent;
-use crate::session::{Compaction, Restored};
+use super::config::AgentConfig;
+use crate::model::{History, Message, MessageContent, Role, ToolSpec};
+use crate::session::{Compaction, Restored, push_user_message_to};
 use crate::tool::BoxFuture;
 
 /// What one image is counted as, in tokens (about what a 1,000 × 1,000 pixel image costs).
 pub const IMAGE_TOKENS: u64 = 1_600;
 
 /// Results shorter than this many characters are never cleared: the note would save nothing.
-const MIN_CLEARED_CHARS: usize = 400;
+pub(crate) const MIN_CLEARED_CHARS: usize = 400;
 
 /// Opens the user message that holds a compaction's summary.
 const SUMMARY_HEADER: &str = "[Summary of the earlier conversation, written when it was \
@@ -51,7 +52,7 @@ const SUMMARY_HEADER: &str = "[Summary of the earlier conversation, written when
                               follow verbatim.]";
 
 /// What the model is asked when the conversation is compacted.
-const SUMMARY_INSTRUCTIONS: &str = "The conversation above is about to be compacted to fit \
+pub(crate) const SUMMARY_INSTRUCTIONS: &str = "The conversation above is about to be compacted to fit \
     the context window: from now on only your summary and the most recent messages will be \
     kept. Write that summary now. Include: the user's goals and requests; the decisions made \
     and why; the files read, created or changed (with their paths) and what matters in them; \
@@ -119,7 +120,7 @@ impl ContextSettings {
     }
 
     /// A mistake in the settings, said so that it can be fixed.
-    fn problem(&self) -> Option<String> {
+    pub(crate) fn problem(&self) -> Option<String> {
         let share = |x: f64| x > 0.0 && x <= 1.0;
         let shares = [
             self.clear_at,
@@ -163,7 +164,7 @@ pub struct CompactRequest {
     /// How many messages of the conversation the summary will stand in for.
     pub messages: usize,
     /// Whether the provider already refused the request as too long (vetoing then fails
-    /// the run with [`ModelError::PromptTooLong`]).
+    /// the run with [`ModelError::PromptTooLong`](crate::model::ModelError::PromptTooLong)).
     pub forced: bool,
 }
 
@@ -211,7 +212,7 @@ impl AgentConfig {
     /// older tool calls are replaced by a short note in what the model sees, down to
     /// `clear_to` (0.1), and above `compact_at` (0.85), or when the provider answers that the
     /// prompt is too long, the older part of the conversation is replaced by a summary the
-    /// model writes. The full conversation is kept in [`RunResult::messages`] and the
+    /// model writes. The full conversation is kept in [`RunResult::messages`](super::RunResult::messages) and the
     /// session. (`compaction` in the `[context]` table.)
     ///
     /// [`with_context_window`]: Self::with_context_window
@@ -238,137 +239,57 @@ impl AgentConfig {
     }
 }
 
-/// The view's state: what stands in for what. Kept in the agent's [`SessionValues`].
+/// The context manager: what stands in for what in the view (a compaction's summary, cleared
+/// results), and the measured size of the tool list. One an agent; the driver (`compact.rs`)
+/// changes it once each change is stored.
 #[derive(Default)]
-pub(crate) struct ContextState(std::sync::Mutex<ViewState>);
+pub(crate) struct ContextManager {
+    view: std::sync::Mutex<ViewState>,
+    /// The serialised size of a tool list, for the estimate; the list is kept so that a new
+    /// one is told from it.
+    tool_chars: std::sync::Mutex<Option<(Arc<[ToolSpec]>, usize)>>,
+}
 
 #[derive(Clone, Default)]
-struct ViewState {
-    compaction: Option<Compaction>,
-    cleared: HashSet<String>,
+pub(crate) struct ViewState {
+    pub(crate) compaction: Option<Compaction>,
+    pub(crate) cleared: HashSet<String>,
 }
 
-impl ContextState {
-    fn get(&self) -> ViewState {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    fn update(&self, change: impl FnOnce(&mut ViewState)) {
-        change(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()));
-    }
-}
-
-impl AgentInner {
+impl ContextManager {
     /// Puts a resumed session's compaction and cleared results back, so the resumed agent
     /// sends what the one before it would have.
-    pub(crate) fn restore_context(&self, restored: &Restored) {
-        self.session.get::<ContextState>().update(|state| {
+    pub(crate) fn restore(&self, restored: &Restored) {
+        self.update(|state| {
             state.compaction = restored.compaction.clone();
             state.cleared = restored.cleared.iter().cloned().collect();
         });
     }
 
-    /// The window to stay inside, when it is managed.
-    fn context_window(&self) -> Option<u64> {
-        let settings = &self.config.context;
-        if !settings.compaction {
-            return None;
-        }
-        settings
-            .window
-            .or_else(|| self.ledger.info().map(|info| info.context_window))
+    /// The view as it stands.
+    pub(crate) fn view(&self) -> ViewState {
+        self.view.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// The room a request's prompt has in `window`: what `max_tokens` leaves of it. An error
-    /// when it leaves nothing.
-    fn prompt_room(&self, window: u64) -> Result<u64, AgentError> {
-        let answer = u64::from(self.config.max_tokens);
-        match window.checked_sub(answer) {
-            Some(room) if room > 0 => Ok(room),
-            _ => Err(ConfigError::NoPromptRoom {
-                max_tokens: self.config.max_tokens,
-                window,
-            }
-            .into()),
-        }
+    pub(crate) fn update(&self, change: impl FnOnce(&mut ViewState)) {
+        change(&mut self.view.lock().unwrap_or_else(|p| p.into_inner()));
     }
 
-    /// The messages the next request is sent: `messages` as the view stands, after clearing
-    /// tool results or compacting when the request would be too large (see the module docs).
-    pub(crate) async fn context_view(
+    /// The estimated size, in tokens, of a request sending `messages` as the view stands,
+    /// with a system prompt of `system_chars` and the tools `specs`.
+    pub(crate) fn estimate(
         &self,
         messages: &History,
-        result: &mut RunResult,
-        emit: &Emit,
-        cancel: &CancellationToken,
-    ) -> Result<History, AgentError> {
-        let Some(window) = self.context_window() else {
-            return Ok(messages.clone());
-        };
-        if let Some(problem) = self.config.context.problem() {
-            return Err(ConfigError::Context(problem).into());
-        }
-        let room = self.prompt_room(window)?;
-        let settings = &self.config.context;
-        let share = |share: f64| (share * room as f64) as u64;
-        let mut tokens = self.estimate(messages);
-        if tokens > share(settings.clear_at)
-            && self
-                .clear_results(messages, tokens, share(settings.clear_to), emit)
-                .await?
-        {
-            tokens = self.estimate(messages);
-        }
-        if tokens > share(settings.compact_at)
-            && self
-                .compact(messages, tokens, window, false, result, emit, cancel)
-                .await?
-        {
-            // The summary was billed: a budget it used up stops the run before the turn.
-            self.ledger.check(result)?;
-        }
-        Ok(build_view(
-            messages,
-            &self.session.get::<ContextState>().get(),
-        ))
-    }
-
-    /// After the provider refused a request as too long: compacts once, whatever the
-    /// estimate says. `true` when it did, and the request may be sent again.
-    pub(crate) async fn compact_after(
-        &self,
-        error: &AgentError,
-        messages: &History,
-        result: &mut RunResult,
-        emit: &Emit,
-        cancel: &CancellationToken,
-    ) -> Result<bool, AgentError> {
-        let AgentError::Model(ModelError::PromptTooLong { .. }) = error else {
-            return Ok(false);
-        };
-        let Some(window) = self.context_window() else {
-            return Ok(false);
-        };
-        let room = self.prompt_room(window)?;
-        let tokens = self.estimate(messages);
-        let low = (self.config.context.clear_to * room as f64) as u64;
-        self.clear_results(messages, tokens, low, emit).await?;
-        let tokens = self.estimate(messages);
-        self.compact(messages, tokens, window, true, result, emit, cancel)
-            .await
-    }
-
-    /// The estimated size, in tokens, of a request sending `messages` as the view stands.
-    fn estimate(&self, messages: &History) -> u64 {
-        let view = build_view(messages, &self.session.get::<ContextState>().get());
-        let system = self.config.system_prompt.as_deref().map_or(0, str::len);
-        (system + self.tool_chars()) as u64 / 4 + estimate_messages(view.iter())
+        system_chars: usize,
+        specs: Arc<[ToolSpec]>,
+    ) -> u64 {
+        let view = build_view(messages, &self.view());
+        (system_chars + self.tool_chars(specs)) as u64 / 4 + estimate_messages(view.iter())
     }
 
     /// The size of the tool list as sent, measured once per list (MCP servers change it)
     /// rather than serialised again before every request.
-    fn tool_chars(&self) -> usize {
-        let specs = self.specs();
+    fn tool_chars(&self, specs: Arc<[ToolSpec]>) -> usize {
         let mut known = self.tool_chars.lock().unwrap_or_else(|p| p.into_inner());
         match &*known {
             Some((measured, chars)) if Arc::ptr_eq(measured, &specs) => *chars,
@@ -382,190 +303,11 @@ impl AgentInner {
             }
         }
     }
-
-    /// Clears, in one batch, the results in the view oldest first until the request (of
-    /// `tokens` now) is estimated under `low`: never the most recent ones, nor those the
-    /// model has not read yet. `true` when any was cleared.
-    async fn clear_results(
-        &self,
-        messages: &History,
-        mut tokens: u64,
-        low: u64,
-        emit: &Emit,
-    ) -> Result<bool, AgentError> {
-        let state = self.session.get::<ContextState>();
-        let view = state.get();
-        let start = kept_from(messages, &view);
-        // The results after the model's last turn go to it for the first time.
-        let read = messages
-            .iter()
-            .rposition(|message| message.role == Role::Assistant)
-            .unwrap_or(0);
-        let results: Vec<(&str, usize, bool)> = messages
-            .iter()
-            .enumerate()
-            .skip(start)
-            .flat_map(|(index, message)| message.content.iter().map(move |block| (index, block)))
-            .filter_map(|(index, block)| match block {
-                MessageContent::ToolResult {
-                    tool_use_id,
-                    content,
-                    ..
-                } => Some((tool_use_id.as_str(), content_chars(content), index < read)),
-                _ => None,
-            })
-            .collect();
-        let keep = self.config.context.keep_tool_results.min(results.len());
-        let mut ids = Vec::new();
-        for (id, chars, was_read) in results[..results.len() - keep].iter().copied() {
-            if tokens <= low || !was_read {
-                break;
-            }
-            if chars >= MIN_CLEARED_CHARS && !view.cleared.contains(id) {
-                ids.push(id.to_owned());
-                // The note left in its place is about a hundred characters.
-                tokens = tokens.saturating_sub(chars.saturating_sub(100) as u64 / 4);
-            }
-        }
-        if ids.is_empty() {
-            return Ok(false);
-        }
-        self.record(|| Record::ToolResultsCleared { ids: ids.clone() })
-            .await?;
-        let count = ids.len();
-        state.update(|state| state.cleared.extend(ids));
-        emit(AgentEvent::ToolResultsCleared { count });
-        Ok(true)
-    }
-
-    /// Replaces the older part of the view by a summary the model writes. `false` when there
-    /// is nothing to compact or a hook vetoed it.
-    #[allow(clippy::too_many_arguments)]
-    async fn compact(
-        &self,
-        messages: &History,
-        tokens_before: u64,
-        window: u64,
-        forced: bool,
-        result: &mut RunResult,
-        emit: &Emit,
-        cancel: &CancellationToken,
-    ) -> Result<bool, AgentError> {
-        let state = self.session.get::<ContextState>();
-        let view = state.get();
-        let from = kept_from(messages, &view);
-        let room = self.prompt_room(window)?;
-        let keep_tokens = (self.config.context.keep_recent * room as f64) as u64;
-        let Some(cut) = choose_cut(messages, from, keep_tokens) else {
-            return Ok(false);
-        };
-        let request = CompactRequest {
-            tokens: tokens_before,
-            window,
-            messages: cut - from,
-            forced,
-        };
-        let mut instructions = SUMMARY_INSTRUCTIONS.to_owned();
-        for hook in &self.config.run_hooks.pre_compact {
-            match hook.before_compact(&request).await {
-                CompactDecision::Proceed => {}
-                CompactDecision::Instruct(more) => {
-                    instructions.push_str("\n\n");
-                    instructions.push_str(&more);
-                }
-                CompactDecision::Veto => return Ok(false),
-            }
-        }
-
-        // The older part as the model sees it now (an earlier summary, cleared results), then
-        // the instructions. The tools go too: providers refuse tool_use blocks in a request
-        // without tools, and the same prefix lets the provider's cache serve it.
-        let older: Vec<Message> = messages.iter().take(cut).cloned().collect();
-        let mut older = build_view(&History::from(older), &view);
-        push_user_message_to(&mut older, Message::user(instructions));
-        let summary_request = ModelRequest {
-            system: self.config.system_prompt.clone(),
-            messages: older,
-            tools: self.specs(),
-            max_tokens: self.config.max_tokens,
-            temperature: self.config.temperature,
-            output: None,
-            // Its prefix is the requests' before it: the cache serves it.
-            cache: self.config.prompt_cache(self.ledger.info()),
-        };
-        let response = self.summarise(&summary_request, cancel).await?;
-        // Billed like a turn: in the run's and the agent's totals, and stored with the
-        // compaction (below) so that a resumed agent's totals count it too.
-        let usage = response.usage;
-        result.usage += usage;
-        let cost_usd = self.ledger.add_turn(usage, result);
-        self.stage(|| Record::Usage { usage });
-        emit(AgentEvent::Usage(result.usage));
-        let summary = Message {
-            role: Role::Assistant,
-            content: response.content,
-        }
-        .text();
-        let summary = summary.trim();
-        if summary.is_empty() {
-            self.flush().await?;
-            return Err(ModelError::stream(
-                "the model answered the request to summarise the conversation (to compact it) \
-                 with no text",
-            )
-            .into());
-        }
-        let compaction = Compaction {
-            summary: summary.to_owned(),
-            first_kept: cut,
-        };
-        self.record(|| Record::Compacted {
-            summary: compaction.summary.clone(),
-            first_kept: compaction.first_kept,
-        })
-        .await?;
-        state.update(|state| state.compaction = Some(compaction));
-        let tokens_after = self.estimate(messages);
-        emit(AgentEvent::Compacted {
-            tokens_before,
-            tokens_after,
-            usage,
-            cost_usd,
-        });
-        Ok(true)
-    }
-
-    /// The summary request's answer, its stream kept from the app's events.
-    async fn summarise(
-        &self,
-        request: &ModelRequest,
-        cancel: &CancellationToken,
-    ) -> Result<ModelResponse, AgentError> {
-        let mut stream = self.model.stream(request);
-        loop {
-            let next = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return Err(AgentError::Cancelled),
-                next = stream.next() => next,
-            };
-            match next {
-                Some(Ok(ModelEvent::Completed(response))) => return Ok(response),
-                Some(Ok(_)) => {}
-                Some(Err(error)) => return Err(error.into()),
-                None => {
-                    return Err(ModelError::stream(
-                        "the stream of the summary request ended without a complete answer",
-                    )
-                    .into());
-                }
-            }
-        }
-    }
 }
 
 /// The first message the view sends verbatim: the compaction's cut, when it is still a valid
 /// one for these messages.
-fn kept_from(messages: &History, view: &ViewState) -> usize {
+pub(crate) fn kept_from(messages: &History, view: &ViewState) -> usize {
     match &view.compaction {
         Some(compaction) if is_cut(messages, compaction.first_kept) => compaction.first_kept,
         _ => 0,
@@ -587,7 +329,7 @@ fn is_cut(messages: &History, index: usize) -> bool {
 
 /// Where to cut, after `from` and before the last message: the earliest cut that keeps at
 /// most `keep_tokens` verbatim, else the latest cut there is.
-fn choose_cut(messages: &History, from: usize, keep_tokens: u64) -> Option<usize> {
+pub(crate) fn choose_cut(messages: &History, from: usize, keep_tokens: u64) -> Option<usize> {
     let mut kept = 0;
     let mut best = None;
     for index in (from + 1..messages.len()).rev() {
@@ -605,7 +347,7 @@ fn choose_cut(messages: &History, from: usize, keep_tokens: u64) -> Option<usize
 
 /// The view of `messages`: the summary, then the messages after the cut, cleared results as
 /// notes. The messages themselves when nothing stands in for any of them.
-fn build_view(messages: &History, view: &ViewState) -> History {
+pub(crate) fn build_view(messages: &History, view: &ViewState) -> History {
     if view.compaction.is_none() && view.cleared.is_empty() {
         return messages.clone();
     }
@@ -671,7 +413,7 @@ fn thousands(n: usize) -> String {
 }
 
 /// The characters of a result's content; an image as [`IMAGE_TOKENS`] × 4.
-fn content_chars(content: &[crate::ContentBlock]) -> usize {
+pub(crate) fn content_chars(content: &[crate::ContentBlock]) -> usize {
     content
         .iter()
         .map(|block| match block {
@@ -682,7 +424,7 @@ fn content_chars(content: &[crate::ContentBlock]) -> usize {
 }
 
 /// Characters / 4 of `messages` (a few characters of framing per block).
-fn estimate_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> u64 {
+pub(crate) fn estimate_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> u64 {
     let chars: usize = messages
         .into_iter()
         .flat_map(|message| &message.content)

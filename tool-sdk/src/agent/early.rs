@@ -25,11 +25,13 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use tokio_util::sync::CancellationToken;
 
+use super::events::Emit;
 use super::executor::{self, Outcome};
-use super::{AgentInner, Emit};
+use super::inner::AgentInner;
+use super::recorder::Journal;
+use super::step;
 use crate::AgentId;
 use crate::model::{OutputFormat, ToolUse};
-use crate::session::{Record, SessionError};
 use crate::tool::BoxFuture;
 
 /// The calls of one turn started before the turn had wholly arrived.
@@ -97,12 +99,9 @@ impl<'a> EarlyCalls<'a> {
         self.announce(&call.id);
         let limit = self.agent.config.max_concurrent_tools.max(1);
         let running = self.live.as_ref().map_or(0, |live| live.running.len());
-        // Every call announced before this one started early, so none waits before it.
-        let first_waiting = self.announced.get(self.started.len());
-        if first_waiting != Some(&call.id)
-            || running >= limit
-            || !executor::runs_concurrently(self.agent, &call)
-        {
+        let concurrent = executor::runs_concurrently(self.agent, &call);
+        let (announced, started) = (&self.announced, self.started.len());
+        if !step::starts_early(announced, started, &call.id, running, limit, concurrent) {
             // From here on, calls wait for the whole turn.
             self.open = false;
             return;
@@ -168,7 +167,7 @@ impl<'a> EarlyCalls<'a> {
             mut done,
             ..
         } = live;
-        journal.release(self.agent).await;
+        journal.release(&self.agent.recorder).await;
         let rest = async move {
             while let Some(outcome) = running.next().await {
                 done.push(outcome);
@@ -187,48 +186,5 @@ impl<'a> EarlyCalls<'a> {
         };
         live.cancel.cancel();
         while live.running.next().await.is_some() {}
-    }
-}
-
-/// Where an early call's records wait for the turn they belong to.
-pub(crate) struct Journal {
-    /// `Some`: held until [`release`](Journal::release); `None`: stored as they come.
-    held: tokio::sync::Mutex<Option<Vec<Record>>>,
-}
-
-impl Journal {
-    /// A journal that holds records until released.
-    fn holding() -> Self {
-        Journal {
-            held: tokio::sync::Mutex::new(Some(Vec::new())),
-        }
-    }
-
-    /// Holds or stores the record `make` builds (nothing is built without a store).
-    pub(crate) async fn record(
-        &self,
-        agent: &AgentInner,
-        make: impl FnOnce() -> Record,
-    ) -> Result<(), SessionError> {
-        if agent.store.is_none() {
-            return Ok(());
-        }
-        let mut held = self.held.lock().await;
-        match held.as_mut() {
-            Some(records) => {
-                records.push(make());
-                Ok(())
-            }
-            // Under the lock, so a call's records stay in order behind those released.
-            None => agent.record(make).await,
-        }
-    }
-
-    /// Stages the held records in order; records after this are stored as they come.
-    async fn release(&self, agent: &AgentInner) {
-        let mut held = self.held.lock().await;
-        for record in held.take().unwrap_or_default() {
-            agent.stage(|| record);
-        }
     }
 }

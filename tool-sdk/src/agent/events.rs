@@ -1,12 +1,19 @@
-//! What a run reports as it goes.
+//! What a run reports as it goes ([`AgentEvent`], through an [`Emit`]), and how it went
+//! ([`RunResult`]).
 
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures::Stream;
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
-use super::{AgentError, RunResult};
-use crate::model::{StopReason, Usage};
+use super::error::AgentError;
+use crate::model::{History, StopReason, Usage};
 use crate::permission::{PermissionAnswer, PermissionQuestion};
 use crate::{AgentId, ResultDisplay, ToolErrorKind, ToolOutput, ToolUpdateKind};
 
@@ -155,5 +162,160 @@ impl PermissionRequest {
     /// Refuses the call; `reason` goes back to the model.
     pub fn deny(self, reason: impl Into<String>) {
         let _ = self.answer.send(PermissionAnswer::Deny(reason.into()));
+    }
+}
+
+/// How a run went.
+#[derive(Clone, Debug, Default)]
+pub struct RunResult {
+    /// The model's final text.
+    pub text: String,
+    /// The whole conversation after the run: the agent's own, shared rather than copied
+    /// (cheap to clone; `to_vec` for a `Vec`).
+    pub messages: History,
+    /// Tokens used by the run.
+    pub usage: Usage,
+    /// What [`usage`](Self::usage) cost, in USD; `None` when the model's price is unknown
+    /// (see [`AgentConfig::with_model_info`](super::AgentConfig::with_model_info)) or no turn ran.
+    pub cost_usd: Option<f64>,
+    /// Model turns taken.
+    pub turns: u32,
+    /// Tool calls made (including refused and failed ones).
+    pub tool_calls: usize,
+    /// Files the tools changed.
+    pub files_modified: Vec<PathBuf>,
+    /// Failed tool calls, as `name: message`.
+    pub errors: Vec<String>,
+    /// Why the run failed, if it did.
+    pub error: Option<AgentError>,
+    /// Why the model last stopped.
+    pub stop_reason: Option<StopReason>,
+    /// Wall-clock time of the run.
+    pub duration: Duration,
+    /// The typed answer, validated, when the run asked for one ([`Agent::prompt_as`](super::Agent::prompt_as)); read
+    /// it with [`RunResult::output_as`].
+    pub output: Option<serde_json::Value>,
+}
+
+/// A run in progress: a stream of [`AgentEvent`]s ending with [`AgentEvent::Finished`].
+pub struct AgentRun {
+    events: mpsc::UnboundedReceiver<AgentEvent>,
+    cancel: CancellationToken,
+    _guard: tokio_util::sync::DropGuard,
+}
+
+impl std::fmt::Debug for AgentRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentRun")
+            .field("cancelled", &self.cancel.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentRun {
+    /// The run whose events come through `events`, cancelled by `cancel` (and when dropped).
+    pub(crate) fn new(
+        events: mpsc::UnboundedReceiver<AgentEvent>,
+        cancel: CancellationToken,
+    ) -> Self {
+        AgentRun {
+            events,
+            cancel: cancel.clone(),
+            _guard: cancel.drop_guard(),
+        }
+    }
+
+    /// Stops the run: running calls are stopped, pending ones answered "cancelled", so the
+    /// conversation stays valid for the next run.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// The token that cancels this run, to hand to other tasks.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Drains the events and returns the result; permission requests are refused.
+    pub async fn result(mut self) -> RunResult {
+        let mut last = None;
+        while let Some(event) = self.events.recv().await {
+            match event {
+                AgentEvent::PermissionRequested(request) => {
+                    let message = crate::permission::not_allowed_message(&request.question);
+                    request.deny(message)
+                }
+                AgentEvent::Finished(result) => last = Some(*result),
+                _ => {}
+            }
+        }
+        last.unwrap_or_else(|| RunResult {
+            error: Some(AgentError::Cancelled),
+            ..RunResult::default()
+        })
+    }
+}
+
+impl Stream for AgentRun {
+    type Item = AgentEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
+        self.events.poll_recv(cx)
+    }
+}
+
+/// Where a run's events go. When nobody reads them (`Agent::prompt`), events that only
+/// inform are not built at all ([`Emit::notify`]): building one clones the call's input and
+/// renders its display, which would be most of a trivial call's cost. Questions (a
+/// `PermissionRequested`) are always sent: they need an answer either way.
+#[derive(Clone)]
+pub(crate) struct Emit {
+    sink: Arc<dyn Fn(AgentEvent) + Send + Sync>,
+    listening: bool,
+}
+
+impl Emit {
+    /// Events for someone who reads them all.
+    pub(crate) fn to(sink: impl Fn(AgentEvent) + Send + Sync + 'static) -> Self {
+        Emit {
+            sink: Arc::new(sink),
+            listening: true,
+        }
+    }
+
+    /// Questions only: events that only inform are dropped before they are built.
+    pub(crate) fn questions_to(sink: impl Fn(AgentEvent) + Send + Sync + 'static) -> Self {
+        Emit {
+            sink: Arc::new(sink),
+            listening: false,
+        }
+    }
+
+    /// Events for `sink`, heard as this one is (a sub-agent's, forwarded to its parent's).
+    pub(crate) fn forward(&self, sink: impl Fn(AgentEvent) + Send + Sync + 'static) -> Self {
+        Emit {
+            sink: Arc::new(sink),
+            listening: self.listening,
+        }
+    }
+
+    /// Whether events that only inform are read by anyone.
+    pub(crate) fn listening(&self) -> bool {
+        self.listening
+    }
+
+    /// Sends the event `make` builds, if anyone listens.
+    pub(crate) fn notify(&self, make: impl FnOnce() -> AgentEvent) {
+        if self.listening {
+            (self.sink)(make());
+        }
+    }
+}
+
+impl std::ops::Deref for Emit {
+    type Target = dyn Fn(AgentEvent) + Send + Sync;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.sink
     }
 }

@@ -4,24 +4,26 @@
 //! stores each call's start, permission question and result in the session as they happen.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use serde_json::Value;
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::early::Journal;
-use super::events::{AgentEvent, PermissionRequest};
-use super::{AgentInner, Emit, spans};
+use super::asker::{EventAsker, RecordingAsker, record};
+use super::events::{AgentEvent, Emit};
+use super::inner::AgentInner;
+use super::recorder::Journal;
+use super::spans;
+use super::step;
+use super::subagent::Subagents;
 use crate::model::{MessageContent, ToolUse};
-use crate::permission::{
-    PermissionAnswer, PermissionHandler, PermissionQuestion, not_allowed_message,
-};
+use crate::permission::PermissionAnswer;
 use crate::pipeline::{CallOutcome, RawInput, contain, run_call};
-use crate::session::{PendingApproval, Record, SessionError};
-use crate::tool::{BoxFuture, ResultDisplay, ToolContext, ToolOutput};
+use crate::session::{CallCheckpointer, PendingApproval, Record, SessionError};
+use crate::tool::{ResultDisplay, ToolContext, ToolError, ToolOutput};
 
 /// One call's result block, its error line for the run result, and why the session store
 /// could not take its records (which ends the run).
@@ -56,11 +58,7 @@ pub(crate) async fn execute(
     let mut index = 0;
     while index < calls.len() {
         // A run of read-only calls goes together; anything else goes alone.
-        let end = if concurrent[index] {
-            index + concurrent[index..].iter().take_while(|c| **c).count()
-        } else {
-            index + 1
-        };
+        let end = step::next_batch(&concurrent, index).end;
         let batch = &calls[index..end];
         let read_only = concurrent[index];
         // Each start is stored with the staged turn, so that after a crash a call that may
@@ -69,14 +67,14 @@ pub(crate) async fn execute(
         // the rest). A read-only batch starts at once: its starts go with its first record
         // (usually a result), or after `READ_ONLY_COMMIT_DELAY` if none comes by then.
         for call in batch {
-            agent.stage(|| Record::ToolStarted {
+            agent.recorder.stage(|| Record::ToolStarted {
                 id: call.id.clone(),
                 name: call.name.clone(),
             });
         }
-        let flushed = match read_only {
-            true => Ok(()),
-            false => agent.flush().await,
+        let flushed = match step::store_starts_first(read_only) {
+            true => agent.recorder.flush().await,
+            false => Ok(()),
         };
         if let Err(error) = flushed {
             let first = outcomes.len();
@@ -88,38 +86,7 @@ pub(crate) async fn execute(
             outcomes[first].store_error = Some(error);
             break;
         }
-        let limit = agent.config.max_concurrent_tools.max(1);
-        let turn = agent.turn_context(emit);
-        // Futures built up front: a closure inside the stream combinator would trip the
-        // compiler's higher-ranked lifetime check for `Send`. Each call's span is made here,
-        // a child of the run's, though the calls then run together.
-        let runs: Vec<_> = batch
-            .iter()
-            .map(|call| {
-                run_one(
-                    agent,
-                    &turn,
-                    call,
-                    answers.get(&call.id),
-                    emit,
-                    cancel,
-                    None,
-                )
-                .instrument(spans::execute_tool(call))
-            })
-            .collect();
-        // Under the limit, all at once: `join_all` keeps them in one allocation, where the
-        // stream would make a task node for each.
-        let run = async move {
-            match runs.len() <= limit {
-                true => futures::future::join_all(runs).await,
-                false => futures::stream::iter(runs).buffered(limit).collect().await,
-            }
-        };
-        let mut results: Vec<Outcome> = match read_only {
-            true => with_starts_stored_soon(agent, run).await,
-            false => run.await,
-        };
+        let mut results = run_batch(agent, batch, read_only, answers, emit, cancel).await;
         let deferred = results.iter().any(|outcome| outcome.deferred.is_some());
         let unstored = results
             .iter()
@@ -145,6 +112,43 @@ pub(crate) async fn execute(
     outcomes
 }
 
+/// Runs one batch: its calls together (at most `max_concurrent_tools` at once), results in
+/// call order.
+async fn run_batch(
+    agent: &Arc<AgentInner>,
+    batch: &[&ToolUse],
+    read_only: bool,
+    answers: &HashMap<String, PermissionAnswer>,
+    emit: &Emit,
+    cancel: &CancellationToken,
+) -> Vec<Outcome> {
+    let limit = agent.config.max_concurrent_tools.max(1);
+    let turn = agent.turn_context(emit);
+    // Futures built up front: a closure inside the stream combinator would trip the
+    // compiler's higher-ranked lifetime check for `Send`. Each call's span is made here,
+    // a child of the run's, though the calls then run together.
+    let runs: Vec<_> = batch
+        .iter()
+        .map(|call| {
+            let answer = answers.get(&call.id);
+            run_one(agent, &turn, call, answer, emit, cancel, None)
+                .instrument(spans::execute_tool(call))
+        })
+        .collect();
+    // Under the limit, all at once: `join_all` keeps them in one allocation, where the
+    // stream would make a task node for each.
+    let run = async move {
+        match runs.len() <= limit {
+            true => futures::future::join_all(runs).await,
+            false => futures::stream::iter(runs).buffered(limit).collect().await,
+        }
+    };
+    match read_only {
+        true => with_starts_stored_soon(agent, run).await,
+        false => run.await,
+    }
+}
+
 /// How long a batch of read-only calls runs before the records staged for it (its turn and
 /// their starts) are stored if no record of the calls took them along sooner. Most read-only
 /// calls end within it, and then a step costs one commit. A process killed inside this window
@@ -160,7 +164,7 @@ pub(crate) async fn with_starts_stored_soon(
     agent: &AgentInner,
     run: impl std::future::Future<Output = Vec<Outcome>>,
 ) -> Vec<Outcome> {
-    if agent.store.is_none() {
+    if agent.recorder.stored_id().is_none() {
         return run.await;
     }
     let mut run = std::pin::pin!(run);
@@ -168,11 +172,11 @@ pub(crate) async fn with_starts_stored_soon(
         biased;
         results = &mut run => (results, Ok(())),
         () = tokio::time::sleep(READ_ONLY_COMMIT_DELAY) => {
-            let (stored, results) = tokio::join!(agent.flush(), run);
+            let (stored, results) = tokio::join!(agent.recorder.flush(), run);
             (results, stored)
         }
     };
-    let stored = stored.and(agent.flush().await);
+    let stored = stored.and(agent.recorder.flush().await);
     if let (Err(error), Some(first)) = (stored, results.first_mut()) {
         first.store_error.get_or_insert(error);
     }
@@ -191,7 +195,7 @@ pub(crate) fn runs_concurrently(agent: &AgentInner, call: &ToolUse) -> bool {
 }
 
 /// [`run_one`] for a call started before its turn was stored: its start and other records
-/// wait in `journal` (see [`super::early`]).
+/// wait in `journal` (see `early.rs`).
 pub(crate) async fn run_one_held(
     agent: &Arc<AgentInner>,
     call: &ToolUse,
@@ -204,7 +208,7 @@ pub(crate) async fn run_one_held(
         name: call.name.clone(),
     };
     let span = spans::execute_tool(call);
-    match journal.record(agent, started).await {
+    match journal.record(&agent.recorder, started).await {
         Ok(()) => {
             let turn = agent.turn_context(emit);
             run_one(agent, &turn, call, None, emit, cancel, Some(journal))
@@ -216,18 +220,6 @@ pub(crate) async fn run_one_held(
             outcome.store_error = Some(error);
             outcome
         }
-    }
-}
-
-/// Stores a record now, or in `journal` when the call has one.
-async fn record(
-    agent: &AgentInner,
-    journal: Option<&Journal>,
-    make: impl FnOnce() -> Record,
-) -> Result<(), SessionError> {
-    match journal {
-        Some(journal) => journal.record(agent, make).await,
-        None => agent.record(make).await,
     }
 }
 
@@ -333,17 +325,8 @@ async fn run_one(
         };
     }
     spans::end_tool(&span, error.as_ref(), &output);
-    let error_line = match &error {
-        None => output
-            .is_error
-            .then(|| format!("{}: {}", call.name, output.to_text())),
-        Some(error) => Some(format!("{}: {error}", call.name)),
-    };
-    // The output goes into the block whole unless an event needs it too.
-    let (block, output) = match emit.listening() {
-        true => (result_block(&call.id, &output), Some(output)),
-        false => (into_result_block(&call.id, output), None),
-    };
+    let error_line = error_line(call, &output, error.as_ref());
+    let (block, output) = blocks(&call.id, output, emit.listening());
     // Stored as soon as the call ends: before the next model request, and before the other
     // calls of the turn end.
     let store_error = match ask.failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
@@ -355,32 +338,14 @@ async fn run_one(
         .err(),
     };
     if let Some(output) = output {
-        emit(match error {
-            None => {
-                let display = tool
-                    .as_ref()
-                    .and_then(|tool| contain(|| tool.result_display(&input, &output)).ok())
-                    .unwrap_or_else(|| ResultDisplay {
-                        title: call.name.clone(),
-                        summary: String::new(),
-                        content: Value::String(output.to_text().into_owned()),
-                    });
-                AgentEvent::ToolCompleted {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    duration,
-                    output,
-                    display,
-                }
-            }
-            Some(error) => AgentEvent::ToolFailed {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                duration,
-                kind: error.kind(),
-                output,
-            },
-        });
+        emit(ended(
+            call,
+            tool.as_deref(),
+            &input,
+            output,
+            error.as_ref(),
+            duration,
+        ));
     }
     Outcome {
         call_id: call.id.clone(),
@@ -391,105 +356,57 @@ async fn run_one(
     }
 }
 
-/// Asks through a `PermissionRequested` event when the app set no handler; a request
-/// nobody answers is refused, naming the rule that would allow the call.
-struct EventAsker<'a> {
-    call_id: &'a str,
-    emit: &'a Emit,
-}
-
-impl PermissionHandler for EventAsker<'_> {
-    fn ask<'a>(&'a self, question: &'a PermissionQuestion) -> BoxFuture<'a, PermissionAnswer> {
-        let (answer, answered) = oneshot::channel();
-        (self.emit)(AgentEvent::PermissionRequested(PermissionRequest {
-            id: self.call_id.to_owned(),
-            question: question.clone(),
-            answer,
-        }));
-        Box::pin(async move {
-            answered
-                .await
-                .unwrap_or_else(|_| PermissionAnswer::Deny(not_allowed_message(question)))
-        })
+/// The line a failed call adds to the run's errors.
+fn error_line(call: &ToolUse, output: &ToolOutput, error: Option<&ToolError>) -> Option<String> {
+    match error {
+        None => output
+            .is_error
+            .then(|| format!("{}: {}", call.name, output.to_text())),
+        Some(error) => Some(format!("{}: {error}", call.name)),
     }
 }
 
-/// Stores each permission question and its answer around the app's handler. A question that
-/// cannot be stored is refused (the call does not run) and the failure ends the run.
-///
-/// With `answer` (stored earlier, for a deferred question) it answers with it, storing
-/// nothing. With `defer` it asks nobody: it stores the question as deferred, notes it in
-/// `deferred` and refuses the call for now (that refusal is never stored nor sent).
-struct RecordingAsker<'a> {
-    agent: &'a AgentInner,
-    call: &'a ToolUse,
-    asker: &'a dyn PermissionHandler,
-    answer: Option<&'a PermissionAnswer>,
-    /// Where the records go while the call's turn is not stored yet.
-    journal: Option<&'a Journal>,
-    defer: bool,
-    deferred: Mutex<Option<PendingApproval>>,
-    failure: Mutex<Option<SessionError>>,
-}
-
-impl RecordingAsker<'_> {
-    fn refuse(&self, error: SessionError) -> PermissionAnswer {
-        let answer = PermissionAnswer::Deny(format!(
-            "this call did not run: the session could not be stored ({error})"
-        ));
-        let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner());
-        failure.get_or_insert(error);
-        answer
+/// The call's result block, and its output again when an event needs it too (`listening`);
+/// else the output goes into the block whole.
+fn blocks(id: &str, output: ToolOutput, listening: bool) -> (MessageContent, Option<ToolOutput>) {
+    match listening {
+        true => (result_block(id, &output), Some(output)),
+        false => (into_result_block(id, output), None),
     }
 }
 
-impl PermissionHandler for RecordingAsker<'_> {
-    fn ask<'a>(&'a self, question: &'a PermissionQuestion) -> BoxFuture<'a, PermissionAnswer> {
-        Box::pin(async move {
-            if let Some(answer) = self.answer {
-                return answer.clone();
-            }
-            let asked = Record::PermissionAsked {
-                id: self.call.id.clone(),
-                tool: question.tool.clone(),
-                title: question.prompt.title.clone(),
-            };
-            if let Err(error) = record(self.agent, self.journal, || asked).await {
-                return self.refuse(error);
-            }
-            if self.defer {
-                let deferred = Record::ApprovalDeferred {
-                    id: self.call.id.clone(),
-                };
-                if let Err(error) = record(self.agent, self.journal, || deferred).await {
-                    return self.refuse(error);
-                }
-                let pending = PendingApproval {
-                    call_id: self.call.id.clone(),
-                    tool: question.tool.clone(),
-                    title: question.prompt.title.clone(),
-                    input: self.call.input.json_or_empty().into_owned(),
-                };
-                *self.deferred.lock().unwrap_or_else(|p| p.into_inner()) = Some(pending);
-                return PermissionAnswer::Deny("the approval was deferred".into());
-            }
-            let answer = self.asker.ask(question).await;
-            let (allowed, always, message) = match &answer {
-                PermissionAnswer::Allow => (true, false, None),
-                PermissionAnswer::AllowAlways => (true, true, None),
-                PermissionAnswer::Deny(message) => (false, false, Some(message.clone())),
-            };
-            let answered = Record::PermissionAnswered {
-                id: self.call.id.clone(),
-                allowed,
-                always,
-                message,
-            };
-            match record(self.agent, self.journal, || answered).await {
-                Ok(()) => answer,
-                Err(error) => self.refuse(error),
-            }
-        })
+/// The event that tells how a call ended: `ToolCompleted` with the tool's display of its
+/// result, or `ToolFailed`.
+fn ended(
+    call: &ToolUse,
+    tool: Option<&dyn crate::Tool>,
+    input: &Value,
+    output: ToolOutput,
+    error: Option<&ToolError>,
+    duration: std::time::Duration,
+) -> AgentEvent {
+    let Some(error) = error else {
+        let display = tool
+            .and_then(|tool| contain(|| tool.result_display(input, &output)).ok())
+            .unwrap_or_else(|| ResultDisplay {
+                title: call.name.clone(),
+                summary: String::new(),
+                content: Value::String(output.to_text().into_owned()),
+            });
+        return AgentEvent::ToolCompleted {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            duration,
+            output,
+            display,
+        };
+    };
+    AgentEvent::ToolFailed {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        duration,
+        kind: error.kind(),
+        output,
     }
 }
 
@@ -507,5 +424,54 @@ fn result_block(id: &str, output: &ToolOutput) -> MessageContent {
         tool_use_id: id.to_owned(),
         content: output.content.clone(),
         is_error: output.is_error,
+    }
+}
+
+impl AgentInner {
+    /// What the calls of one turn share in their contexts: the agent's, plus the turn's file
+    /// checkpointer and sub-agent runner (made once a turn, not once a call).
+    pub(crate) fn turn_context(self: &Arc<Self>, emit: &Emit) -> ToolContext {
+        let shared = self.call_context.get_or_init(|| {
+            ToolContext::new(self.working_dir.clone())
+                .with_session_id(self.recorder.session_id().clone())
+                .with_agent_id(self.agent_id.clone())
+                .with_state(self.state.clone())
+                .with_file_tracker(self.files.clone())
+                .with_session_values(self.session.clone())
+                .with_sandbox(self.sandbox.clone())
+        });
+        shared
+            .clone()
+            .with_file_checkpointer(Arc::new(CallCheckpointer {
+                checkpoints: self.checkpoints.clone(),
+                message: self.call_message.load(Ordering::Relaxed),
+            }))
+            .with_subagents(Arc::new(Subagents::new(self.clone(), emit.clone())))
+    }
+
+    /// The context of one call, from its turn's.
+    pub(crate) fn tool_context(
+        &self,
+        turn: &ToolContext,
+        call_id: &str,
+        emit: &Emit,
+        cancel: &CancellationToken,
+    ) -> ToolContext {
+        let context = turn
+            .clone()
+            .with_tool_call_id(call_id)
+            .with_cancellation(cancel.child_token());
+        // Progress is an event that only informs: no sink when nobody listens.
+        if !emit.listening() {
+            return context;
+        }
+        let progress = emit.clone();
+        let id = call_id.to_owned();
+        context.with_updates(move |update| {
+            progress(AgentEvent::ToolProgress {
+                id: id.clone(),
+                update: update.kind,
+            })
+        })
     }
 }

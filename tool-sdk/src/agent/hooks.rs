@@ -143,7 +143,7 @@ pub(crate) struct RunHooks {
     pub(crate) subagent_stop: Vec<Arc<dyn StopHook>>,
     pub(crate) session: Vec<Arc<dyn SessionHook>>,
     /// Before a compaction (`context.rs`, where the trait lives beside what it sees).
-    pub(crate) pre_compact: Vec<Arc<dyn super::PreCompact>>,
+    pub(crate) pre_compact: Vec<Arc<dyn super::context::PreCompact>>,
     pub(crate) max_stop_continuations: u32,
 }
 

@@ -1,12 +1,13 @@
 //! An agent's MCP servers: their tools join the agent's tool set at `create`, and change with
-//! `list_changed`, reconnections, [`Agent::add_or_update_mcp_server`] and
-//! [`Agent::remove_mcp_server`].
+//! `list_changed`, reconnections, [`Agent::add_or_update_mcp_server`](super::Agent::add_or_update_mcp_server) and
+//! [`Agent::remove_mcp_server`](super::Agent::remove_mcp_server).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-use super::{Agent, AgentConfig, AgentError, AgentInner, ConfigError};
+use super::config::AgentConfig;
+use super::error::{AgentError, ConfigError};
 use crate::error::{ErrorSource, source};
 use crate::mcp::{McpClient, McpError, McpScope, McpServerConfig};
 use crate::model::ToolSpec;
@@ -100,15 +101,22 @@ impl ToolSet {
 }
 
 impl AgentMcp {
-    pub(crate) fn new(inner: &AgentInner) -> Self {
+    /// The MCP servers of an agent whose tools are `registry`, offered as `specs`, those
+    /// matching `patterns` (all, when `None`); `.mcp.json` is in `working_dir`.
+    pub(crate) fn new(
+        registry: Arc<ToolRegistry>,
+        specs: Arc<RwLock<Arc<[ToolSpec]>>>,
+        patterns: Option<&[String]>,
+        working_dir: PathBuf,
+    ) -> Self {
         AgentMcp {
             tools: Arc::new(ToolSet {
-                registry: inner.registry.clone(),
-                specs: inner.specs.clone(),
-                patterns: inner.config.tools.as_deref().map(tool_patterns),
+                registry,
+                specs,
+                patterns: patterns.map(tool_patterns),
                 names: Mutex::new(BTreeMap::new()),
             }),
-            working_dir: inner.working_dir.clone(),
+            working_dir,
             clients: tokio::sync::Mutex::new(BTreeMap::new()),
         }
     }
@@ -236,55 +244,45 @@ fn edit_project_file(
     Ok(std::fs::write(path, text + "\n").map_err(|e| broken(source(e)))?)
 }
 
-impl Agent {
-    /// Connects (or reconnects, with a new config) the MCP server `name` and offers its
-    /// tools to the model from the next turn on; returns their names. On failure the old
-    /// server, if any, stays.
-    pub async fn add_or_update_mcp_server(
+impl AgentMcp {
+    /// Connects (or reconnects, with a new config) the server `name` and offers its tools;
+    /// returns their names. On failure the old server, if any, stays.
+    pub(crate) async fn add(
         &self,
         name: &str,
         config: McpServerConfig,
         scope: McpScope,
     ) -> Result<Vec<String>, AgentError> {
-        let mcp = self.mcp()?;
         let client = McpClient::connect(name, config.clone()).await?;
         if scope == McpScope::Project {
             let value =
                 serde_json::to_value(&config).map_err(|e| ConfigError::McpConfig(e.into()))?;
-            edit_project_file(&mcp.project_file(), |servers| {
+            edit_project_file(&self.project_file(), |servers| {
                 servers.insert(name.to_owned(), value);
             })?;
         }
-        Ok(mcp.install(client).await)
+        Ok(self.install(client).await)
     }
 
-    /// Disconnects the MCP server `name` and withdraws its tools; returns whether it was
-    /// connected. [`McpScope::Project`] also removes it from `.mcp.json`.
-    pub async fn remove_mcp_server(&self, name: &str, scope: McpScope) -> Result<bool, AgentError> {
-        let mcp = self.mcp()?;
-        let client = mcp.clients.lock().await.remove(name);
-        mcp.tools.forget(name);
+    /// Disconnects the server `name` and withdraws its tools; returns whether it was
+    /// connected.
+    pub(crate) async fn remove(&self, name: &str, scope: McpScope) -> Result<bool, AgentError> {
+        let client = self.clients.lock().await.remove(name);
+        self.tools.forget(name);
         if let Some(client) = &client {
             client.close().await;
         }
         if scope == McpScope::Project {
-            edit_project_file(&mcp.project_file(), |servers| {
+            edit_project_file(&self.project_file(), |servers| {
                 servers.remove(name);
             })?;
         }
         Ok(client.is_some())
     }
 
-    /// The names of the connected MCP servers.
-    pub async fn mcp_servers(&self) -> Vec<String> {
-        match &self.inner.mcp {
-            Some(mcp) => mcp.clients.lock().await.keys().cloned().collect(),
-            None => Vec::new(),
-        }
-    }
-
-    fn mcp(&self) -> Result<&AgentMcp, AgentError> {
-        Ok(self.inner.mcp.as_deref().ok_or(ConfigError::NoMcp)?)
+    /// The names of the connected servers.
+    pub(crate) async fn servers(&self) -> Vec<String> {
+        self.clients.lock().await.keys().cloned().collect()
     }
 }
 

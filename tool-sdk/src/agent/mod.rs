@@ -34,40 +34,33 @@
 // The doctests here are `standalone_crate`: merged doctests would share one global registry,
 // where two examples' tools could clash by name.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
 
-use futures::{Stream, StreamExt};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::model::{
-    History, Message, Model, ModelError, ModelEvent, ModelRequest, ModelResponse, OutputFormat,
-    Role, StopReason, ToolSpec, Usage,
-};
-use crate::permission::PermissionAnswer;
-use crate::permission::{ModeState, PermissionGate, PermissionMode, Rule, Sandbox};
-use crate::pipeline::CallPolicy;
-use crate::registry::near_matches;
-use crate::session::{
-    CallCheckpointer, FileCheckpoints, ForkPoint, NewSession, PendingApproval, Record,
-    RewindReport, SessionError, SessionStore, push_user_message_to, records_for, restore,
-};
+use crate::ToolRegistry;
+use crate::model::{Message, ModelInfo, Usage};
+use crate::permission::{ModeState, PermissionMode, Rule};
+use crate::session::NewSession;
 use crate::validate::ValidationOptions;
-use crate::{
-    AgentId, FileStateTracker, RegistryError, SessionValues, StateMap, Tool, ToolContext,
-    ToolRegistry,
-};
 
+use events::Emit;
+use inner::AgentInner;
+use recorder::Recorder;
+
+// The layers, each importing only those below it: this facade (`mod.rs`, `stored.rs`); the
+// driver, which performs effects (`run.rs`, `turn.rs`, `executor.rs`, `early.rs`,
+// `compact.rs`, `output.rs`, `subagent.rs`, `spans.rs`); `inner.rs`, the parts assembled;
+// the parts, each owning its state (`recorder.rs` with `hold.rs`, `context.rs`, `budget.rs`,
+// `hooks.rs`, `mcp.rs`); the decisions (`step.rs`: pure, no IO); and what all of them speak
+// (`error.rs`, `events.rs`, `config.rs`, `project.rs`).
+mod asker;
 mod budget;
+mod compact;
 mod config;
 mod context;
 mod early;
@@ -76,60 +69,34 @@ mod events;
 mod executor;
 mod hold;
 mod hooks;
+mod inner;
+#[cfg(test)]
+mod layers_tests;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod model_table;
 mod output;
 mod project;
 mod recorder;
 mod run;
 mod spans;
+mod step;
 mod stored;
 mod subagent;
+mod turn;
 
 pub use config::{
     AgentConfig, ModelSpec, ProviderKind, SessionLeasing, SessionSettings, SubagentConfig,
 };
 pub use context::{CompactDecision, CompactRequest, ContextSettings, IMAGE_TOKENS, PreCompact};
 pub use error::{AgentError, ConfigError, StoreNeed};
-pub use events::{AgentEvent, PermissionRequest};
+pub use events::{AgentEvent, AgentRun, PermissionRequest, RunResult};
 pub use hooks::{
     PromptCheck, SessionEvent, SessionHook, SessionSource, StopCheck, StopContext, StopHook,
     UserPromptSubmit,
 };
 pub use output::TypedRun;
 pub use project::{ClaudeSettings, MEMORY_FILES, MemoryFile, ProjectMemory};
-
-/// How a run went.
-#[derive(Clone, Debug, Default)]
-pub struct RunResult {
-    /// The model's final text.
-    pub text: String,
-    /// The whole conversation after the run: the agent's own, shared rather than copied
-    /// (cheap to clone; `to_vec` for a `Vec`).
-    pub messages: History,
-    /// Tokens used by the run.
-    pub usage: Usage,
-    /// What [`usage`](Self::usage) cost, in USD; `None` when the model's price is unknown
-    /// (see [`AgentConfig::with_model_info`]) or no turn ran.
-    pub cost_usd: Option<f64>,
-    /// Model turns taken.
-    pub turns: u32,
-    /// Tool calls made (including refused and failed ones).
-    pub tool_calls: usize,
-    /// Files the tools changed.
-    pub files_modified: Vec<PathBuf>,
-    /// Failed tool calls, as `name: message`.
-    pub errors: Vec<String>,
-    /// Why the run failed, if it did.
-    pub error: Option<AgentError>,
-    /// Why the model last stopped.
-    pub stop_reason: Option<StopReason>,
-    /// Wall-clock time of the run.
-    pub duration: Duration,
-    /// The typed answer, validated, when the run asked for one ([`Agent::prompt_as`]); read
-    /// it with [`RunResult::output_as`].
-    pub output: Option<serde_json::Value>,
-}
 
 /// An agent: create it once, then [`prompt`](Agent::prompt) or [`run`](Agent::run) it as many
 /// times as needed; the conversation carries over between runs.
@@ -149,60 +116,6 @@ impl std::fmt::Debug for Agent {
     }
 }
 
-pub(crate) struct AgentInner {
-    pub(crate) model: Arc<dyn Model>,
-    pub(crate) registry: Arc<ToolRegistry>,
-    /// The tools offered to the model; MCP servers change it at run time, each turn takes a
-    /// snapshot.
-    pub(crate) specs: Arc<std::sync::RwLock<Arc<[ToolSpec]>>>,
-    /// The serialised size of a tool list, for the context estimate (`context.rs`); the list
-    /// is kept so that a new one is told from it.
-    pub(crate) tool_chars: std::sync::Mutex<Option<(Arc<[ToolSpec]>, usize)>>,
-    pub(crate) config: AgentConfig,
-    /// The permission gate and limits every call of this agent runs with.
-    pub(crate) policy: CallPolicy,
-    pub(crate) gate: Arc<PermissionGate>,
-    pub(crate) state: Arc<StateMap>,
-    pub(crate) files: Arc<FileStateTracker>,
-    pub(crate) session: Arc<SessionValues>,
-    pub(crate) sandbox: Arc<Sandbox>,
-    pub(crate) session_id: Arc<str>,
-    /// Where the run's records go; `None` keeps the conversation in memory only (and for
-    /// sub-agents, whose work reaches the parent's session as the Task call's result).
-    pub(crate) store: Option<Arc<dyn SessionStore>>,
-    /// Records that go to the store with the next [`flush`](Self::flush): a model turn and
-    /// its usage wait for the start of the turn's first calls, so that a step pays one commit
-    /// for its turn rather than one a record.
-    pub(crate) staged: std::sync::Mutex<Vec<Record>>,
-    /// Held from taking the staged records until the store has them, so that records reach
-    /// the store in the order they were staged even when calls running together flush.
-    pub(crate) flushing: tokio::sync::Mutex<()>,
-    /// The one writer of the session's records (`store` is it, as a store): fenced by the
-    /// session's lease, stopped by its first failure.
-    pub(crate) recorder: Option<Arc<recorder::Recorder>>,
-    pub(crate) agent_id: AgentId,
-    /// The content of files before the tools changed them, for [`Agent::rewind_files`];
-    /// shared with sub-agents.
-    pub(crate) checkpoints: Arc<FileCheckpoints>,
-    /// The index of the message whose calls are running: what a file checkpoint is made at.
-    /// A sub-agent shares its parent's (its changes belong to the parent's Task call) and
-    /// leaves it alone.
-    pub(crate) call_message: Arc<AtomicUsize>,
-    pub(crate) working_dir: PathBuf,
-    /// The conversation, shared with each model request (see [`History`]).
-    pub(crate) messages: tokio::sync::Mutex<History>,
-    /// Why the session starts, until the first run has told the session hooks.
-    pub(crate) session_start: std::sync::Mutex<Option<SessionSource>>,
-    /// Costs, token totals and budgets; shared with sub-agents.
-    pub(crate) ledger: Arc<budget::Ledger>,
-    /// The agent's MCP servers (none for sub-agents, which use a snapshot of the tools).
-    #[cfg(feature = "mcp")]
-    pub(crate) mcp: Option<Arc<mcp::AgentMcp>>,
-    /// What every call's context shares, made on the first call: each call then gets a copy
-    /// (reference counts, no allocation) with its own parts set.
-    pub(crate) call_context: std::sync::OnceLock<ToolContext>,
-}
-
 impl Agent {
     /// Builds an agent: resolves the model and the tools the model may see (exact names and
     /// globs; an unknown name is an error that lists the near matches), checks that the app
@@ -220,16 +133,8 @@ impl Agent {
             let session = store.create(NewSession::new(&inner.working_dir)).await?;
             let hold =
                 hold::SessionHold::take(&store, &session.id, inner.config.session.lease).await?;
-            let recorder = Arc::new(recorder::Recorder::new(store, hold));
-            let store: Arc<dyn SessionStore> = recorder.clone();
-            inner.session_id = Arc::from(session.id);
-            inner.checkpoints = Arc::new(FileCheckpoints::stored(
-                store.clone(),
-                inner.session_id.clone(),
-                &[],
-            ));
-            inner.store = Some(store);
-            inner.recorder = Some(recorder);
+            inner.recorder = Recorder::stored(Arc::from(session.id), store, hold);
+            inner.checkpoints = Arc::new(inner.recorder.checkpoints(&[]));
         }
         Ok(Agent {
             inner: Arc::new(inner),
@@ -405,11 +310,7 @@ impl Agent {
             }
             .in_current_span(),
         );
-        AgentRun {
-            events: receiver,
-            cancel: cancel.clone(),
-            _guard: cancel.drop_guard(),
-        }
+        AgentRun::new(receiver, cancel)
     }
 
     /// Runs to the end and returns the result. Calls that need the user's permission are
@@ -474,386 +375,64 @@ impl Agent {
     }
 }
 
-/// A run in progress: a stream of [`AgentEvent`]s ending with [`AgentEvent::Finished`].
-pub struct AgentRun {
-    events: mpsc::UnboundedReceiver<AgentEvent>,
-    cancel: CancellationToken,
-    _guard: tokio_util::sync::DropGuard,
-}
+impl Agent {
+    /// Tokens used by the whole conversation: every run of this agent, its sub-agents', and
+    /// with a session store, the runs before a [`resume`](Agent::resume).
+    pub fn total_usage(&self) -> Usage {
+        self.inner.ledger.totals()
+    }
 
-impl std::fmt::Debug for AgentRun {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AgentRun")
-            .field("cancelled", &self.cancel.is_cancelled())
-            .finish_non_exhaustive()
+    /// What [`total_usage`](Self::total_usage) cost, in USD; `None` when the model's price is
+    /// unknown (see [`AgentConfig::with_model_info`]).
+    pub fn total_cost_usd(&self) -> Option<f64> {
+        self.inner.ledger.cost_usd(&self.total_usage())
+    }
+
+    /// The id of the agent's model, as its provider knows it: what the catalog looks up.
+    pub fn model_id(&self) -> &str {
+        self.inner.ledger.model_id()
+    }
+
+    /// The agent's model as the catalog knows it (window and prices), if it does.
+    pub fn model_info(&self) -> Option<ModelInfo> {
+        self.inner.ledger.info().copied()
     }
 }
 
-impl AgentRun {
-    /// Stops the run: running calls are stopped, pending ones answered "cancelled", so the
-    /// conversation stays valid for the next run.
-    pub fn cancel(&self) {
-        self.cancel.cancel();
-    }
-
-    /// The token that cancels this run, to hand to other tasks.
-    pub fn cancellation_token(&self) -> CancellationToken {
-        self.cancel.clone()
-    }
-
-    /// Drains the events and returns the result; permission requests are refused.
-    pub async fn result(mut self) -> RunResult {
-        let mut last = None;
-        while let Some(event) = self.events.recv().await {
-            match event {
-                AgentEvent::PermissionRequested(request) => {
-                    let message = crate::permission::not_allowed_message(&request.question);
-                    request.deny(message)
-                }
-                AgentEvent::Finished(result) => last = Some(*result),
-                _ => {}
-            }
-        }
-        last.unwrap_or_else(|| RunResult {
-            error: Some(AgentError::Cancelled),
-            ..RunResult::default()
-        })
-    }
-}
-
-impl Stream for AgentRun {
-    type Item = AgentEvent;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
-        self.events.poll_recv(cx)
-    }
-}
-
-/// The most base64 image data one tool result sends the model: Anthropic refuses a request
-/// past 32 MB, and images past this are rarely worth their tokens.
-const MAX_RESULT_IMAGE_BYTES: usize = 10 << 20;
-
-/// Where a run's events go. When nobody reads them (`Agent::prompt`), events that only
-/// inform are not built at all ([`Emit::notify`]): building one clones the call's input and
-/// renders its display, which would be most of a trivial call's cost. Questions (a
-/// `PermissionRequested`) are always sent: they need an answer either way.
-#[derive(Clone)]
-pub(crate) struct Emit {
-    sink: Arc<dyn Fn(AgentEvent) + Send + Sync>,
-    listening: bool,
-}
-
-impl Emit {
-    /// Events for someone who reads them all.
-    pub(crate) fn to(sink: impl Fn(AgentEvent) + Send + Sync + 'static) -> Self {
-        Emit {
-            sink: Arc::new(sink),
-            listening: true,
-        }
-    }
-
-    /// Questions only: events that only inform are dropped before they are built.
-    pub(crate) fn questions_to(sink: impl Fn(AgentEvent) + Send + Sync + 'static) -> Self {
-        Emit {
-            sink: Arc::new(sink),
-            listening: false,
-        }
-    }
-
-    /// Events for `sink`, heard as this one is (a sub-agent's, forwarded to its parent's).
-    pub(crate) fn forward(&self, sink: impl Fn(AgentEvent) + Send + Sync + 'static) -> Self {
-        Emit {
-            sink: Arc::new(sink),
-            listening: self.listening,
-        }
-    }
-
-    /// Whether events that only inform are read by anyone.
-    pub(crate) fn listening(&self) -> bool {
-        self.listening
-    }
-
-    /// Sends the event `make` builds, if anyone listens.
-    pub(crate) fn notify(&self, make: impl FnOnce() -> AgentEvent) {
-        if self.listening {
-            (self.sink)(make());
-        }
-    }
-}
-
-impl std::ops::Deref for Emit {
-    type Target = dyn Fn(AgentEvent) + Send + Sync;
-
-    fn deref(&self) -> &Self::Target {
-        &*self.sink
-    }
-}
-
-/// Exact names, then globs, in the order written; every tool once.
-fn resolve_tools(
-    source: &ToolRegistry,
-    patterns: Option<&[String]>,
-) -> Result<Vec<Arc<dyn Tool>>, AgentError> {
-    let Some(patterns) = patterns else {
-        return Ok(source.get_tools(None)?);
-    };
-    let names = source.names();
-    let mut chosen: Vec<String> = Vec::new();
-    let mut errors = Vec::new();
-    for pattern in patterns {
-        if pattern.contains(['*', '?']) {
-            let glob = globset::Glob::new(pattern)
-                .map_err(|source| ConfigError::ToolPattern {
-                    pattern: pattern.clone(),
-                    source,
-                })?
-                .compile_matcher();
-            let matched: Vec<&String> = names.iter().filter(|n| glob.is_match(n)).collect();
-            if matched.is_empty() {
-                // MCP servers may add matching tools later; a typo is still worth a warning.
-                tracing::warn!(pattern, "no tool matches this pattern yet");
-            }
-            for name in matched {
-                if !chosen.contains(name) {
-                    chosen.push(name.clone());
-                }
-            }
-        } else if names.contains(pattern) {
-            if !chosen.contains(pattern) {
-                chosen.push(pattern.clone());
-            }
-        } else if cfg!(feature = "mcp") && pattern.starts_with("mcp__") {
-            // An MCP server's tool: checked once the servers are connected.
-        } else {
-            errors.push(RegistryError::UnknownTool {
-                name: pattern.clone(),
-                suggestions: near_matches(pattern, names.iter().map(String::as_str)),
-                available: names.clone(),
-            });
-        }
-    }
-    match errors.len() {
-        0 => {}
-        1 => return Err(errors.remove(0).into()),
-        _ => return Err(RegistryError::Multiple(errors).into()),
-    }
-    let refs: Vec<&str> = chosen.iter().map(String::as_str).collect();
-    Ok(source.get_tools(Some(&refs))?)
-}
-
-impl AgentInner {
-    /// Everything [`Agent::create`] does before the session: model, tools, MCP servers.
-    async fn build(config: AgentConfig) -> Result<AgentInner, AgentError> {
-        let config = config.load_project_files()?;
-        let model = config.resolve_model()?;
-        let source = match &config.registry {
-            Some(registry) => registry.clone(),
-            None => Arc::new(ToolRegistry::from_inventory_with(ValidationOptions {
-                coerce: config.coerce_inputs,
-            })?),
-        };
-        let tools = resolve_tools(&source, config.tools.as_deref())?;
-        #[allow(unused_mut)]
-        let mut inner = AgentInner::new(model, &source, tools, config, AgentId::Main)?;
-        #[cfg(feature = "mcp")]
-        {
-            let mcp = mcp::AgentMcp::new(&inner);
-            mcp.connect_configured(&inner.config).await?;
-            inner.mcp = Some(Arc::new(mcp));
-        }
-        Ok(inner)
-    }
-
-    /// Appends the record `make` builds to the session, with those staged before it, when
-    /// there is a store; without one nothing is built (a record copies the message or result
-    /// it holds).
-    pub(crate) async fn record(&self, make: impl FnOnce() -> Record) -> Result<(), SessionError> {
-        self.stage(make);
-        self.flush().await
-    }
-
-    /// Keeps the record `make` builds for the next [`flush`](Self::flush), when there is a
-    /// store. Only for records that may be lost with the process until then: a model turn
-    /// before its calls start (a crash re-requests it).
-    pub(crate) fn stage(&self, make: impl FnOnce() -> Record) {
-        if self.store.is_some() {
-            self.staged
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(make());
-        }
-    }
-
-    /// Appends the staged records to the session, in one `append_all`.
-    pub(crate) async fn flush(&self) -> Result<(), SessionError> {
-        let Some(store) = &self.store else {
-            return Ok(());
-        };
-        let _order = self.flushing.lock().await;
-        let records = std::mem::take(&mut *self.staged.lock().unwrap_or_else(|p| p.into_inner()));
-        if records.is_empty() {
-            return Ok(());
-        }
-        store.append_all(&self.session_id, &records).await
-    }
-
-    pub(crate) fn new(
-        model: Arc<dyn Model>,
-        source: &ToolRegistry,
-        tools: Vec<Arc<dyn Tool>>,
-        config: AgentConfig,
-        agent_id: AgentId,
-    ) -> Result<Self, AgentError> {
-        if let Some(problem) = config.problems.first() {
-            return Err(problem.clone().into());
-        }
-        if config.max_turns == 0 {
-            return Err(ConfigError::NoTurns.into());
-        }
-        let registry = ToolRegistry::with_options(ValidationOptions {
-            coerce: config.coerce_inputs,
-        });
-        let mut specs = Vec::with_capacity(tools.len());
-        for tool in tools {
-            for requirement in tool.required_state() {
-                if !config.state.contains(requirement.type_id) {
-                    return Err(AgentError::MissingState {
-                        tool: tool.name().to_owned(),
-                        type_name: requirement.type_name,
-                    });
-                }
-            }
-            specs.push(ToolSpec {
-                name: tool.name().to_owned(),
-                description: tool.description().to_owned(),
-                input_schema: tool.input_schema().clone(),
-            });
-            let defined_at = source
-                .defined_at(tool.name())
-                .unwrap_or_else(|| "the agent config".to_owned());
-            registry.register_from(tool, defined_at)?;
-        }
-        let working_dir = match &config.working_dir {
-            Some(dir) => dir.clone(),
-            None => {
-                std::env::current_dir().map_err(|error| ConfigError::CurrentDir(error.into()))?
-            }
-        };
-        let mut sandbox =
-            Sandbox::new(&working_dir).map_err(|error| ConfigError::BadDirectory {
-                path: working_dir.clone(),
-                additional: false,
-                source: error.into(),
-            })?;
-        for dir in &config.additional_dirs {
-            sandbox = sandbox
-                .allow_dir(dir)
-                .map_err(|error| ConfigError::BadDirectory {
-                    path: dir.clone(),
-                    additional: true,
-                    source: error.into(),
-                })?;
-        }
-        let session = Arc::new(SessionValues::default());
-        session.get::<ModeState>().set(config.permission_mode);
-        let plan_exit_offered = specs.iter().any(|spec| spec.name == "ExitPlanMode");
-        let gate = Arc::new(
-            PermissionGate::new(config.permissions.clone(), config.pre_hooks.clone())
-                .with_plan_exit_offered(plan_exit_offered),
-        );
-        let mut policy = CallPolicy::new()
-            .with_timeouts(config.tool_timeout, config.max_tool_timeout)
-            .with_max_result_chars(config.max_result_chars)
-            .with_max_result_image_bytes(MAX_RESULT_IMAGE_BYTES)
-            .with_permission_gate(gate.clone());
-        for hook in &config.post_hooks {
-            policy = policy.with_post_hook(hook.clone());
-        }
-        // Sub-agents live inside their parent's session.
-        let session_start = (agent_id == AgentId::Main).then_some(SessionSource::Startup);
-        let ledger = Arc::new(budget::Ledger::new(&config, model.model_id())?);
-        Ok(AgentInner {
-            ledger,
-            sandbox: Arc::new(sandbox),
-            session,
-            model,
-            registry: Arc::new(registry),
-            specs: Arc::new(std::sync::RwLock::new(specs.into())),
-            tool_chars: std::sync::Mutex::default(),
-            policy,
-            gate,
-            state: Arc::new(config.state.clone()),
-            files: Arc::new(FileStateTracker::default()),
-            session_id: Arc::from(format!("session-{:016x}", fastrand::u64(..))),
-            store: None,
-            staged: std::sync::Mutex::default(),
-            flushing: tokio::sync::Mutex::default(),
-            recorder: None,
-            agent_id,
-            checkpoints: Arc::new(FileCheckpoints::in_memory()),
-            call_message: Arc::new(AtomicUsize::new(0)),
-            working_dir,
-            messages: tokio::sync::Mutex::new(History::new()),
-            session_start: std::sync::Mutex::new(session_start),
-            config,
-            #[cfg(feature = "mcp")]
-            mcp: None,
-            call_context: std::sync::OnceLock::new(),
-        })
-    }
-
-    /// The tools offered to the model now.
-    pub(crate) fn specs(&self) -> Arc<[ToolSpec]> {
-        self.specs.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// What the calls of one turn share in their contexts: the agent's, plus the turn's file
-    /// checkpointer and sub-agent runner (made once a turn, not once a call).
-    pub(crate) fn turn_context(self: &Arc<Self>, emit: &Emit) -> ToolContext {
-        let shared = self.call_context.get_or_init(|| {
-            ToolContext::new(self.working_dir.clone())
-                .with_session_id(self.session_id.clone())
-                .with_agent_id(self.agent_id.clone())
-                .with_state(self.state.clone())
-                .with_file_tracker(self.files.clone())
-                .with_session_values(self.session.clone())
-                .with_sandbox(self.sandbox.clone())
-        });
-        shared
-            .clone()
-            .with_file_checkpointer(Arc::new(CallCheckpointer {
-                checkpoints: self.checkpoints.clone(),
-                message: self.call_message.load(Ordering::Relaxed),
-            }))
-            .with_subagents(Arc::new(subagent::Subagents::new(
-                self.clone(),
-                emit.clone(),
-            )))
-    }
-
-    /// The context of one call, from its turn's.
-    pub(crate) fn tool_context(
+#[cfg(feature = "mcp")]
+impl Agent {
+    /// Connects (or reconnects, with a new config) the MCP server `name` and offers its
+    /// tools to the model from the next turn on; returns their names. On failure the old
+    /// server, if any, stays.
+    pub async fn add_or_update_mcp_server(
         &self,
-        turn: &ToolContext,
-        call_id: &str,
-        emit: &Emit,
-        cancel: &CancellationToken,
-    ) -> ToolContext {
-        let context = turn
-            .clone()
-            .with_tool_call_id(call_id)
-            .with_cancellation(cancel.child_token());
-        // Progress is an event that only informs: no sink when nobody listens.
-        if !emit.listening() {
-            return context;
+        name: &str,
+        config: crate::mcp::McpServerConfig,
+        scope: crate::mcp::McpScope,
+    ) -> Result<Vec<String>, AgentError> {
+        self.mcp()?.add(name, config, scope).await
+    }
+
+    /// Disconnects the MCP server `name` and withdraws its tools; returns whether it was
+    /// connected. [`McpScope::Project`](crate::mcp::McpScope::Project) also removes it from
+    /// `.mcp.json`.
+    pub async fn remove_mcp_server(
+        &self,
+        name: &str,
+        scope: crate::mcp::McpScope,
+    ) -> Result<bool, AgentError> {
+        self.mcp()?.remove(name, scope).await
+    }
+
+    /// The names of the connected MCP servers.
+    pub async fn mcp_servers(&self) -> Vec<String> {
+        match &self.inner.mcp {
+            Some(mcp) => mcp.servers().await,
+            None => Vec::new(),
         }
-        let progress = emit.clone();
-        let id = call_id.to_owned();
-        context.with_updates(move |update| {
-            progress(AgentEvent::ToolProgress {
-                id: id.clone(),
-                update: update.kind,
-            })
-        })
+    }
+
+    fn mcp(&self) -> Result<&mcp::AgentMcp, AgentError> {
+        Ok(self.inner.mcp.as_deref().ok_or(ConfigError::NoMcp)?)
     }
 }

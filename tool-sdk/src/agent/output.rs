@@ -1,21 +1,31 @@
-//! Typed final answers: [`Agent::prompt_as`] and [`Agent::prompt_as_stream`].
+//! Typed final answers: [`Agent::prompt_as`](super::Agent::prompt_as) and
+//! [`Agent::prompt_as_stream`](super::Agent::prompt_as_stream).
 //!
-//! The run asks the model for an answer of `T`'s JSON Schema ([`ModelRequest::output`]; each
+//! The run asks the model for an answer of `T`'s JSON Schema ([`ModelRequest::output`](crate::model::ModelRequest::output); each
 //! client asks in its provider's own way), takes the answer from a call of the output tool or
 //! from the final text, and checks it with the validator tool inputs get (and by
 //! deserializing `T`). An answer that fails goes back to the model with the AJV-style list of
-//! what is wrong, up to [`AgentConfig::max_output_retries`] times; then the run fails with
+//! what is wrong, up to [`AgentConfig::max_output_retries`](super::AgentConfig::max_output_retries) times; then the run fails with
 //! [`AgentError::OutputInvalid`].
 
+use std::collections::HashMap;
 use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
+use futures::Stream;
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::*;
+use super::error::{AgentError, ConfigError};
+use super::events::{AgentEvent, AgentRun, Emit, RunResult};
+use super::inner::AgentInner;
 use crate::ContentBlock;
-use crate::model::{MessageContent, OutputFormat, ToolUse};
+use crate::model::{History, Message, MessageContent, OutputFormat, Role, ToolUse};
 use crate::schema::{root_object_error, schema_for};
+use crate::session::{Record, push_user_message_to};
+use crate::validate::ValidationOptions;
 use crate::validate::{InputErrors, InputIssue, InputValidator};
 
 /// The property a non-object answer is wrapped in: providers want an object at the root.
@@ -156,30 +166,8 @@ impl AgentInner {
                     answered: HashMap::new(),
                 });
             }
-            Some(_) if !others.is_empty() => {
-                // Answered beside other calls: they run, the answer is asked for again.
-                let mut answered = HashMap::new();
-                for call in &answers {
-                    let block = answer_block(
-                        call,
-                        true,
-                        format!(
-                            "`{}` must be called alone, once the other tools' results are in: \
-                             call it again then.",
-                            OutputFormat::TOOL_NAME
-                        ),
-                    );
-                    self.record(|| Record::ToolResult {
-                        block: block.clone(),
-                    })
-                    .await?;
-                    answered.insert(call.id.clone(), block);
-                }
-                return Ok(OutputStep::Run {
-                    calls: calls.iter().map(|call| (*call).clone()).collect(),
-                    answered,
-                });
-            }
+            // Answered beside other calls: they run, the answer is asked for again.
+            Some(_) if !others.is_empty() => return self.answer_later(&answers, calls).await,
             Some(call) => match call.input.parsed() {
                 Some(input) => spec.check(input.clone()),
                 None => Err(issue(format!(
@@ -225,35 +213,83 @@ impl AgentInner {
         // Every output call gets its result, so the conversation stays valid for the next
         // prompt, whatever happened.
         if !answers.is_empty() {
-            let mut content = Vec::new();
-            for (index, call) in answers.iter().enumerate() {
-                let block = match (index, accepted) {
-                    (0, true) => answer_block(call, false, "The answer was received.".into()),
-                    (0, false) => answer_block(
-                        call,
-                        true,
-                        reply.first().cloned().unwrap_or_else(|| {
-                            "The answer was refused; the run stopped.".to_owned()
-                        }),
-                    ),
-                    _ => answer_block(call, true, "Only the first answer counts.".into()),
-                };
-                self.record(|| Record::ToolResult {
-                    block: block.clone(),
-                })
+            self.answer_outputs(&answers, accepted, reply.first(), messages)
                 .await?;
-                content.push(block);
-            }
-            messages.push(Message {
-                role: Role::User,
-                content,
-            });
         } else if let Some(message) = reply.pop() {
             let message = Message::user(message);
-            self.record(|| Record::user(message.clone())).await?;
+            self.recorder
+                .record(|| Record::user(message.clone()))
+                .await?;
             push_user_message_to(messages, message);
         }
         outcome
+    }
+
+    /// The answer came beside other calls: the output calls are answered (and stored) with
+    /// the rule, and the other calls run; the answer is asked for again after them.
+    async fn answer_later(
+        &self,
+        answers: &[ToolUse],
+        calls: &[&ToolUse],
+    ) -> Result<OutputStep, AgentError> {
+        let mut answered = HashMap::new();
+        for call in answers {
+            let block = answer_block(
+                call,
+                true,
+                format!(
+                    "`{}` must be called alone, once the other tools' results are in: call it \
+                     again then.",
+                    OutputFormat::TOOL_NAME
+                ),
+            );
+            self.recorder
+                .record(|| Record::ToolResult {
+                    block: block.clone(),
+                })
+                .await?;
+            answered.insert(call.id.clone(), block);
+        }
+        Ok(OutputStep::Run {
+            calls: calls.iter().map(|call| (*call).clone()).collect(),
+            answered,
+        })
+    }
+
+    /// Answers (and stores) every output call of the turn: the first with `accepted` or the
+    /// `refusal`, the others as not counted.
+    async fn answer_outputs(
+        &self,
+        answers: &[ToolUse],
+        accepted: bool,
+        refusal: Option<&String>,
+        messages: &mut History,
+    ) -> Result<(), AgentError> {
+        let mut content = Vec::new();
+        for (index, call) in answers.iter().enumerate() {
+            let block = match (index, accepted) {
+                (0, true) => answer_block(call, false, "The answer was received.".into()),
+                (0, false) => answer_block(
+                    call,
+                    true,
+                    refusal
+                        .cloned()
+                        .unwrap_or_else(|| "The answer was refused; the run stopped.".to_owned()),
+                ),
+                _ => answer_block(call, true, "Only the first answer counts.".into()),
+            };
+            self.recorder
+                .record(|| Record::ToolResult {
+                    block: block.clone(),
+                })
+                .await?;
+            content.push(block);
+        }
+        messages.push(Message {
+            role: Role::User,
+            content,
+        });
+        Ok(())
     }
 }
 
@@ -266,8 +302,8 @@ fn answer_block(call: &ToolUse, is_error: bool, text: String) -> MessageContent 
 }
 
 impl RunResult {
-    /// The typed answer of a run started with [`Agent::prompt_as_stream`] (or
-    /// [`prompt_as`](Agent::prompt_as)), as `T`: the run's error if it failed.
+    /// The typed answer of a run started with [`Agent::prompt_as_stream`](super::Agent::prompt_as_stream) (or
+    /// [`prompt_as`](super::Agent::prompt_as)), as `T`: the run's error if it failed.
     pub fn output_as<T: DeserializeOwned>(&self) -> Result<T, AgentError> {
         if let Some(error) = &self.error {
             return Err(error.clone());
@@ -282,7 +318,7 @@ impl RunResult {
     }
 }
 
-/// A run that ends with a typed answer ([`Agent::prompt_as_stream`]): a stream of
+/// A run that ends with a typed answer ([`Agent::prompt_as_stream`](super::Agent::prompt_as_stream)): a stream of
 /// [`AgentEvent`]s, as [`AgentRun`], whose [`Finished`](AgentEvent::Finished) result holds the
 /// answer ([`RunResult::output_as`]); or [`output`](Self::output) to wait for it.
 pub struct TypedRun<T> {

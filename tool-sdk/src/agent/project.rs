@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{AgentError, ConfigError};
+use super::error::{AgentError, ConfigError};
 use crate::error::source;
 use crate::permission::{PermissionRules, Rule};
 

@@ -6,7 +6,9 @@
 use tracing::Span;
 use tracing::field::Empty;
 
-use super::{AgentError, AgentInner, RunResult};
+use super::error::AgentError;
+use super::events::RunResult;
+use super::inner::AgentInner;
 use crate::model::{ModelError, ModelRequest, ModelResponse, StopReason, ToolUse, Usage};
 use crate::{AgentId, ToolError, ToolErrorKind, ToolOutput};
 
@@ -32,7 +34,7 @@ pub(crate) fn invoke_agent(agent: &AgentInner) -> Span {
         gen_ai.provider.name = agent.model.provider_name(),
         gen_ai.agent.name = name,
         gen_ai.agent.id = id,
-        gen_ai.conversation.id = &*agent.session_id,
+        gen_ai.conversation.id = &**agent.recorder.session_id(),
         gen_ai.request.model = agent.model.model_id(),
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,

@@ -1,7 +1,20 @@
 //! The stored side of an agent: resuming and forking a session, its pending approvals, and
 //! putting files back from its checkpoints.
 
-use super::*;
+use std::sync::Arc;
+
+use super::Agent;
+use super::config::AgentConfig;
+use super::error::{AgentError, ConfigError, StoreNeed};
+use super::hold::SessionHold;
+use super::hooks::{SessionEvent, SessionSource};
+use super::inner::AgentInner;
+use super::recorder::Recorder;
+use crate::permission::PermissionAnswer;
+use crate::session::{
+    ForkPoint, NewSession, PendingApproval, RewindReport, SessionError, SessionStore, records_for,
+    restore,
+};
 
 impl Agent {
     /// Opens the stored session `id` again, with its history as it was stored: the run goes on
@@ -68,27 +81,18 @@ impl Agent {
     ) -> Result<Agent, AgentError> {
         let session = store.get(id).await?;
         // Taken before the session is read: another process may be running it.
-        let hold = hold::SessionHold::take(&store, id, config.session.lease).await?;
-        let recorder = Arc::new(recorder::Recorder::new(store, hold));
-        let store: Arc<dyn SessionStore> = recorder.clone();
-        let records = store.load(id).await?;
-        let mut restored = restore(&records);
+        let hold = SessionHold::take(&store, id, config.session.lease).await?;
+        let recorder = Recorder::stored(Arc::from(session.id), store, hold);
+        // Its seals are stored before anything else runs.
+        let (records, mut restored) = recorder.open().await?;
         let resume_notes = std::mem::take(&mut restored.skipped).into();
-        // Stored before anything else runs, so the next resume finds the same results.
-        store.append_all(id, &restored.seals).await?;
         if config.working_dir.is_none() {
             config.working_dir = Some(session.working_dir);
         }
         let mut inner = AgentInner::build(config).await?;
-        inner.session_id = Arc::from(session.id);
-        inner.checkpoints = Arc::new(FileCheckpoints::stored(
-            store.clone(),
-            inner.session_id.clone(),
-            &records,
-        ));
-        inner.store = Some(store);
-        inner.recorder = Some(recorder);
-        inner.restore_context(&restored);
+        inner.checkpoints = Arc::new(recorder.checkpoints(&records));
+        inner.recorder = recorder;
+        inner.context.restore(&restored);
         inner.messages = tokio::sync::Mutex::new(restored.messages.into());
         inner.session_start = std::sync::Mutex::new(Some(SessionSource::Resume));
         inner.ledger.restore(&records);
@@ -105,11 +109,11 @@ impl Agent {
         &self.resume_notes
     }
 
-    /// Ends the session: its [`SessionHook`]s see [`SessionEvent::End`]. The agent stays
+    /// Ends the session: its [`SessionHook`](super::SessionHook)s see [`SessionEvent::End`]. The agent stays
     /// usable: its next run starts the session again for the hooks (as
     /// [`SessionSource::Startup`]), and a stored session simply goes on.
     pub async fn close(&self) {
-        let session_id = self.inner.store.as_ref().map(|_| &*self.inner.session_id);
+        let session_id = self.inner.recorder.stored_id();
         let hooks = &self.inner.config.run_hooks;
         hooks.session_event(SessionEvent::End { session_id }).await;
         *self
@@ -122,17 +126,16 @@ impl Agent {
     /// The session's id: the stored session's when the agent has a session store (give it to
     /// [`Agent::resume`]), else one made up for this agent.
     pub fn session_id(&self) -> &str {
-        &self.inner.session_id
+        self.inner.recorder.session_id()
     }
 
     /// The calls waiting for a permission answer after a run stopped for them
     /// ([`AgentConfig::with_deferred_approvals`]), read from the store (so answers given by
     /// another process count). Empty without a session store.
     pub async fn pending_approvals(&self) -> Result<Vec<PendingApproval>, AgentError> {
-        match &self.inner.store {
-            Some(store) => {
-                Ok(crate::session::pending_approvals(&**store, &self.inner.session_id).await?)
-            }
+        let id = self.inner.recorder.session_id();
+        match self.inner.recorder.store() {
+            Some(store) => Ok(crate::session::pending_approvals(&*store, id).await?),
             None => Ok(Vec::new()),
         }
     }
@@ -146,15 +149,16 @@ impl Agent {
         call_id: &str,
         answer: PermissionAnswer,
     ) -> Result<(), AgentError> {
-        let Some(store) = &self.inner.store else {
+        let id = self.inner.recorder.session_id();
+        let Some(store) = self.inner.recorder.store() else {
             return Err(SessionError::NoPendingApproval {
-                session: self.inner.session_id.to_string(),
+                session: id.to_string(),
                 call: call_id.to_owned(),
                 pending: Vec::new(),
             }
             .into());
         };
-        crate::session::answer_approval(&**store, &self.inner.session_id, call_id, answer).await?;
+        crate::session::answer_approval(&*store, id, call_id, answer).await?;
         Ok(())
     }
 

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{AgentEvent, AgentInner, Emit, resolve_tools};
+use super::events::{AgentEvent, Emit};
+use super::inner::{AgentInner, resolve_tools};
+use super::recorder::Recorder;
 use crate::{
     AgentId, BoxFuture, SubagentReport, SubagentRequest, SubagentRunner, ToolContext, ToolError,
 };
@@ -76,7 +78,7 @@ impl Subagents {
         child.checkpoints = parent.checkpoints.clone();
         child.call_message = parent.call_message.clone();
         child.state = parent.state.clone();
-        child.session_id = parent.session_id.clone();
+        child.recorder = Recorder::in_memory(parent.recorder.session_id().clone());
         child.ledger = parent.ledger.clone();
         Ok(child)
     }
