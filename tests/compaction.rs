@@ -260,7 +260,7 @@ async fn older_tool_results_are_cleared_in_what_the_model_sees_only() {
         .await
         .unwrap();
     let (events, result) = run(&agent, "Read a, b and c.").await;
-    assert_eq!(result.error, None);
+    assert!(result.error.is_none(), "{:?}", result.error);
     assert_eq!(result.text, "done");
 
     let cleared: Vec<usize> = events
@@ -313,7 +313,7 @@ async fn compaction_sends_a_summary_request_then_the_summary_and_the_recent_turn
     .await
     .unwrap();
     let (events, result) = run(&agent, "Read a, b and c.").await;
-    assert_eq!(result.error, None);
+    assert!(result.error.is_none(), "{:?}", result.error);
     assert_eq!(result.text, "done");
     assert_eq!(result.messages.len(), 8, "the conversation is kept whole");
 
@@ -404,7 +404,7 @@ async fn a_prompt_too_long_is_answered_by_one_compaction_and_a_retry() {
         .await
         .unwrap();
     let (events, result) = run(&agent, "Read a.").await;
-    assert_eq!(result.error, None);
+    assert!(result.error.is_none(), "{:?}", result.error);
     assert_eq!(result.text, "done");
     assert_eq!(compactions(&events).len(), 1);
     let bodies = bodies(&server).await;
@@ -568,7 +568,10 @@ async fn both_providers_prompt_too_long_answers_are_classified() {
     let anthropic = server(vec![too_long()]).await;
     let error = first_error(&model(&anthropic), &request).await;
     assert!(
-        matches!(&error, ModelError::PromptTooLong { status: 400, message } if message.contains("210417")),
+        matches!(
+            &error,
+            ModelError::PromptTooLong { status: 400, message } if message.contains("210417")
+        ),
         "{error:?}"
     );
 
@@ -801,7 +804,7 @@ async fn long_run(
     let mut results = Vec::new();
     for n in 0..prompts {
         let (run_events, result) = run(&agent, &format!("Read pages {n}a and {n}b.")).await;
-        assert_eq!(result.error, None, "prompt {n}");
+        assert!(result.error.is_none(), "prompt {n}: {:?}", result.error);
         events.extend(run_events);
         results.push(result);
     }
@@ -982,7 +985,7 @@ async fn input_and_max_tokens_over_the_window_is_answered_by_a_compaction() {
         .await
         .unwrap();
     let (events, result) = run(&agent, "Read a.").await;
-    assert_eq!(result.error, None);
+    assert!(result.error.is_none(), "{:?}", result.error);
     assert_eq!(result.text, "done");
     assert_eq!(compactions(&events).len(), 1);
     let bodies = bodies(&server).await;
@@ -1006,9 +1009,16 @@ async fn max_tokens_as_large_as_the_window_is_a_config_error() {
         .await
         .unwrap();
     let (_, result) = run(&agent, "Hi").await;
-    let Some(tool_sdk::agent::AgentError::Config(message)) = &result.error else {
+    let Some(tool_sdk::agent::AgentError::Config(
+        error @ tool_sdk::agent::ConfigError::NoPromptRoom {
+            max_tokens: 1000,
+            window: 1000,
+        },
+    )) = &result.error
+    else {
         panic!("{:?}", result.error);
     };
+    let message = error.to_string();
     assert!(
         message.contains(
             "max_tokens (1000) leaves no room for the prompt in the context window of 1000 tokens"

@@ -264,15 +264,16 @@ async fn an_unknown_session_is_an_error_that_changes_nothing() {
     let server = Server::start();
     let store = PostgresStore::connect(&server.url()).await.unwrap();
     let record = Record::user(Message::user("hi"));
-    let unknown = SessionError::UnknownSession { id: "nope".into() };
-    assert_eq!(store.append("nope", &record).await.unwrap_err(), unknown);
-    assert_eq!(store.load("nope").await.unwrap_err(), unknown);
-    assert_eq!(store.get("nope").await.unwrap_err(), unknown);
+    let unknown =
+        |error: &SessionError| matches!(error, SessionError::UnknownSession { id } if id == "nope");
+    assert!(unknown(&store.append("nope", &record).await.unwrap_err()));
+    assert!(unknown(&store.load("nope").await.unwrap_err()));
+    assert!(unknown(&store.get("nope").await.unwrap_err()));
     let error = store
         .acquire("nope", "me", Duration::from_secs(5))
         .await
         .unwrap_err();
-    assert_eq!(error, unknown);
+    assert!(unknown(&error), "{error:?}");
     assert!(error.to_string().contains("no session `nope`"), "{error}");
     assert!(store.list().await.unwrap().is_empty());
     let client = server.sql().await;
@@ -296,7 +297,10 @@ async fn a_server_restart_keeps_everything_and_the_store_reconnects() {
     // While it is down: a clear error naming the database, not a hang or a panic.
     let error = store.load(&session.id).await.unwrap_err();
     assert!(
-        matches!(error, SessionError::Storage(_) | SessionError::Open { .. }),
+        matches!(
+            error,
+            SessionError::Storage { .. } | SessionError::Open { .. }
+        ),
         "{error:?}"
     );
     assert!(
@@ -453,12 +457,13 @@ async fn leases_keep_one_holder(store: &dyn SessionStore) {
     ));
     store.release(&second).await.unwrap();
     let error = store.renew(&second).await.unwrap_err();
-    assert_eq!(
-        error,
-        SessionError::LeaseLost {
-            id: session.id.clone(),
-            holder: "pid 2 on b".into()
-        }
+    assert!(
+        matches!(
+            &error,
+            SessionError::LeaseLost { id, holder } if *id == session.id && holder == "pid 2 on b"
+        ),
+        "{:?}",
+        error
     );
     assert!(error.to_string().contains("is lost"), "{error}");
 
@@ -508,12 +513,13 @@ async fn leases_keep_one_holder(store: &dyn SessionStore) {
         .append_leased(&stale, &said("after the takeover"))
         .await
         .unwrap_err();
-    assert_eq!(
-        error,
-        SessionError::LeaseLost {
-            id: fenced.id.clone(),
-            holder: "pid 7 on g".into()
-        }
+    assert!(
+        matches!(
+            &error,
+            SessionError::LeaseLost { id, holder } if *id == fenced.id && holder == "pid 7 on g"
+        ),
+        "{:?}",
+        error
     );
     store
         .append_leased(&taker, &said("the taker's"))
@@ -1100,21 +1106,18 @@ async fn postgres_refuses_a_fork_of_a_missing_session_and_skips_a_damaged_record
             }))
             .await
             .unwrap_err();
-        assert_eq!(
-            error,
-            SessionError::UnknownParent {
-                parent: missing.into()
-            }
+        assert!(
+            matches!(&error, SessionError::UnknownParent { parent } if parent == missing),
+            "{:?}",
+            error
         );
     }
     assert_eq!(store.list().await.unwrap().len(), 1, "nothing was created");
     // An id with a NUL is no session's, as on SQLite; where PostgreSQL cannot take a NUL,
     // the error says so.
-    let unknown = SessionError::UnknownSession {
-        id: "nul\0id".into(),
-    };
-    assert_eq!(store.load("nul\0id").await.unwrap_err(), unknown);
-    assert_eq!(store.get("nul\0id").await.unwrap_err(), unknown);
+    let unknown = |error| matches!(error, SessionError::UnknownSession { id } if id == "nul\0id");
+    assert!(unknown(store.load("nul\0id").await.unwrap_err()));
+    assert!(unknown(store.get("nul\0id").await.unwrap_err()));
     let error = store
         .create(NewSession::new("/nul\0dir"))
         .await

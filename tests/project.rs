@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::json;
-use tool_sdk::agent::{Agent, AgentConfig, AgentError, ClaudeSettings, ProjectMemory};
+use tool_sdk::agent::{Agent, AgentConfig, AgentError, ClaudeSettings, ConfigError, ProjectMemory};
 use tool_sdk::model::{Message, MessageContent, ScriptedModel, ScriptedTurn};
 use tool_sdk::{ToolRegistry, tool};
 
@@ -153,9 +153,12 @@ async fn an_unreadable_memory_file_fails_create_naming_it() {
     )
     .await
     .unwrap_err();
-    let AgentError::Config(message) = &error else {
+    let AgentError::Config(ConfigError::ProjectMemory { path, source }) = &error else {
         panic!("{error:?}")
     };
+    assert!(path.ends_with("CLAUDE.md"), "{error}");
+    assert_eq!(source.kind(), std::io::ErrorKind::InvalidData, "{error}");
+    let message = error.to_string();
     assert!(message.contains("CLAUDE.md"), "{message}");
     assert!(message.contains("project memory"), "{message}");
 }

@@ -49,7 +49,7 @@ struct FailsOnce {
 impl FailsOnce {
     fn fault(&self) -> Option<SessionError> {
         (self.appends.fetch_add(1, Ordering::SeqCst) == self.fail_at)
-            .then(|| SessionError::Storage("the disk is full, this once".into()))
+            .then(|| SessionError::storage("the disk is full, this once"))
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tool_sdk::agent::{Agent, AgentConfig, AgentError, AgentEvent};
+use tool_sdk::agent::{Agent, AgentConfig, AgentError, AgentEvent, ConfigError};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::openai::OpenAiModel;
 use tool_sdk::model::{
@@ -250,9 +250,13 @@ async fn a_tool_named_like_the_output_tool_is_a_clear_error() {
     .unwrap();
     let error = agent.prompt_as::<Forecast>("Weather?").await.unwrap_err();
     assert!(
-        matches!(&error, AgentError::Config(m) if m.contains("`final_answer`")),
+        matches!(
+            &error,
+            AgentError::Config(ConfigError::OutputToolTaken("final_answer"))
+        ),
         "{error:?}"
     );
+    assert!(error.to_string().contains("`final_answer`"), "{error}");
 }
 
 #[tokio::test]
@@ -509,7 +513,7 @@ async fn openai_gets_a_strict_response_format_and_the_errors_of_a_wrong_answer()
     let agent = Agent::create(config(model)).await.unwrap();
     let forecast: Forecast = agent.prompt_as("Weather in Rome?").await.unwrap();
     assert_eq!(forecast.celsius, 30);
-    assert_eq!(forecast.note, None);
+    assert!(forecast.note.is_none(), "{:?}", forecast.note);
 
     let requests = server.received_requests().await.unwrap();
     assert_eq!(requests.len(), 2);

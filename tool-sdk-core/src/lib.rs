@@ -36,6 +36,7 @@
 extern crate self as tool_sdk_core;
 
 mod context;
+pub mod error;
 mod extract;
 mod json;
 mod output;

@@ -94,6 +94,7 @@ extern crate self as tool_sdk;
 
 pub mod agent;
 pub mod builtin;
+pub mod error;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod model;

@@ -57,7 +57,7 @@ mod otlp {
         },
         /// The exporter could not be built.
         #[error("the OTLP exporter could not be built: {0}")]
-        Exporter(String),
+        Exporter(#[source] crate::error::ErrorSource),
         /// [`init_otlp`] found a global subscriber already set.
         #[error(
             "a global tracing subscriber is already set: add `otlp_layer(...)` to it instead \
@@ -66,7 +66,7 @@ mod otlp {
         SubscriberAlreadySet,
         /// Spans could not be sent on [`OtlpGuard::flush`].
         #[error("the spans could not be sent: {0}")]
-        Flush(String),
+        Flush(#[source] crate::error::ErrorSource),
     }
 
     /// Keeps the exporter alive; dropping it sends the spans not yet sent and shuts the
@@ -86,7 +86,7 @@ mod otlp {
         pub fn flush(&self) -> Result<(), TelemetryError> {
             self.provider
                 .force_flush()
-                .map_err(|error| TelemetryError::Flush(error.to_string()))
+                .map_err(|error| TelemetryError::Flush(crate::error::source(error)))
         }
     }
 
@@ -136,7 +136,7 @@ mod otlp {
             .with_protocol(Protocol::HttpBinary)
             .with_endpoint(url)
             .build()
-            .map_err(|error| TelemetryError::Exporter(error.to_string()))?;
+            .map_err(|error| TelemetryError::Exporter(crate::error::source(error)))?;
         let provider = SdkTracerProvider::builder()
             .with_batch_exporter(exporter)
             .with_resource(

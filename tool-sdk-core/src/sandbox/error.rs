@@ -3,9 +3,11 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::error::Shared;
+
 /// Why the sandbox refused a path. The message says what was refused and why, in words a
 /// model can act on.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum SandboxError {
     /// The path is empty, contains a NUL byte, or climbs (`..`) out of a directory that does
@@ -100,6 +102,8 @@ pub enum SandboxError {
         kind: io::ErrorKind,
         /// The error's message.
         message: String,
+        /// The error itself.
+        source: Shared<io::Error>,
     },
 }
 
@@ -132,11 +136,12 @@ fn outside_message(
 }
 
 impl SandboxError {
-    pub(super) fn io(path: &Path, err: &io::Error) -> Self {
+    pub(super) fn io(path: &Path, err: io::Error) -> Self {
         SandboxError::Io {
             path: path.to_path_buf(),
             kind: err.kind(),
             message: err.to_string(),
+            source: err.into(),
         }
     }
 

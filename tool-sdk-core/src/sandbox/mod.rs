@@ -217,12 +217,12 @@ impl Sandbox {
             }
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(SandboxError::io(path, &e)),
+            Err(e) => return Err(SandboxError::io(path, e)),
         }
         self.check_protected(path, &lexical)?;
         self.check_protected(path, &resolved)?;
         if exists {
-            let meta = fs::symlink_metadata(&resolved).map_err(|e| SandboxError::io(path, &e))?;
+            let meta = fs::symlink_metadata(&resolved).map_err(|e| SandboxError::io(path, e))?;
             check_writable_file(path, &meta)?;
         }
         Ok(resolved)
@@ -245,9 +245,7 @@ impl Sandbox {
         opts.read(true);
         set_flags(&mut opts, false);
         let file = open_beneath(root, rel, &opts, resolved)?;
-        let meta = file
-            .metadata()
-            .map_err(|e| SandboxError::io(resolved, &e))?;
+        let meta = file.metadata().map_err(|e| SandboxError::io(resolved, e))?;
         if !meta.is_file() {
             return Err(not_regular(resolved, &meta));
         }
@@ -274,12 +272,9 @@ impl Sandbox {
         opts.write(true).create(true);
         set_flags(&mut opts, true);
         let file = open_beneath(root, rel, &opts, resolved)?;
-        let meta = file
-            .metadata()
-            .map_err(|e| SandboxError::io(resolved, &e))?;
+        let meta = file.metadata().map_err(|e| SandboxError::io(resolved, e))?;
         check_writable_file(resolved, &meta)?;
-        file.set_len(0)
-            .map_err(|e| SandboxError::io(resolved, &e))?;
+        file.set_len(0).map_err(|e| SandboxError::io(resolved, e))?;
         Ok(file)
     }
 
@@ -290,7 +285,7 @@ impl Sandbox {
     pub fn write_atomic(&self, path: &Path, contents: &[u8]) -> Result<PathBuf, SandboxError> {
         let resolved = self.check_write(path)?;
         let (root, rel) = self.split_resolved(&resolved)?;
-        let io_err = |e: io::Error| SandboxError::io(&resolved, &e);
+        let io_err = |e: io::Error| SandboxError::io(&resolved, e);
         let name = rel
             .file_name()
             .ok_or_else(|| SandboxError::invalid(path, "no file name"))?;
@@ -360,7 +355,7 @@ impl Sandbox {
         let (resolved, exists) = match fs::canonicalize(&full) {
             Ok(p) => (p, true),
             Err(e) if e.kind() == io::ErrorKind::NotFound => (resolve_missing(path, &full)?, false),
-            Err(e) => return Err(SandboxError::io(path, &e)),
+            Err(e) => return Err(SandboxError::io(path, e)),
         };
         let Some(root) = self.root_of(&resolved) else {
             return Err(SandboxError::Outside {

@@ -18,7 +18,7 @@ pub(super) fn resolve_missing(path: &Path, full: &Path) -> Result<PathBuf, Sandb
         let base = match fs::canonicalize(&prefix) {
             Ok(base) => base,
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(SandboxError::io(path, &e)),
+            Err(e) => return Err(SandboxError::io(path, e)),
         };
         let mut resolved = base;
         for (j, c) in comps[i..].iter().enumerate() {
@@ -45,7 +45,7 @@ pub(super) fn resolve_missing(path: &Path, full: &Path) -> Result<PathBuf, Sandb
     }
     Err(SandboxError::io(
         path,
-        &io::Error::new(io::ErrorKind::NotFound, "no part of the path exists"),
+        io::Error::new(io::ErrorKind::NotFound, "no part of the path exists"),
     ))
 }
 
@@ -77,6 +77,7 @@ pub(super) fn open_beneath(
                 "refused by the open confined to {}: {e}",
                 root.path.display()
             ),
+            source: e.into(),
         })
 }
 

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
 use super::config::AgentConfig;
-use super::error::AgentError;
+use super::error::{AgentError, ConfigError};
 use super::events::RunResult;
 use super::step::Budget;
 use crate::model::{ModelInfo, Usage};
@@ -45,17 +45,13 @@ impl Ledger {
         let info = config.catalog().lookup(model_id).copied();
         if let Some(limit) = config.limits.max_budget_usd {
             if !limit.is_finite() || limit < 0.0 {
-                return Err(AgentError::Config(format!(
-                    "max_budget_usd must be a number of dollars, 0 or more (got {limit})"
-                )));
+                return Err(ConfigError::BadBudget(limit).into());
             }
             if info.is_none() {
-                return Err(AgentError::Config(format!(
-                    "max_budget_usd is set, but the price of the model `{model_id}` is \
-                     unknown, so the budget could not be checked: add it with \
-                     `.model(|m| m.with_model_info(\"{model_id}\", ...))` or a \
-                     `[models.\"{model_id}\"]` table in the config file"
-                )));
+                return Err(ConfigError::UnknownPrice {
+                    model: model_id.to_owned(),
+                }
+                .into());
             }
         }
         Ok(Ledger {

@@ -9,7 +9,7 @@ use super::context::{
     CompactRequest, MIN_CLEARED_CHARS, SUMMARY_INSTRUCTIONS, build_view, choose_cut, content_chars,
     kept_from,
 };
-use super::error::AgentError;
+use super::error::{AgentError, ConfigError};
 use super::events::{AgentEvent, Emit, RunResult};
 use super::inner::AgentInner;
 use super::step;
@@ -52,7 +52,7 @@ impl AgentInner {
             return Ok(messages.clone());
         };
         if let Some(problem) = self.config.context.problem() {
-            return Err(AgentError::Config(problem));
+            return Err(ConfigError::Context(problem).into());
         }
         let at = self.thresholds(window)?;
         let mut tokens = self.estimate(messages);
@@ -228,10 +228,9 @@ impl AgentInner {
         let summary = summary.trim();
         if summary.is_empty() {
             self.recorder.flush().await?;
-            return Err(ModelError::Stream(
+            return Err(ModelError::stream(
                 "the model answered the request to summarise the conversation (to compact it) \
-                 with no text"
-                    .into(),
+                 with no text",
             )
             .into());
         }
@@ -275,8 +274,8 @@ impl AgentInner {
                 Some(Ok(_)) => {}
                 Some(Err(error)) => return Err(error.into()),
                 None => {
-                    return Err(ModelError::Stream(
-                        "the stream of the summary request ended without a complete answer".into(),
+                    return Err(ModelError::stream(
+                        "the stream of the summary request ended without a complete answer",
                     )
                     .into());
                 }

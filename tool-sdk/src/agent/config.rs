@@ -28,7 +28,7 @@ pub use model::{ModelSettings, ModelSource, ModelSpec, ProviderKind};
 pub use permissions::PermissionSettings;
 pub use session::{SessionLeasing, SessionSettings, StoreSource};
 
-use super::error::AgentError;
+use super::error::{AgentError, ConfigError};
 use super::hooks::Hooks;
 use crate::model::Model;
 use crate::session::SessionStore;
@@ -160,15 +160,19 @@ impl AgentConfig {
     /// Loads a `.toml` or `.json` file.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, AgentError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|error| {
-            AgentError::Config(format!("cannot read {}: {error}", path.display()))
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::ReadFile {
+            path: path.to_owned(),
+            source: error.into(),
         })?;
         let parsed = match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => serde_json::from_str(&text).map_err(|e| e.to_string()),
-            Some("toml") => toml::from_str(&text).map_err(|e| e.to_string()),
-            _ => Err("the file must end in .toml or .json".to_owned()),
+            Some("json") => serde_json::from_str(&text).map_err(crate::error::source),
+            Some("toml") => toml::from_str(&text).map_err(crate::error::source),
+            _ => return Err(ConfigError::UnknownFormat { path: path.into() }.into()),
         };
-        parsed.map_err(|error| AgentError::Config(format!("{}: {error}", path.display())))
+        Ok(parsed.map_err(|source| ConfigError::BadFile {
+            path: path.to_owned(),
+            source,
+        })?)
     }
 
     /// Uses this model: a model instance, an `Arc<dyn Model>`, or a [`ModelSpec`] to build
@@ -310,7 +314,7 @@ impl AgentConfig {
     }
 
     /// The first mistake a builder method found, for `Agent::create` to report.
-    pub(crate) fn problem(&self) -> Option<String> {
+    pub(crate) fn problem(&self) -> Option<ConfigError> {
         self.permissions
             .problems
             .first()
@@ -354,9 +358,9 @@ impl AgentConfig {
         }
         let dir = match &self.working_dir {
             Some(dir) => dir.clone(),
-            None => std::env::current_dir().map_err(|error| {
-                AgentError::Config(format!("cannot read the current directory: {error}"))
-            })?,
+            None => {
+                std::env::current_dir().map_err(|error| ConfigError::CurrentDir(error.into()))?
+            }
         };
         if self.project_memory
             && let Some(memory) = super::project::ProjectMemory::load(&dir)?.to_prompt()

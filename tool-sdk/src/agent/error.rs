@@ -1,16 +1,26 @@
-//! [`AgentError`]: why an agent could not be built, or a run failed.
+//! Why an agent could not be built, or a run failed.
+
+use std::path::PathBuf;
 
 use crate::RegistryError;
+use crate::error::{ErrorSource, Shared};
 use crate::model::ModelError;
+use crate::permission::RuleError;
 use crate::session::PendingApproval;
+use crate::validate::SchemaError;
 
 /// Why an agent could not be built, or a run failed.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+///
+/// [`source`](std::error::Error::source) leads to the error beneath: the model's
+/// [`ModelError`] and its `reqwest::Error`, the store's
+/// [`SessionError`](crate::session::SessionError) and its SQLite, PostgreSQL or I/O error,
+/// the `std::io::Error` of a config file that cannot be read.
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AgentError {
     /// The configuration is unusable.
     #[error("invalid agent config: {0}")]
-    Config(String),
+    Config(#[from] ConfigError),
     /// The registry refused or could not find tools.
     #[error(transparent)]
     Registry(#[from] RegistryError),
@@ -31,15 +41,17 @@ pub enum AgentError {
     /// The run hit `max_turns` while the model still wanted tools.
     #[error("stopped after {0} turns (max_turns); the model still wanted to call tools")]
     MaxTurns(u32),
-    /// A [`user_prompt_submit`](super::Hook::user_prompt_submit) hook refused the prompt; nothing of it was sent or stored.
+    /// A [`user_prompt_submit`](super::Hook::user_prompt_submit) hook refused the prompt; nothing of it
+    /// was sent or stored.
     #[error("the prompt was blocked by a hook: {0}")]
     PromptBlocked(String),
     /// The run was cancelled.
     #[error("the run was cancelled")]
     Cancelled,
-    /// The run's turns cost its budget ([`Limits::with_max_budget_usd`](super::Limits::with_max_budget_usd)) or more. The
-    /// last turn's tool calls did not run (the model was told so); the session is intact and
-    /// a new prompt goes on with a fresh budget.
+    /// The run's turns cost its budget
+    /// ([`Limits::with_max_budget_usd`](super::Limits::with_max_budget_usd)) or
+    /// more. The last turn's tool calls did not run (the model was told so); the session is
+    /// intact and a new prompt goes on with a fresh budget.
     #[error(
         "stopped: this run cost ${spent_usd:.4}, its budget is ${limit_usd:.4} \
          (max_budget_usd); the last tool calls did not run, and a new prompt continues"
@@ -50,8 +62,9 @@ pub enum AgentError {
         /// The budget.
         limit_usd: f64,
     },
-    /// The run's turns used its token limit ([`Limits::with_max_run_tokens`](super::Limits::with_max_run_tokens)) or more;
-    /// as [`BudgetExceeded`](Self::BudgetExceeded).
+    /// The run's turns used its token limit
+    /// ([`Limits::with_max_run_tokens`](super::Limits::with_max_run_tokens)) or
+    /// more; as [`BudgetExceeded`](Self::BudgetExceeded).
     #[error(
         "stopped: this run used {spent} tokens, its limit is {limit} (max_run_tokens); the \
          last tool calls did not run, and a new prompt continues"
@@ -66,9 +79,10 @@ pub enum AgentError {
     #[error(transparent)]
     Session(#[from] crate::session::SessionError),
     /// The run stopped to wait for permission answers
-    /// ([`SessionSettings::with_deferred_approvals`](super::SessionSettings::with_deferred_approvals)): answer each with
-    /// [`Agent::answer_approval`](super::Agent::answer_approval), then go on with [`Agent::continue_run`](super::Agent::continue_run). The session is
-    /// stored; this can happen in another process after [`Agent::resume`](super::Agent::resume).
+    /// ([`SessionSettings::with_deferred_approvals`](super::SessionSettings::with_deferred_approvals)):
+    /// answer each with [`Agent::answer_approval`](super::Agent::answer_approval), then go on
+    /// with [`Agent::continue_run`](super::Agent::continue_run). The session is stored; this
+    /// can happen in another process after [`Agent::resume`](super::Agent::resume).
     #[error(
         "the run is waiting for {} permission answer(s): {}; answer them with \
          `Agent::answer_approval`, then call `Agent::continue_run`",
@@ -76,9 +90,22 @@ pub enum AgentError {
         .0.iter().map(|p| format!("{} ({})", p.call_id, p.title)).collect::<Vec<_>>().join(", ")
     )]
     ApprovalsPending(Vec<PendingApproval>),
-    /// The model's typed answer ([`Agent::prompt_as`](super::Agent::prompt_as)) was refused `attempts` times in a row:
-    /// more than [`Limits::max_output_retries`](super::Limits::max_output_retries). `errors` is what was wrong with the
-    /// last one, AJV style.
+    /// A prompt while the last turn's tool calls wait for their deferred approvals.
+    #[error(
+        "the last turn's tool calls wait to run after deferred approvals: call \
+         `continue_run` first"
+    )]
+    ContinueFirst,
+    /// [`Agent::continue_run`](super::Agent::continue_run) with nothing to continue.
+    #[error(
+        "there is nothing to continue: the conversation does not end with a user message or \
+         tool results"
+    )]
+    NothingToContinue,
+    /// The model's typed answer ([`Agent::prompt_as`](super::Agent::prompt_as)) was refused
+    /// `attempts` times in a row: more than
+    /// [`Limits::max_output_retries`](super::Limits::max_output_retries). `errors`
+    /// is what was wrong with the last one, AJV style.
     #[error(
         "the model's answer did not match the requested type after {attempts} attempt(s); \
          the last one:\n{errors}"
@@ -89,12 +116,221 @@ pub enum AgentError {
         /// The last answer's problems.
         errors: crate::validate::InputErrors,
     },
+    /// [`RunResult::output_as`](super::RunResult::output_as) of a run that asked for no
+    /// typed answer.
+    #[error("this run asked for no typed answer: start it with `prompt_as`")]
+    NoTypedAnswer,
+    /// [`RunResult::output_as`](super::RunResult::output_as) with a type the answer does not
+    /// deserialize as.
+    #[error("the answer does not deserialize as `{type_name}`: {source}")]
+    AnswerType {
+        /// The type asked for.
+        type_name: &'static str,
+        /// What serde said.
+        source: Shared<serde_json::Error>,
+    },
     /// An MCP server could not be started, reached or listed.
     #[cfg(feature = "mcp")]
     #[error(transparent)]
     Mcp(#[from] crate::mcp::McpError),
 }
 
-// The dollar amounts of `BudgetExceeded` are never NaN (limits are checked, costs are sums
-// of finite products): equality is an equivalence.
-impl Eq for AgentError {}
+/// What is wrong with an agent's configuration. Each message says what to change.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// No model was configured.
+    #[error("no model: set `[model]` in the config file or call `with_model(...)`")]
+    MissingModel,
+    /// A config file cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    ReadFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: Shared<std::io::Error>,
+    },
+    /// A config file is not valid TOML or JSON, or does not fit the config's shape.
+    #[error("{}: {source}", path.display())]
+    BadFile {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said (a `toml::de::Error` or a `serde_json::Error`).
+        source: ErrorSource,
+    },
+    /// A config file whose name ends in neither `.toml` nor `.json`.
+    #[error("{}: the file must end in .toml or .json", path.display())]
+    UnknownFormat {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A permission rule that does not parse.
+    #[error(transparent)]
+    BadRule(#[from] RuleError),
+    /// The current directory, the default working directory, cannot be read.
+    #[error("cannot read the current directory: {0}")]
+    CurrentDir(#[source] Shared<std::io::Error>),
+    /// The working directory, or an additional one, cannot be used.
+    #[error(
+        "the {} directory {} cannot be used: {source}",
+        if *additional { "additional" } else { "working" },
+        path.display()
+    )]
+    BadDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// Whether it is an additional directory rather than the working one.
+        additional: bool,
+        /// Why.
+        source: Shared<std::io::Error>,
+    },
+    /// A `tools` pattern with `*` or `?` that is not a glob.
+    #[error("the tool pattern `{pattern}` is not a glob: {source}")]
+    ToolPattern {
+        /// The pattern.
+        pattern: String,
+        /// What is wrong with it.
+        source: globset::Error,
+    },
+    /// `max_turns` of 0.
+    #[error("max_turns must be at least 1")]
+    NoTurns,
+    /// `max_tokens` as large as the model's context window, or larger.
+    #[error(
+        "max_tokens ({max_tokens}) leaves no room for the prompt in the context window of \
+         {window} tokens (the provider counts the prompt and max_tokens together): lower \
+         `max_tokens` (in the config file or on `AgentConfig`), or check the window"
+    )]
+    NoPromptRoom {
+        /// The answer's room.
+        max_tokens: u32,
+        /// The model's context window.
+        window: u64,
+    },
+    /// `[context]` settings that contradict each other or are out of range.
+    #[error("{0}")]
+    Context(String),
+    /// A `max_budget_usd` that is not a number of dollars.
+    #[error("max_budget_usd must be a number of dollars, 0 or more (got {0})")]
+    BadBudget(f64),
+    /// A budget for a model whose price is unknown.
+    #[error(
+        "max_budget_usd is set, but the price of the model `{model}` is unknown, so the \
+         budget could not be checked: add it with `.model(|m| m.with_model_info(\"{model}\", \
+         ...))` or a `[models.\"{model}\"]` table in the config file"
+    )]
+    UnknownPrice {
+        /// The model's id.
+        model: String,
+    },
+    /// A session lease of 0 s.
+    #[error(
+        "a session lease of 0 s would expire as it is taken: give a ttl of a few seconds or \
+         more, or `SessionLeasing::Off` to take none"
+    )]
+    ZeroLease,
+    /// Resuming, forking or continuing a session, or deferring approvals, without a store.
+    #[error("{}", store_message(*need))]
+    NoSessionStore {
+        /// What needed it.
+        need: StoreNeed,
+    },
+    /// A project memory file (`CLAUDE.md`, ...) or its directory cannot be read.
+    #[error("project memory: cannot read {}: {source}", path.display())]
+    ProjectMemory {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: Shared<std::io::Error>,
+    },
+    /// A project memory file larger than it reads.
+    #[error(
+        "project memory: cannot read {}: it is {size} bytes, more than the {limit} read",
+        path.display()
+    )]
+    MemoryTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+        /// The most read.
+        limit: u64,
+    },
+    /// A JSON file the agent reads or edits (`.claude/settings.json`, `.mcp.json`, an
+    /// `mcpServers` file) cannot be read, is not JSON, or does not have the expected shape.
+    #[error("{}: {problem}", path.display())]
+    JsonFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, in words.
+        problem: String,
+        /// The I/O or JSON error beneath, if any.
+        source: Option<ErrorSource>,
+    },
+    /// A call that needs MCP on an agent without it.
+    #[error("this agent has no MCP support (it is a sub-agent)")]
+    NoMcp,
+    /// An MCP server's config that cannot be written to `.mcp.json`.
+    #[error("cannot save the config: {0}")]
+    McpConfig(#[source] Shared<serde_json::Error>),
+    /// The type of [`Agent::prompt_as`](super::Agent::prompt_as) has a schema that cannot be
+    /// used.
+    #[error("the output type `{type_name}` has an unusable schema: {source}")]
+    OutputSchema {
+        /// The type.
+        type_name: &'static str,
+        /// What is wrong with its schema.
+        source: SchemaError,
+    },
+    /// A typed answer asked for while a tool of the answer tool's name exists.
+    #[error(
+        "a typed answer is asked for with a tool named `{0}`, and the agent has a tool of that \
+         name already"
+    )]
+    OutputToolTaken(&'static str),
+}
+
+/// What needed a session store ([`ConfigError::NoSessionStore`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreNeed {
+    /// [`SessionSettings::with_deferred_approvals`](super::SessionSettings::with_deferred_approvals).
+    DeferredApprovals,
+    /// [`Agent::resume`](super::Agent::resume).
+    Resume,
+    /// [`Agent::fork`](super::Agent::fork).
+    Fork,
+    /// Finishing a turn whose tool calls waited for deferred approvals.
+    Continue,
+}
+
+impl ConfigError {
+    /// A [`ConfigError::JsonFile`].
+    pub(crate) fn json_file(
+        path: &std::path::Path,
+        problem: impl Into<String>,
+        source: Option<ErrorSource>,
+    ) -> Self {
+        ConfigError::JsonFile {
+            path: path.to_owned(),
+            problem: problem.into(),
+            source,
+        }
+    }
+}
+
+fn store_message(need: StoreNeed) -> String {
+    const SET_ONE: &str = "set one with `.session(|s| s.with_store(...))` or \
+                           `[session] store = \"sqlite:PATH\"`";
+    match need {
+        StoreNeed::DeferredApprovals => format!(
+            "deferred approvals need a session store, where the questions wait for their \
+             answers: {SET_ONE}"
+        ),
+        StoreNeed::Resume => format!("cannot resume a session without a session store: {SET_ONE}"),
+        StoreNeed::Fork => format!("cannot fork a session without a session store: {SET_ONE}"),
+        StoreNeed::Continue => "the last turn's tool calls are unanswered and there is no \
+                                session store to finish them from"
+            .to_owned(),
+    }
+}

@@ -166,7 +166,7 @@ impl PermissionRequest {
 }
 
 /// How a run went.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct RunResult {
     /// The model's final text.
     pub text: String,

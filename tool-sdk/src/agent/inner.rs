@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicUsize;
 use super::budget::Ledger;
 use super::config::AgentConfig;
 use super::context::ContextManager;
-use super::error::AgentError;
+use super::error::{AgentError, ConfigError};
 use super::hooks::{SessionEnd, SessionEndReason, SessionSource};
 #[cfg(feature = "mcp")]
 use super::mcp::AgentMcp;
@@ -88,10 +88,9 @@ pub(crate) fn resolve_tools(
     for pattern in patterns {
         if pattern.contains(['*', '?']) {
             let glob = globset::Glob::new(pattern)
-                .map_err(|error| {
-                    AgentError::Config(format!(
-                        "the tool pattern `{pattern}` is not a glob: {error}"
-                    ))
+                .map_err(|source| ConfigError::ToolPattern {
+                    pattern: pattern.clone(),
+                    source,
                 })?
                 .compile_matcher();
             let matched: Vec<&String> = names.iter().filter(|n| glob.is_match(n)).collect();
@@ -163,31 +162,32 @@ impl AgentInner {
         agent_id: AgentId,
     ) -> Result<Self, AgentError> {
         if let Some(problem) = config.problem() {
-            return Err(AgentError::Config(problem));
+            return Err(problem.into());
         }
         if config.limits.max_turns == 0 {
-            return Err(AgentError::Config("max_turns must be at least 1".into()));
+            return Err(ConfigError::NoTurns.into());
         }
         let (registry, specs) = offer(source, tools, &config)?;
         let working_dir = match &config.working_dir {
             Some(dir) => dir.clone(),
-            None => std::env::current_dir().map_err(|error| {
-                AgentError::Config(format!("cannot read the current directory: {error}"))
-            })?,
+            None => {
+                std::env::current_dir().map_err(|error| ConfigError::CurrentDir(error.into()))?
+            }
         };
-        let mut sandbox = Sandbox::new(&working_dir).map_err(|error| {
-            AgentError::Config(format!(
-                "the working directory {} cannot be used: {error}",
-                working_dir.display()
-            ))
-        })?;
-        for dir in &config.permissions.additional_dirs {
-            sandbox = sandbox.allow_dir(dir).map_err(|error| {
-                AgentError::Config(format!(
-                    "the additional directory {} cannot be used: {error}",
-                    dir.display()
-                ))
+        let mut sandbox =
+            Sandbox::new(&working_dir).map_err(|error| ConfigError::BadDirectory {
+                path: working_dir.clone(),
+                additional: false,
+                source: error.into(),
             })?;
+        for dir in &config.permissions.additional_dirs {
+            sandbox = sandbox
+                .allow_dir(dir)
+                .map_err(|error| ConfigError::BadDirectory {
+                    path: dir.clone(),
+                    additional: true,
+                    source: error.into(),
+                })?;
         }
         let session = Arc::new(SessionValues::default());
         session.get::<ModeState>().set(config.permissions.mode);

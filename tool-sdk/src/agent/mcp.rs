@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::config::AgentConfig;
-use super::error::AgentError;
+use super::error::{AgentError, ConfigError};
+use crate::error::{ErrorSource, source};
 use crate::mcp::{McpClient, McpError, McpScope, McpServerConfig};
 use crate::model::ToolSpec;
 use crate::registry::near_matches;
@@ -156,6 +157,8 @@ impl AgentMcp {
                     .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join("\n"),
+                // One chain to walk: the first server's.
+                source: failures[0].source.clone(),
             }
             .into());
         }
@@ -221,24 +224,25 @@ fn edit_project_file(
     path: &Path,
     change: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>),
 ) -> Result<(), AgentError> {
-    let failed = |message: String| AgentError::Config(format!("{}: {message}", path.display()));
+    let failed = |message: &str| ConfigError::json_file(path, message, None);
+    let broken = |error: ErrorSource| ConfigError::json_file(path, error.to_string(), Some(error));
     let mut document = match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| failed(e.to_string()))?,
+        Ok(text) => serde_json::from_str(&text).map_err(|e| broken(source(e)))?,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => serde_json::json!({}),
-        Err(error) => return Err(failed(error.to_string())),
+        Err(error) => return Err(broken(source(error)).into()),
     };
     let Some(root) = document.as_object_mut() else {
-        return Err(failed("not a JSON object".into()));
+        return Err(failed("not a JSON object").into());
     };
     let servers = root
         .entry("mcpServers")
         .or_insert_with(|| serde_json::json!({}));
     let Some(servers) = servers.as_object_mut() else {
-        return Err(failed("`mcpServers` is not an object".into()));
+        return Err(failed("`mcpServers` is not an object").into());
     };
     change(servers);
-    let text = serde_json::to_string_pretty(&document).map_err(|e| failed(e.to_string()))?;
-    std::fs::write(path, text + "\n").map_err(|e| failed(e.to_string()))
+    let text = serde_json::to_string_pretty(&document).map_err(|e| broken(source(e)))?;
+    Ok(std::fs::write(path, text + "\n").map_err(|e| broken(source(e)))?)
 }
 
 impl AgentMcp {
@@ -252,8 +256,8 @@ impl AgentMcp {
     ) -> Result<Vec<String>, AgentError> {
         let client = McpClient::connect(name, config.clone()).await?;
         if scope == McpScope::Project {
-            let value = serde_json::to_value(&config)
-                .map_err(|e| AgentError::Config(format!("cannot save the config: {e}")))?;
+            let value =
+                serde_json::to_value(&config).map_err(|e| ConfigError::McpConfig(e.into()))?;
             edit_project_file(&self.project_file(), |servers| {
                 servers.insert(name.to_owned(), value);
             })?;

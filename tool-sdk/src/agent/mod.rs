@@ -94,7 +94,7 @@ pub use config::{
     PermissionSettings, ProviderKind, SessionLeasing, SessionSettings, StoreSource, SubagentConfig,
 };
 pub use context::{CompactDecision, CompactRequest, IMAGE_TOKENS};
-pub use error::AgentError;
+pub use error::{AgentError, ConfigError, StoreNeed};
 pub use events::{AgentEvent, AgentRun, PermissionRequest, RunResult};
 pub use hooks::{
     Hook, Hooks, Notification, NotificationKind, PromptCheck, SessionEnd, SessionEndReason,
@@ -129,11 +129,10 @@ impl Agent {
     pub async fn create(config: AgentConfig) -> Result<Agent, AgentError> {
         let store = config.resolve_session_store()?;
         if config.session.defer_approvals && store.is_none() {
-            return Err(AgentError::Config(
-                "deferred approvals need a session store, where the questions wait for their \
-                 answers: set one with `.session(|s| s.with_store(...))`"
-                    .into(),
-            ));
+            return Err(ConfigError::NoSessionStore {
+                need: StoreNeed::DeferredApprovals,
+            }
+            .into());
         }
         let mut inner = AgentInner::build(config).await?;
         if let Some(store) = store {
@@ -440,8 +439,6 @@ impl Agent {
     }
 
     fn mcp(&self) -> Result<&mcp::AgentMcp, AgentError> {
-        self.inner.mcp.as_deref().ok_or_else(|| {
-            AgentError::Config("this agent has no MCP support (it is a sub-agent)".into())
-        })
+        Ok(self.inner.mcp.as_deref().ok_or(ConfigError::NoMcp)?)
     }
 }

@@ -18,7 +18,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::error::AgentError;
+use super::error::{AgentError, ConfigError};
 use super::events::{AgentEvent, AgentRun, Emit, RunResult};
 use super::inner::AgentInner;
 use crate::ContentBlock;
@@ -51,12 +51,11 @@ impl OutputSpec {
         if wrapped {
             schema = wrap(schema);
         }
-        let validator = InputValidator::new(&schema, options).map_err(|error| {
-            AgentError::Config(format!(
-                "the output type `{}` has an unusable schema: {error}",
-                std::any::type_name::<T>()
-            ))
-        })?;
+        let validator =
+            InputValidator::new(&schema, options).map_err(|source| ConfigError::OutputSchema {
+                type_name: std::any::type_name::<T>(),
+                source,
+            })?;
         Ok(OutputSpec {
             format: OutputFormat::new(&T::schema_name(), schema),
             validator,
@@ -310,15 +309,11 @@ impl RunResult {
             return Err(error.clone());
         }
         let Some(value) = &self.output else {
-            return Err(AgentError::Config(
-                "this run asked for no typed answer: start it with `prompt_as`".into(),
-            ));
+            return Err(AgentError::NoTypedAnswer);
         };
-        T::deserialize(value).map_err(|error| {
-            AgentError::Config(format!(
-                "the answer does not deserialize as `{}`: {error}",
-                std::any::type_name::<T>()
-            ))
+        T::deserialize(value).map_err(|error| AgentError::AnswerType {
+            type_name: std::any::type_name::<T>(),
+            source: error.into(),
         })
     }
 }

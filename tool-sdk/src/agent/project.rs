@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::error::AgentError;
+use super::error::{AgentError, ConfigError};
+use crate::error::source;
 use crate::permission::{PermissionRules, Rule};
 
 /// The instruction files read in each directory, in this order.
@@ -53,12 +54,12 @@ impl ProjectMemory {
     /// be read (or is not UTF-8, or is larger than 256 KiB) is an error naming it; a file
     /// reached twice through a symbolic link is read once.
     pub fn load(dir: &Path) -> Result<Self, AgentError> {
-        let dir = dir.canonicalize().map_err(|error| {
-            AgentError::Config(format!(
-                "project memory: cannot open {}: {error}",
-                dir.display()
-            ))
-        })?;
+        let dir = dir
+            .canonicalize()
+            .map_err(|error| ConfigError::ProjectMemory {
+                path: dir.to_owned(),
+                source: error.into(),
+            })?;
         let mut dirs: Vec<&Path> = Vec::new();
         let mut root_found = false;
         for ancestor in dir.ancestors() {
@@ -85,21 +86,20 @@ impl ProjectMemory {
                     continue;
                 }
                 seen.push(real);
-                let problem = |what: String| {
-                    AgentError::Config(format!(
-                        "project memory: cannot read {}: {what}",
-                        path.display()
-                    ))
+                let problem = |error: std::io::Error| ConfigError::ProjectMemory {
+                    path: path.clone(),
+                    source: error.into(),
                 };
-                let size = std::fs::metadata(&path)
-                    .map_err(|e| problem(e.to_string()))?
-                    .len();
+                let size = std::fs::metadata(&path).map_err(problem)?.len();
                 if size > MAX_MEMORY_BYTES {
-                    return Err(problem(format!(
-                        "it is {size} bytes, more than the {MAX_MEMORY_BYTES} read"
-                    )));
+                    return Err(ConfigError::MemoryTooLarge {
+                        path,
+                        size,
+                        limit: MAX_MEMORY_BYTES,
+                    }
+                    .into());
                 }
-                let text = std::fs::read_to_string(&path).map_err(|e| problem(e.to_string()))?;
+                let text = std::fs::read_to_string(&path).map_err(problem)?;
                 files.push(MemoryFile { path, text });
             }
         }
@@ -190,10 +190,13 @@ impl ClaudeSettings {
     }
 
     fn read(&mut self, path: &Path) -> Result<(), AgentError> {
-        let error = |what: String| AgentError::Config(format!("{}: {what}", path.display()));
-        let text = std::fs::read_to_string(path).map_err(|e| error(format!("cannot read: {e}")))?;
-        let root: Value =
-            serde_json::from_str(&text).map_err(|e| error(format!("not valid JSON: {e}")))?;
+        let error = |what: String| AgentError::from(ConfigError::json_file(path, what, None));
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ConfigError::json_file(path, format!("cannot read: {e}"), Some(source(e)))
+        })?;
+        let root: Value = serde_json::from_str(&text).map_err(|e| {
+            ConfigError::json_file(path, format!("not valid JSON: {e}"), Some(source(e)))
+        })?;
         let Value::Object(root) = root else {
             return Err(error("must be a JSON object".into()));
         };

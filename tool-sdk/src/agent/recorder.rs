@@ -247,9 +247,10 @@ impl Fenced {
             return Ok(());
         }
         if let Some(error) = &*self.failed.lock().unwrap_or_else(|p| p.into_inner()) {
-            return Err(SessionError::Storage(format!(
-                "nothing more is stored after an earlier record could not be ({error})"
-            )));
+            return Err(SessionError::storage_from(
+                format!("nothing more is stored after an earlier record could not be ({error})"),
+                error.clone(),
+            ));
         }
         let written = match &self.hold {
             Some(hold) => match hold.check() {

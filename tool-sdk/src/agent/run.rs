@@ -10,7 +10,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::error::AgentError;
+use super::error::{AgentError, ConfigError, StoreNeed};
 use super::events::{AgentEvent, Emit, RunResult};
 use super::executor;
 use super::hooks::SessionStart;
@@ -120,11 +120,7 @@ impl AgentInner {
                 .iter()
                 .any(|s| s.name == OutputFormat::TOOL_NAME)
         {
-            return Err(AgentError::Config(format!(
-                "a typed answer is asked for with a tool named `{}`, and the agent has a tool \
-                 of that name already",
-                OutputFormat::TOOL_NAME
-            )));
+            return Err(ConfigError::OutputToolTaken(OutputFormat::TOOL_NAME).into());
         }
         self.begin(prompt, messages, result, emit, cancel).await?;
         let mut progress = Progress::default();
@@ -188,11 +184,7 @@ impl AgentInner {
                 let pending = self.recorder.stored_turn().await?.pending;
                 return Err(match pending.is_empty() {
                     false => AgentError::ApprovalsPending(pending),
-                    true => AgentError::Config(
-                        "the last turn's tool calls wait to run after deferred approvals: call \
-                         `continue_run` first"
-                            .into(),
-                    ),
+                    true => AgentError::ContinueFirst,
                 });
             }
             (Start::FinishDeferred, _) => {
@@ -222,11 +214,7 @@ impl AgentInner {
             (Start::Continue, _) => {}
             // (`Start::Prompt` always comes with its prompt.)
             (Start::NothingToContinue | Start::Prompt, _) => {
-                return Err(AgentError::Config(
-                    "there is nothing to continue: the conversation does not end with a user \
-                     message or tool results"
-                        .into(),
-                ));
+                return Err(AgentError::NothingToContinue);
             }
         }
         Ok(())
@@ -264,11 +252,10 @@ impl AgentInner {
         if self.recorder.stored_id().is_none() {
             // Deferring needs a store (checked when the agent is built); never drop the
             // conversation in memory for the empty one a missing store would give.
-            return Err(AgentError::Config(
-                "the last turn's tool calls are unanswered and there is no session store to \
-                 finish them from"
-                    .into(),
-            ));
+            return Err(ConfigError::NoSessionStore {
+                need: StoreNeed::Continue,
+            }
+            .into());
         }
         let restored = self.recorder.stored_turn().await?;
         if !restored.pending.is_empty() {
@@ -279,11 +266,7 @@ impl AgentInner {
             // Another process finished the turn already; the stored history is the truth.
             return match messages.last() {
                 Some(last) if last.role == Role::User => Ok(()),
-                _ => Err(AgentError::Config(
-                    "there is nothing to continue: the conversation ends with the model's \
-                     answer"
-                        .into(),
-                )),
+                _ => Err(AgentError::NothingToContinue),
             };
         };
         let calls: Vec<&ToolUse> = turn.calls.iter().collect();

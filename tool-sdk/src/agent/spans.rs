@@ -193,8 +193,8 @@ fn agent_error_type(error: &AgentError) -> String {
             ModelError::Server { status, .. } | ModelError::Api { status, .. } => {
                 status.to_string()
             }
-            ModelError::Transport(_) => "transport".into(),
-            ModelError::Stream(_) => "stream".into(),
+            ModelError::Transport { .. } => "transport".into(),
+            ModelError::Stream { .. } => "stream".into(),
             ModelError::MissingApiKey(_) => "missing_api_key".into(),
             ModelError::PromptTooLong { .. } => "prompt_too_long".into(),
         },
@@ -209,6 +209,10 @@ fn agent_error_type(error: &AgentError) -> String {
         AgentError::Session(_) => "session_store".into(),
         AgentError::ApprovalsPending(_) => "approvals_pending".into(),
         AgentError::OutputInvalid { .. } => "output_invalid".into(),
+        AgentError::ContinueFirst => "continue_first".into(),
+        AgentError::NothingToContinue => "nothing_to_continue".into(),
+        AgentError::NoTypedAnswer => "no_typed_answer".into(),
+        AgentError::AnswerType { .. } => "answer_type".into(),
         #[cfg(feature = "mcp")]
         AgentError::Mcp(_) => "mcp".into(),
     }

@@ -20,7 +20,7 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
-use super::error::AgentError;
+use super::error::{AgentError, ConfigError};
 use crate::model::{ModelError, Price, ToolUse, Usage};
 
 /// How a run starts.
@@ -97,7 +97,7 @@ impl Budget {
 }
 
 /// What follows a model turn that has wholly arrived.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub(crate) enum AfterTurn {
     /// No call is left to run: the run ends, unless a stop hook has it go on.
     Finish,
@@ -187,12 +187,7 @@ pub(crate) fn prompt_room(window: u64, max_tokens: u32) -> Result<u64, AgentErro
     let answer = u64::from(max_tokens);
     match window.checked_sub(answer) {
         Some(room) if room > 0 => Ok(room),
-        _ => Err(AgentError::Config(format!(
-            "max_tokens ({answer}) leaves no room for the prompt in the context window of \
-             {window} tokens (the provider counts the prompt and max_tokens together): \
-             lower `max_tokens` (in the config file or on `AgentConfig`), or check the \
-             window"
-        ))),
+        _ => Err(ConfigError::NoPromptRoom { max_tokens, window }.into()),
     }
 }
 

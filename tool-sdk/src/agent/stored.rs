@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::Agent;
 use super::config::AgentConfig;
-use super::error::AgentError;
+use super::error::{AgentError, ConfigError, StoreNeed};
 use super::hold::SessionHold;
 use super::hooks::{SessionEnd, SessionEndReason, SessionSource};
 use super::inner::AgentInner;
@@ -34,7 +34,7 @@ impl Agent {
     ///
     /// [`continue_run`]: Agent::continue_run
     pub async fn resume(config: AgentConfig, id: &str) -> Result<Agent, AgentError> {
-        let store = required_store(&config, "resume")?;
+        let store = required_store(&config, StoreNeed::Resume)?;
         Self::open_stored(config, store, id).await
     }
 
@@ -45,7 +45,7 @@ impl Agent {
     /// new; [`SessionInfo::parent`](crate::session::SessionInfo::parent) names where it came
     /// from.
     pub async fn fork(config: AgentConfig, id: &str, at: usize) -> Result<Agent, AgentError> {
-        let store = required_store(&config, "fork")?;
+        let store = required_store(&config, StoreNeed::Fork)?;
         let source = store.get(id).await?;
         let messages = restore(&store.load(id).await?).messages;
         if at > messages.len() {
@@ -194,11 +194,11 @@ impl Agent {
 }
 
 /// The store `config` names, which resuming and forking need.
-fn required_store(config: &AgentConfig, what: &str) -> Result<Arc<dyn SessionStore>, AgentError> {
-    config.resolve_session_store()?.ok_or_else(|| {
-        AgentError::Config(format!(
-            "cannot {what} a session without a session store: set one with \
-             `.session(|s| s.with_store(...))` or `[session] store = \"sqlite:PATH\"`"
-        ))
-    })
+fn required_store(
+    config: &AgentConfig,
+    need: StoreNeed,
+) -> Result<Arc<dyn SessionStore>, AgentError> {
+    Ok(config
+        .resolve_session_store()?
+        .ok_or(ConfigError::NoSessionStore { need })?)
 }

@@ -345,8 +345,8 @@ impl AgentInner {
                 Some(Ok(ModelEvent::Completed(response))) => return Ok(response),
                 Some(Err(error)) => return Err(error.into()),
                 None => {
-                    return Err(ModelError::Stream(
-                        "the model's stream ended without a complete turn".into(),
+                    return Err(ModelError::stream(
+                        "the model's stream ended without a complete turn",
                     )
                     .into());
                 }

@@ -301,23 +301,50 @@ struct McpFile {
 impl McpServers {
     /// Parses a JSON document: either `{"mcpServers": {...}}` (other top-level keys are
     /// ignored, as in `claude_desktop_config.json`) or the bare map of servers.
-    pub fn from_json(text: &str) -> Result<Self, String> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
+        let value: serde_json::Value = serde_json::from_str(text)?;
         let servers = if value.get("mcpServers").is_some() {
             serde_json::from_value::<McpFile>(value).map(|file| file.mcp_servers)
         } else {
             serde_json::from_value(value)
         };
-        servers.map(McpServers).map_err(|e| e.to_string())
+        servers.map(McpServers)
     }
 
     /// Reads a JSON file in either shape of [`from_json`](Self::from_json).
-    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, String> {
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, McpFileError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-        Self::from_json(&text).map_err(|error| format!("{}: {error}", path.display()))
+        let text = std::fs::read_to_string(path).map_err(|error| McpFileError::Read {
+            path: path.to_owned(),
+            source: error.into(),
+        })?;
+        Self::from_json(&text).map_err(|error| McpFileError::Json {
+            path: path.to_owned(),
+            source: error.into(),
+        })
     }
+}
+
+/// Why [`McpServers::from_file`] could not read a file.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpFileError {
+    /// The file cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: crate::error::Shared<std::io::Error>,
+    },
+    /// The file is not JSON, or not in the shape of an `mcpServers` file.
+    #[error("{}: {source}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// What serde said.
+        source: crate::error::Shared<serde_json::Error>,
+    },
 }
 
 #[cfg(test)]

@@ -38,11 +38,13 @@
 mod adapter;
 mod client;
 mod config;
+mod error;
 mod naming;
 mod server;
 
-pub use client::{McpClient, McpError, ToolsChanged};
-pub use config::{McpServerConfig, McpServers, McpTransport};
+pub use client::{McpClient, ToolsChanged};
+pub use config::{McpFileError, McpServerConfig, McpServers, McpTransport};
+pub use error::McpError;
 pub use naming::{NameMap, sanitize, tool_name};
 pub use server::{McpHttpServer, McpToolServer, serve_http, serve_stdio};
 

@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::McpError;
+use crate::error::{ErrorSource, source};
 use crate::permission::Sandbox;
 use crate::pipeline::CallPolicy;
 use crate::registry::build_tools;
@@ -84,9 +85,9 @@ impl McpToolServer {
     /// Works in `dir` and confines the file tools to it (a [`Sandbox`] of that directory).
     pub fn with_root(mut self, dir: impl Into<PathBuf>) -> Result<Self, McpError> {
         let dir = dir.into();
-        let sandbox = Sandbox::new(&dir).map_err(|error| McpError {
-            server: self.name.clone(),
-            message: format!("the root {} cannot be used: {error}", dir.display()),
+        let sandbox = Sandbox::new(&dir).map_err(|error| {
+            let message = format!("the root {} cannot be used: {error}", dir.display());
+            McpError::new(&self.name, message, Some(source(error)))
         })?;
         self.working_dir = Arc::new(dir);
         self.sandbox = Some(Arc::new(sandbox));
@@ -110,18 +111,16 @@ impl McpToolServer {
     /// Serves one client on this process's stdin and stdout until it disconnects.
     pub async fn serve_stdio(self) -> Result<(), McpError> {
         let name = self.name.clone();
-        let failed = |message: String| McpError {
-            server: name.clone(),
-            message,
-        };
+        let failed =
+            |message: String, error: ErrorSource| McpError::new(&name, message, Some(error));
         let running = self
             .serve(rmcp::transport::stdio())
             .await
-            .map_err(|e| failed(format!("the handshake failed: {e}")))?;
+            .map_err(|e| failed(format!("the handshake failed: {e}"), source(e)))?;
         running
             .waiting()
             .await
-            .map_err(|e| failed(format!("the server stopped: {e}")))?;
+            .map_err(|e| failed(format!("the server stopped: {e}"), source(e)))?;
         Ok(())
     }
 
@@ -131,16 +130,16 @@ impl McpToolServer {
     /// Meant for loopback: rmcp's guard against DNS rebinding stays on, so requests whose
     /// `Host` is not `localhost`, `127.0.0.1` or `::1` are refused whatever `addr` is.
     pub async fn serve_http(self, addr: SocketAddr) -> Result<McpHttpServer, McpError> {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| McpError {
-                server: self.name.clone(),
-                message: format!("cannot listen on {addr}: {e}"),
-            })?;
-        let local_addr = listener.local_addr().map_err(|e| McpError {
-            server: self.name.clone(),
-            message: e.to_string(),
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+            McpError::new(
+                &self.name,
+                format!("cannot listen on {addr}: {e}"),
+                Some(source(e)),
+            )
         })?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|e| McpError::new(&self.name, e.to_string(), Some(source(e))))?;
         let stop = CancellationToken::new();
         let mut config = StreamableHttpServerConfig::default();
         config.cancellation_token = stop.child_token();

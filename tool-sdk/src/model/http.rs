@@ -77,7 +77,7 @@ impl HttpClient {
     ) -> ModelStream<'a> {
         Box::pin(async_stream::try_stream! {
             let body = serde_json::to_vec(&body).map_err(|error| {
-                ModelError::Stream(format!("could not encode the request: {error}"))
+                ModelError::stream_from(format!("could not encode the request: {error}"), error)
             })?;
             tracing::debug!(
                 provider = self.provider,
@@ -196,7 +196,7 @@ pub(crate) trait TurnReader: Send {
 
     /// Takes a whole JSON answer, as a server that ignores `stream: true` sends it.
     fn on_json_body(&mut self, body: &str) -> Result<Vec<ModelEvent>, ModelError> {
-        Err(ModelError::Stream(format!(
+        Err(ModelError::stream(format!(
             "expected server-sent events, got JSON: {}",
             truncate(body.trim(), 200)
         )))
@@ -231,7 +231,7 @@ where
     T: TurnReader,
     S: Stream<Item = Result<B, E>> + Send,
     B: AsRef<[u8]> + Send,
-    E: std::error::Error + Send,
+    E: std::error::Error + Send + Sync + 'static,
 {
     async_stream::try_stream! {
         let mut events = std::pin::pin!(body
@@ -240,8 +240,8 @@ where
             .eventsource());
         while let Some(event) = events.next().await {
             let event = event.map_err(|error| match error {
-                EventStreamError::Transport(error) => ModelError::Transport(error_chain(&error)),
-                other => ModelError::Stream(format!("unreadable server-sent events: {other}")),
+                EventStreamError::Transport(error) => transport_error(error),
+                other => ModelError::stream(format!("unreadable server-sent events: {other}")),
             })?;
             for model_event in turn.on_event(&event.event, &event.data)? {
                 yield model_event;
@@ -269,8 +269,11 @@ impl<B: AsRef<[u8]>> AsRef<[u8]> for Chunk<B> {
     }
 }
 
-fn transport_error(error: reqwest::Error) -> ModelError {
-    ModelError::Transport(error_chain(&error))
+fn transport_error(error: impl std::error::Error + Send + Sync + 'static) -> ModelError {
+    ModelError::Transport {
+        message: error_chain(&error),
+        source: Some(crate::error::source(error)),
+    }
 }
 
 /// An error's message with its causes, which reqwest keeps out of its own `Display`.

@@ -9,7 +9,6 @@ use std::borrow::Cow;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::Stream;
 use serde::{Deserialize, Serialize};
@@ -19,6 +18,7 @@ use crate::ContentBlock;
 
 pub mod anthropic;
 mod catalog;
+mod error;
 mod history;
 mod http;
 pub mod openai;
@@ -28,6 +28,7 @@ mod scripted;
 mod test_model;
 
 pub use catalog::{Catalog, ModelInfo, Price};
+pub use error::ModelError;
 pub use history::{History, Iter as HistoryIter};
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
@@ -573,110 +574,6 @@ impl std::ops::AddAssign for Usage {
         self.output_tokens += other.output_tokens;
         self.cache_read_input_tokens += other.cache_read_input_tokens;
         self.cache_creation_input_tokens += other.cache_creation_input_tokens;
-    }
-}
-
-/// Why a model call failed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ModelError {
-    /// HTTP 429: too many requests.
-    #[error("rate limited by the provider{}: {message}", retry_hint(*.retry_after))]
-    RateLimited {
-        /// What the provider said.
-        message: String,
-        /// How long the provider asked to wait.
-        retry_after: Option<Duration>,
-    },
-    /// The provider is overloaded (HTTP 529 or an `overloaded_error` event).
-    #[error("the provider is overloaded: {message}")]
-    Overloaded {
-        /// What the provider said.
-        message: String,
-        /// How long the provider asked to wait.
-        retry_after: Option<Duration>,
-    },
-    /// A 5xx from the provider.
-    #[error("the provider failed with HTTP {status}: {message}")]
-    Server {
-        /// The HTTP status.
-        status: u16,
-        /// What the provider said.
-        message: String,
-    },
-    /// Any other API error (bad request, authentication, not found...).
-    #[error("the provider rejected the request (HTTP {status}): {message}")]
-    Api {
-        /// The HTTP status.
-        status: u16,
-        /// What the provider said.
-        message: String,
-    },
-    /// The connection failed: it could not be made, or it broke while the answer streamed.
-    #[error("the connection to the provider failed: {0}")]
-    Transport(String),
-    /// The stream broke off or carried something unreadable.
-    #[error("the response stream failed: {0}")]
-    Stream(String),
-    /// No API key was configured.
-    #[error("no API key: {0}")]
-    MissingApiKey(String),
-    /// The request holds more tokens than the model's context window (Anthropic's 400
-    /// `prompt is too long`, or `input length and max_tokens exceed context limit` when it
-    /// fits only without the answer; OpenAI's `context_length_exceeded`). Sending it again as
-    /// it is fails the same way; an agent compacts the conversation once and retries (see
-    /// [`ContextSettings::with_compaction`](crate::agent::ContextSettings::with_compaction)).
-    #[error("the prompt is too long for the model's context window (HTTP {status}): {message}")]
-    PromptTooLong {
-        /// The HTTP status.
-        status: u16,
-        /// What the provider said.
-        message: String,
-    },
-}
-
-fn retry_hint(retry_after: Option<Duration>) -> String {
-    retry_after
-        .map(|after| format!(" (retry after {}s)", after.as_secs_f64()))
-        .unwrap_or_default()
-}
-
-impl ModelError {
-    /// The error of a non-2xx HTTP response: 429 rate limited, 529 overloaded, other 5xx
-    /// server errors, anything else an API error.
-    pub fn from_status(status: u16, message: String, retry_after: Option<Duration>) -> Self {
-        match status {
-            429 => ModelError::RateLimited {
-                message,
-                retry_after,
-            },
-            529 => ModelError::Overloaded {
-                message,
-                retry_after,
-            },
-            500..=599 => ModelError::Server { status, message },
-            _ => ModelError::Api { status, message },
-        }
-    }
-
-    /// Whether trying again later may succeed: 429, 5xx, overloaded, transport failures.
-    pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            ModelError::RateLimited { .. }
-                | ModelError::Overloaded { .. }
-                | ModelError::Server { .. }
-                | ModelError::Transport(_)
-        )
-    }
-
-    /// How long the provider asked to wait, if it did.
-    pub fn retry_after(&self) -> Option<Duration> {
-        match self {
-            ModelError::RateLimited { retry_after, .. }
-            | ModelError::Overloaded { retry_after, .. } => *retry_after,
-            _ => None,
-        }
     }
 }
 

@@ -12,7 +12,7 @@ use super::{
 use crate::tool::ContentBlock;
 
 /// One scripted assistant turn: text, tool calls, or an error.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct ScriptedTurn {
     content: Vec<MessageContent>,
     error: Option<ModelError>,

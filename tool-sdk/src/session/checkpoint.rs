@@ -164,9 +164,10 @@ impl FileCheckpoints {
             after: hash(new),
         });
         if let Some((store, id)) = &self.store {
-            let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
-                SessionError::Storage(
-                    "a file checkpoint needs a Tokio runtime to reach the session store".into(),
+            let runtime = tokio::runtime::Handle::try_current().map_err(|error| {
+                SessionError::storage_from(
+                    "a file checkpoint needs a Tokio runtime to reach the session store",
+                    error,
                 )
             })?;
             for record in &records {

@@ -7,9 +7,23 @@
 
 use std::path::{Path, PathBuf};
 
+/// Why a file is not ready: in words for the person who has to fix it, and the I/O error
+/// beneath, if any.
+pub(super) struct Unusable {
+    pub(super) detail: String,
+    pub(super) source: Option<std::io::Error>,
+}
+
+fn unusable(detail: String, source: impl Into<Option<std::io::Error>>) -> Unusable {
+    Unusable {
+        detail,
+        source: source.into(),
+    }
+}
+
 /// Readies the database at `path` and its `-wal` and `-shm`; the error says what is wrong, in
 /// words for the person who has to fix it.
-pub(super) fn prepare(path: &Path) -> Result<(), String> {
+pub(super) fn prepare(path: &Path) -> Result<(), Unusable> {
     // SQLite's own names for a database in memory or a temporary one, and URIs: no file of
     // ours to create.
     let text = path.to_string_lossy();
@@ -40,7 +54,7 @@ pub(super) fn side_file(path: &Path, suffix: &str) -> PathBuf {
 /// Creates the database file, empty and `0600`, when it does not exist yet: SQLite would
 /// create it by the umask, readable by everyone under the usual one.
 #[cfg(unix)]
-fn create_private(path: &Path) -> Result<(), String> {
+fn create_private(path: &Path) -> Result<(), Unusable> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let created = std::fs::OpenOptions::new()
         .write(true)
@@ -51,14 +65,17 @@ fn create_private(path: &Path) -> Result<(), String> {
         // The umask may have taken the owner's bits too; a mode set afterwards ignores it.
         Ok(file) => file
             .set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| format!("cannot make {} private: {e}", path.display())),
+            .map_err(|e| unusable(format!("cannot make {} private: {e}", path.display()), e)),
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(error) => Err(format!("cannot create {}: {error}", path.display())),
+        Err(error) => Err(unusable(
+            format!("cannot create {}: {error}", path.display()),
+            error,
+        )),
     }
 }
 
 #[cfg(not(unix))]
-fn create_private(_path: &Path) -> Result<(), String> {
+fn create_private(_path: &Path) -> Result<(), Unusable> {
     Ok(())
 }
 
@@ -92,12 +109,17 @@ fn make_private(_file: &Path) {}
 /// falls back to read-only and fails every append later with "attempt to write a readonly
 /// database", and opening one that is a FIFO can block forever.
 #[cfg(unix)]
-fn usable_side_file(side: &Path) -> Result<(), String> {
+fn usable_side_file(side: &Path) -> Result<(), Unusable> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let metadata = match std::fs::symlink_metadata(side) {
         Ok(metadata) => metadata,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(error) => return Err(format!("cannot read {}: {error}", side.display())),
+        Err(error) => {
+            return Err(unusable(
+                format!("cannot read {}: {error}", side.display()),
+                error,
+            ));
+        }
     };
     let kind = metadata.file_type();
     let what = if kind.is_dir() {
@@ -115,9 +137,12 @@ fn usable_side_file(side: &Path) -> Result<(), String> {
     };
     let remedy = "if no process has the store open, remove it and SQLite makes a new one";
     if !what.is_empty() {
-        return Err(format!(
-            "{} is {what}, not a file SQLite can use as its own; {remedy}",
-            side.display()
+        return Err(unusable(
+            format!(
+                "{} is {what}, not a file SQLite can use as its own; {remedy}",
+                side.display()
+            ),
+            None,
         ));
     }
     std::fs::OpenOptions::new()
@@ -127,15 +152,16 @@ fn usable_side_file(side: &Path) -> Result<(), String> {
         .open(side)
         .map(drop)
         .map_err(|error| {
-            format!(
+            let detail = format!(
                 "cannot open {} for writing ({error}), which SQLite needs to write to the \
                  store; {remedy}",
                 side.display()
-            )
+            );
+            unusable(detail, error)
         })
 }
 
 #[cfg(not(unix))]
-fn usable_side_file(_side: &Path) -> Result<(), String> {
+fn usable_side_file(_side: &Path) -> Result<(), Unusable> {
     Ok(())
 }

@@ -152,7 +152,7 @@ mod tests {
 
     impl SessionStore for Plain {
         fn create(&self, _: NewSession) -> BoxFuture<'_, Result<SessionInfo, SessionError>> {
-            Box::pin(async { Err(SessionError::Storage("unused".into())) })
+            Box::pin(async { Err(SessionError::storage("unused")) })
         }
         fn append<'a>(
             &'a self,

@@ -36,9 +36,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::BoxFuture;
 use crate::model::{Message, MessageContent, Usage};
-use crate::permission::PermissionAnswer;
 
+mod approval;
 mod checkpoint;
+mod error;
 mod files;
 mod lease;
 #[cfg(feature = "postgres")]
@@ -47,8 +48,10 @@ mod recover;
 mod redact;
 mod sqlite;
 
+pub use approval::{PendingApproval, answer_approval, pending_approvals};
 pub(crate) use checkpoint::CallCheckpointer;
 pub use checkpoint::{FileCheckpointer, FileCheckpoints, RewindReport};
+pub use error::SessionError;
 pub(crate) use recover::{Compaction, Restored, push_user_message_to, records_for, restore};
 pub use recover::{NEVER_STARTED_MESSAGE, STOPPED_MESSAGE, UNREADABLE_PROMPT, stored_conversation};
 pub use sqlite::SqliteStore;
@@ -472,209 +475,6 @@ impl Record {
             Record::Unreadable { .. } => "unreadable",
         }
     }
-}
-
-/// Why a session store could not do what was asked.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SessionError {
-    /// No session has this id. Nothing was changed.
-    #[error("no session `{id}` in this store (`SessionStore::list` shows the sessions it has)")]
-    UnknownSession {
-        /// The id asked for.
-        id: String,
-    },
-    /// The file is not a session database, or it is damaged.
-    #[error(
-        "{} is not a session database, or it is damaged ({detail}); \
-         move it away to start afresh",
-        path.display()
-    )]
-    Corrupt {
-        /// The file.
-        path: PathBuf,
-        /// What SQLite said.
-        detail: String,
-    },
-    /// The file was written by a newer tool-sdk, with a schema this one does not know.
-    #[error(
-        "{} holds sessions in schema version {found}, newer than this tool-sdk understands \
-         (up to {supported}); upgrade tool-sdk to open it",
-        path.display()
-    )]
-    NewerSchema {
-        /// The file.
-        path: PathBuf,
-        /// Its schema version.
-        found: i64,
-        /// The newest this build knows.
-        supported: i64,
-    },
-    /// The store could not be opened.
-    #[error("cannot open the session store {}: {detail}", path.display())]
-    Open {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        detail: String,
-    },
-    /// A stored record could not be read back. The stores of this crate do not fail for it:
-    /// their [`load`](SessionStore::load) gives a [`Record::Unreadable`] in its place.
-    #[error("record {seq} of session `{id}` cannot be read: {detail}")]
-    BadRecord {
-        /// The session.
-        id: String,
-        /// The record's position in the session.
-        seq: i64,
-        /// Why.
-        detail: String,
-    },
-    /// A new session's parent ([`NewSession::with_parent`]) is not in the store. Nothing was
-    /// created.
-    #[error(
-        "cannot create a fork of session `{parent}`: there is no such session in this store \
-         (`SessionStore::list` shows the sessions it has)"
-    )]
-    UnknownParent {
-        /// The parent named.
-        parent: String,
-    },
-    /// A fork point past the end of the session.
-    #[error("cannot fork session `{id}` at message {at}: it has only {len} messages")]
-    ForkPoint {
-        /// The session.
-        id: String,
-        /// The fork point asked for.
-        at: usize,
-        /// How many messages the session has.
-        len: usize,
-    },
-    /// Another process holds the session's lease ([`SessionStore::acquire`]).
-    #[error(
-        "session `{id}` is busy: process {holder} holds it (its lease expires in {} s if that \
-         process died)",
-        lease::whole_seconds(expires_in)
-    )]
-    Busy {
-        /// The session.
-        id: String,
-        /// Who holds it, as they said when they took it.
-        holder: String,
-        /// How long until the lease expires unless its holder renews it.
-        expires_in: Duration,
-    },
-    /// A lease could not be renewed: it expired and another process took the session, or it
-    /// was released. Its holder must stop running the session.
-    #[error(
-        "the lease on session `{id}` that {holder} held is lost: it expired and another \
-         process may have taken the session over; stop running it"
-    )]
-    LeaseLost {
-        /// The session.
-        id: String,
-        /// Who held the lease.
-        holder: String,
-    },
-    /// The store has no leases ([`SessionStore::acquire`] is not implemented), so it cannot
-    /// keep two processes from running one session.
-    #[error(
-        "this session store has no leases, so it cannot make sure that session `{id}` is run \
-         by one process at a time"
-    )]
-    NoLeases {
-        /// The session.
-        id: String,
-    },
-    /// A `[session] store = "..."` that names no store this build has.
-    #[error(
-        "unknown session store `{0}`: use `sqlite:PATH`, or `postgres://...` in a build with \
-         tool-sdk's `postgres` feature"
-    )]
-    UnknownStore(String),
-    /// Reading or writing failed.
-    #[error("the session store failed: {0}")]
-    Storage(String),
-    /// An answer to an approval nobody is waiting for: a call id the session does not have,
-    /// or one already answered or run.
-    #[error(
-        "session `{session}` has no approval waiting for call `{call}`; the calls waiting are: \
-         {}",
-        if pending.is_empty() { "none".to_owned() } else { pending.join(", ") }
-    )]
-    NoPendingApproval {
-        /// The session.
-        session: String,
-        /// The call id given.
-        call: String,
-        /// The ids of the calls that are waiting.
-        pending: Vec<String>,
-    },
-}
-
-/// A tool call waiting for a permission answer that the run did not wait for (see
-/// [`with_deferred_approvals`](crate::agent::SessionSettings::with_deferred_approvals)).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct PendingApproval {
-    /// The tool_use id: give it to [`answer_approval`].
-    pub call_id: String,
-    /// The tool.
-    pub tool: String,
-    /// The question's title, as it would have been shown to the user.
-    pub title: String,
-    /// The input the model sent.
-    pub input: serde_json::Value,
-}
-
-/// The calls of the session `id` waiting for a permission answer, in call order: those the
-/// run stopped for and nobody answered yet. Computed from the stored records, so any process
-/// with the store can ask.
-pub async fn pending_approvals(
-    store: &dyn SessionStore,
-    id: &str,
-) -> Result<Vec<PendingApproval>, SessionError> {
-    Ok(restore(&store.load(id).await?).pending)
-}
-
-/// Answers the approval the call `call_id` of the session `id` waits for, storing it as a
-/// [`Record::PermissionAnswered`]: [`PermissionAnswer::Allow`] (or `AllowAlways`) lets the
-/// call run when the run continues, [`PermissionAnswer::Deny`] answers it with the message as
-/// an error result. The run goes on with
-/// [`Agent::continue_run`](crate::agent::Agent::continue_run) once nothing is pending.
-///
-/// A call id that is not waiting is a [`SessionError::NoPendingApproval`], and nothing is
-/// stored. Two processes answering the same call at once may both store an answer; the first
-/// stored counts.
-pub async fn answer_approval(
-    store: &dyn SessionStore,
-    id: &str,
-    call_id: &str,
-    answer: PermissionAnswer,
-) -> Result<(), SessionError> {
-    let pending = pending_approvals(store, id).await?;
-    if !pending.iter().any(|p| p.call_id == call_id) {
-        return Err(SessionError::NoPendingApproval {
-            session: id.to_owned(),
-            call: call_id.to_owned(),
-            pending: pending.into_iter().map(|p| p.call_id).collect(),
-        });
-    }
-    let (allowed, always, message) = match answer {
-        PermissionAnswer::Allow => (true, false, None),
-        PermissionAnswer::AllowAlways => (true, true, None),
-        PermissionAnswer::Deny(message) => (false, false, Some(message)),
-    };
-    store
-        .append(
-            id,
-            &Record::PermissionAnswered {
-                id: call_id.to_owned(),
-                allowed,
-                always,
-                message,
-            },
-        )
-        .await
 }
 
 /// A record read back from its stored `body`, or, when it cannot be read, a

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::AgentError;
+use crate::agent::{AgentError, ConfigError};
 use crate::model::{
     Catalog, Model, ModelError, ModelInfo, PromptCache, RetryPolicy, anthropic::AnthropicModel,
     openai::OpenAiModel,
@@ -237,9 +237,7 @@ impl ModelSettings {
         match &self.source {
             Some(ModelSource::Instance(model)) => Ok(model.clone()),
             Some(ModelSource::Spec(spec)) => spec.build(self.retry.unwrap_or_default()),
-            None => Err(AgentError::Config(
-                "no model: set `[model]` in the config file or call `with_model(...)`".into(),
-            )),
+            None => Err(ConfigError::MissingModel.into()),
         }
     }
 }

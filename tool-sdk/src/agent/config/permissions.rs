@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::agent::ConfigError;
 use crate::permission::{PermissionHandler, PermissionMode, PermissionRules, Rule};
 
 /// What runs without asking and who is asked: the `[permissions]` table of a config file
@@ -33,7 +34,7 @@ pub struct PermissionSettings {
     /// Who is asked when a call needs permission: see [`with_handler`](Self::with_handler).
     pub handler: Option<Arc<dyn PermissionHandler>>,
     /// Rules that did not parse, reported by `Agent::create`.
-    pub(crate) problems: Vec<String>,
+    pub(crate) problems: Vec<ConfigError>,
 }
 
 impl std::fmt::Debug for PermissionSettings {
@@ -77,7 +78,7 @@ impl PermissionSettings {
     ) -> Self {
         match Rule::parse(rule) {
             Ok(rule) => list(&mut self.rules).push(rule),
-            Err(error) => self.problems.push(error.to_string()),
+            Err(error) => self.problems.push(error.into()),
         }
         self
     }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::agent::AgentError;
+use crate::agent::{AgentError, ConfigError};
 use crate::session::{SessionStore, open_store};
 
 /// Where the conversation is kept durably: the `[session]` table of a config file.
@@ -146,13 +146,9 @@ impl SessionSettings {
     }
 
     /// A mistake in the settings, said so that it can be fixed.
-    pub(crate) fn problem(&self) -> Option<String> {
+    pub(crate) fn problem(&self) -> Option<ConfigError> {
         match self.lease {
-            SessionLeasing::Ttl(ttl) if ttl.is_zero() => Some(
-                "a session lease of 0 s would expire as it is taken: give a ttl of a few \
-                 seconds or more, or `SessionLeasing::Off` to take none"
-                    .into(),
-            ),
+            SessionLeasing::Ttl(ttl) if ttl.is_zero() => Some(ConfigError::ZeroLease),
             _ => None,
         }
     }

@@ -283,8 +283,9 @@ pub(super) struct Turn {
 }
 
 fn parse<'de, T: Deserialize<'de>>(kind: &str, data: &'de str) -> Result<T, ModelError> {
-    serde_json::from_str(data)
-        .map_err(|error| ModelError::Stream(format!("unreadable `{kind}` event: {error}")))
+    serde_json::from_str(data).map_err(|error| {
+        ModelError::stream_from(format!("unreadable `{kind}` event: {error}"), error)
+    })
 }
 
 impl TurnReader for Turn {
@@ -294,7 +295,7 @@ impl TurnReader for Turn {
             return Ok(Vec::new());
         }
         let tag: Tag = serde_json::from_str(data).map_err(|error| {
-            ModelError::Stream(format!("unreadable `{name}` event data: {error}"))
+            ModelError::stream_from(format!("unreadable `{name}` event data: {error}"), error)
         })?;
         let kind = tag.kind.unwrap_or_else(|| name.to_owned());
         let mut out = Vec::new();
@@ -341,10 +342,10 @@ impl TurnReader for Turn {
     /// becomes a malformed [`ToolUse`].
     fn finish(self) -> Result<ModelResponse, ModelError> {
         if !self.stopped {
-            return Err(ModelError::Stream(if self.started {
-                "the response stream ended before message_stop".into()
+            return Err(ModelError::stream(if self.started {
+                "the response stream ended before message_stop"
             } else {
-                "the response stream ended before message_start (and message_stop)".into()
+                "the response stream ended before message_start (and message_stop)"
             }));
         }
         Ok(ModelResponse {
@@ -390,7 +391,7 @@ impl Turn {
             StartBlock::RedactedThinking { data } => Block::RedactedThinking(data),
             StartBlock::ToolUse { id, name, input } => {
                 if id.is_empty() || name.is_empty() {
-                    return Err(ModelError::Stream(format!(
+                    return Err(ModelError::stream(format!(
                         "tool_use block {} has no id or name",
                         start.index
                     )));
@@ -424,7 +425,7 @@ impl Turn {
     ) -> Result<(), ModelError> {
         let delta: BlockDelta = parse(kind, data)?;
         let Some(block) = self.blocks.get_mut(&delta.index) else {
-            return Err(ModelError::Stream(format!(
+            return Err(ModelError::stream(format!(
                 "a delta for content block {} that never started",
                 delta.index
             )));
@@ -450,7 +451,7 @@ impl Turn {
                 signature.push_str(&piece);
             }
             (other, block) => {
-                return Err(ModelError::Stream(format!(
+                return Err(ModelError::stream(format!(
                     "a `{}` for content block {} which is {}",
                     other.name(),
                     delta.index,
@@ -470,7 +471,7 @@ impl Turn {
     ) -> Result<(), ModelError> {
         let stop: BlockStop = parse(kind, data)?;
         let Some(block) = self.blocks.remove(&stop.index) else {
-            return Err(ModelError::Stream(format!(
+            return Err(ModelError::stream(format!(
                 "a stop for content block {} that never started",
                 stop.index
             )));

@@ -145,7 +145,7 @@ fn odd_server_input_is_an_error_never_a_panic() {
     for (name, data) in cases {
         let mut turn = Turn::default();
         assert!(
-            matches!(turn.on_event(name, data), Err(ModelError::Stream(_))),
+            matches!(turn.on_event(name, data), Err(ModelError::Stream { .. })),
             "{name}: {data}"
         );
     }
@@ -164,7 +164,9 @@ fn odd_server_input_is_an_error_never_a_panic() {
             ),
         ],
     );
-    assert!(matches!(result, Err(ModelError::Stream(m)) if m.contains("tool_use block")));
+    assert!(
+        matches!(result, Err(ModelError::Stream { message: m, .. }) if m.contains("tool_use block"))
+    );
     // Unknown events and blocks are ignored.
     let mut turn = Turn::default();
     let out = events(
@@ -188,9 +190,10 @@ fn a_turn_without_message_stop_fails() {
         started: true,
         ..Turn::default()
     };
-    assert!(
-        matches!(turn.finish(), Err(ModelError::Stream(m)) if m.contains("before message_stop"))
-    );
+    assert!(matches!(
+        turn.finish(),
+        Err(ModelError::Stream { message: m, .. }) if m.contains("before message_stop")
+    ));
 }
 
 #[tokio::test]
@@ -250,7 +253,10 @@ async fn a_broken_connection_mid_stream_is_a_transport_error() {
         .collect()
         .await;
     assert!(
-        matches!(events.as_slice(), [Err(ModelError::Transport(m))] if m.contains("reset by peer")),
+        matches!(
+            events.as_slice(),
+            [Err(ModelError::Transport { message: m, .. })] if m.contains("reset by peer")
+        ),
         "{events:?}"
     );
 }

@@ -13,24 +13,19 @@ fn temperature_is_written_as_given() {
 #[test]
 fn http_errors_map_by_status_and_keep_the_provider_message() {
     let body = r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#;
-    assert_eq!(
+    assert!(matches!(
         http_error(429, Some(std::time::Duration::from_secs(3)), body),
-        ModelError::RateLimited {
-            message: "slow down".into(),
-            retry_after: Some(std::time::Duration::from_secs(3)),
-        }
-    );
+        ModelError::RateLimited { message, retry_after: Some(after) }
+            if message == "slow down" && after == std::time::Duration::from_secs(3)
+    ));
     assert!(matches!(
         http_error(529, None, body),
         ModelError::Overloaded { .. }
     ));
-    assert_eq!(
+    assert!(matches!(
         http_error(502, None, "<html>bad gateway</html>"),
-        ModelError::Server {
-            status: 502,
-            message: "<html>bad gateway</html>".into()
-        }
-    );
+        ModelError::Server { status: 502, message } if message == "<html>bad gateway</html>"
+    ));
     assert!(matches!(
         http_error(401, None, ""),
         ModelError::Api { status: 401, message } if message.contains("401")

@@ -160,10 +160,10 @@ impl TurnState {
     /// carries nothing.
     fn parse(data: &str, what: &str) -> Result<Chunk, ModelError> {
         let value: Value = serde_json::from_str(data).map_err(|error| {
-            ModelError::Stream(format!(
-                "unreadable {what} ({error}): {}",
-                truncate(data, 200)
-            ))
+            ModelError::stream_from(
+                format!("unreadable {what} ({error}): {}", truncate(data, 200)),
+                error,
+            )
         })?;
         Ok(Chunk::deserialize(value).unwrap_or_default())
     }
@@ -345,7 +345,7 @@ impl TurnReader for TurnState {
     /// The whole turn, once the stream has ended.
     fn finish(self) -> Result<ModelResponse, ModelError> {
         if !self.done && self.finish_reason.is_none() {
-            return Err(ModelError::Stream(
+            return Err(ModelError::stream(
                 "the stream ended before the model finished (no finish_reason and no [DONE])"
                     .to_owned(),
             ));

@@ -187,7 +187,10 @@ fn odd_input_never_panics() {
     assert_eq!(response.usage.input_tokens, 0);
     assert_eq!(response.usage.cache_read_input_tokens, 1);
 
-    assert!(matches!(run(&["{not json"]).1, Err(ModelError::Stream(_))));
+    assert!(matches!(
+        run(&["{not json"]).1,
+        Err(ModelError::Stream { .. })
+    ));
     assert!(matches!(
         run(&[r#"{"error":{"message":"boom","type":"server_error"}}"#]).1,
         Err(ModelError::Server { status: 500, ref message }) if message == "boom"

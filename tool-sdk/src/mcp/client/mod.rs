@@ -2,7 +2,6 @@
 //! [`Tool`].
 
 use std::collections::{HashMap, VecDeque};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -13,31 +12,21 @@ use rmcp::model::{
     ProtocolVersion, RequestId, ServerResult,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceError};
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
 
-use super::adapter::McpTool;
-use super::config::{McpServerConfig, McpTransport};
-use super::naming::NameMap;
+use crate::mcp::McpError;
+use crate::mcp::adapter::McpTool;
+use crate::mcp::config::McpServerConfig;
+use crate::mcp::naming::NameMap;
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutput, ToolResult};
+
+mod connect;
 
 /// How long connecting may take when the config sets no start-up timeout.
 const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
 /// How many lines of a server's stderr are kept for error messages.
 const STDERR_LINES: usize = 40;
-
-/// Why an MCP server could not be used.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("MCP server `{server}`: {message}")]
-pub struct McpError {
-    /// The server's name in the config.
-    pub server: String,
-    /// What went wrong, with the command or URL and, for stdio servers, the end of stderr.
-    pub message: String,
-}
 
 /// Called with the server's name and its new tool list, after a `list_changed` notification
 /// or a reconnection.
@@ -258,112 +247,15 @@ impl ClientInner {
     }
 
     fn error(&self, message: impl Into<String>) -> McpError {
-        McpError {
-            server: self.name.clone(),
-            message: message.into(),
-        }
+        McpError::new(&self.name, message, None)
     }
 
-    async fn connect(self: &Arc<Self>) -> Result<Connection, McpError> {
-        let handler = Handler {
-            client: Arc::downgrade(self),
-        };
-        let startup = self.config.startup_timeout.unwrap_or(DEFAULT_STARTUP);
-        let stderr = Arc::new(Mutex::new(VecDeque::new()));
-        match &self.config.transport {
-            McpTransport::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                let mut cmd = tokio::process::Command::new(expand(command));
-                cmd.args(args.iter().map(|a| expand(a)))
-                    .envs(env.iter().map(|(k, v)| (k, expand(v))))
-                    .kill_on_drop(true);
-                if let Some(dir) = cwd {
-                    cmd.current_dir(dir);
-                }
-                let (transport, child_stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|error| {
-                        self.error(format!(
-                            "cannot start `{}`: {error}{}",
-                            self.config.describe(),
-                            if error.kind() == std::io::ErrorKind::NotFound {
-                                " (is the program installed and on PATH?)"
-                            } else {
-                                ""
-                            }
-                        ))
-                    })?;
-                // Drained all the time: a chatty server must never block on a full pipe.
-                let drained = child_stderr.map(|pipe| {
-                    let tail = stderr.clone();
-                    let server = self.name.clone();
-                    tokio::spawn(async move {
-                        let mut lines = tokio::io::BufReader::new(pipe).lines();
-                        while let Ok(Some(line)) = lines.next_line().await {
-                            tracing::debug!(server, "stderr: {line}");
-                            let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());
-                            if tail.len() == STDERR_LINES {
-                                tail.pop_front();
-                            }
-                            tail.push_back(line);
-                        }
-                    })
-                });
-                let started = tokio::time::timeout(
-                    startup,
-                    rmcp::serve_client_with_lifecycle(handler, transport, lifecycle()),
-                );
-                match started.await {
-                    Ok(Ok(service)) => Ok(Connection { service, stderr }),
-                    failed => {
-                        let reason = match failed {
-                            Ok(Err(error)) => error.to_string(),
-                            _ => format!("no answer to the handshake within {startup:?}"),
-                        };
-                        // The child is gone or being killed; let its last words arrive.
-                        if let Some(drained) = drained {
-                            let _ = tokio::time::timeout(Duration::from_secs(2), drained).await;
-                        }
-                        Err(self.error(format!(
-                            "failed to start (`{}`): {reason}{}",
-                            self.config.describe(),
-                            stderr_tail(&stderr)
-                        )))
-                    }
-                }
-            }
-            McpTransport::Http { url, headers } => {
-                let mut custom = HashMap::new();
-                for (name, value) in headers {
-                    let name = reqwest::header::HeaderName::try_from(name.as_str())
-                        .map_err(|e| self.error(format!("bad header name `{name}`: {e}")))?;
-                    let value = reqwest::header::HeaderValue::try_from(expand(value))
-                        .map_err(|e| self.error(format!("bad value of header `{name}`: {e}")))?;
-                    custom.insert(name, value);
-                }
-                // A server restarted behind the same URL forgets our session: start a new one.
-                let config = StreamableHttpClientTransportConfig::with_uri(expand(url))
-                    .custom_headers(custom)
-                    .reinit_on_expired_session(true);
-                crate::tls::ensure_provider();
-                let transport = StreamableHttpClientTransport::from_config(config);
-                match tokio::time::timeout(
-                    startup,
-                    rmcp::serve_client_with_lifecycle(handler, transport, lifecycle()),
-                )
-                .await
-                {
-                    Ok(Ok(service)) => Ok(Connection { service, stderr }),
-                    Ok(Err(error)) => Err(self.error(format!("cannot connect to {url}: {error}"))),
-                    Err(_) => Err(self.error(format!("no answer from {url} within {startup:?}"))),
-                }
-            }
-        }
+    fn error_from(
+        &self,
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> McpError {
+        McpError::new(&self.name, message, Some(crate::error::source(source)))
     }
 
     async fn list(
@@ -375,7 +267,7 @@ impl ClientInner {
             .peer()
             .list_all_tools()
             .await
-            .map_err(|e| self.error(format!("cannot list its tools: {e}")))?;
+            .map_err(|e| self.error_from(format!("cannot list its tools: {e}"), e))?;
         let names = NameMap::build(&self.name, listed.iter().map(|t| &*t.name))
             .map_err(|e| self.error(e))?;
         let exposed: HashMap<&str, &str> = names.iter().map(|(a, b)| (b, a)).collect();
