@@ -64,7 +64,7 @@ pub enum ModelError {
     /// `prompt is too long`, or `input length and max_tokens exceed context limit` when it
     /// fits only without the answer; OpenAI's `context_length_exceeded`). Sending it again as
     /// it is fails the same way; an agent compacts the conversation once and retries (see
-    /// [`AgentConfig::with_compaction`](crate::agent::AgentConfig::with_compaction)).
+    /// [`ContextSettings::with_compaction`](crate::agent::ContextSettings::with_compaction)).
     #[error("the prompt is too long for the model's context window (HTTP {status}): {message}")]
     PromptTooLong {
         /// The HTTP status.

@@ -6,7 +6,7 @@ use super::{Record, SessionError, SessionStore, restore};
 use crate::permission::PermissionAnswer;
 
 /// A tool call waiting for a permission answer that the run did not wait for (see
-/// [`with_deferred_approvals`](crate::agent::AgentConfig::with_deferred_approvals)).
+/// [`with_deferred_approvals`](crate::agent::SessionSettings::with_deferred_approvals)).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct PendingApproval {

@@ -5,7 +5,7 @@
 //! happened, in order: user messages, complete model turns, each tool call's start and its
 //! result, permission questions and answers, token usage. The agent appends them as they
 //! happen ([`crate::agent::SessionSettings::with_store`]); [`crate::agent::Agent::resume`]
-//! turns them back into a conversation ([`restore`]) and answers the calls a crash left open.
+//! turns them back into a conversation ([`stored_conversation`] reads one) and answers the calls a crash left open.
 //! Approvals can wait in the store for an answer from another process ([`pending_approvals`],
 //! [`answer_approval`]), and file contents are kept for a rewind ([`FileCheckpoints`]).
 //!
