@@ -19,7 +19,6 @@ const ROOTS: [&str; 4] = [
 ];
 
 #[test]
-#[ignore = "fails until every part of issue #26 has landed: the lead un-ignores it on merge"]
 fn no_file_over_600_lines_and_no_function_over_100() {
     let offenders = offenders();
     assert!(
