@@ -117,7 +117,7 @@ pub async fn ours_one_turn(
             .with_model(ScriptedModel::new(script_of(tool, &json!({}), 1, calls)))
             .with_registry(registry.clone())
             .with_tools([tool])
-            .allow(tool)
+            .permissions(|p| p.allow(tool))
             .limits(|l| l.with_max_turns(2));
         let agent = Agent::create(config).await.expect("the agent builds");
         let started = Instant::now();

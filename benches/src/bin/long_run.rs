@@ -660,7 +660,7 @@ pub async fn small_window(prompts: usize, max_tokens: u32) -> WindowStats {
         .model(|m| m.with_system_prompt(system_prompt()))
         .permissions(|p| p.with_mode(PermissionMode::BypassPermissions))
         .context(|c| c.with_window(window));
-    config.max_tokens = max_tokens;
+    config.model.max_tokens = max_tokens;
     let agent = Agent::create(config).await.expect("the agent builds");
     let mut clearing_batches = 0;
     for n in 0..prompts {
@@ -725,13 +725,21 @@ async fn small_windows() -> Value {
 
 /// Both runs, and how much lower the bill is with caching.
 async fn measure(turns: usize) -> Value {
-    let off = run_session(turns, |config| config.model(|m| m.with_prompt_caching(false))).await;
-    let on = run_session(turns, |config| config.model(|m| m.with_prompt_caching(true))).await;
+    let off = run_session(turns, |config| {
+        config.model(|m| m.with_prompt_caching(false))
+    })
+    .await;
+    let on = run_session(turns, |config| {
+        config.model(|m| m.with_prompt_caching(true))
+    })
+    .await;
     let reduction = 1.0 - on.billed_input_equivalent / off.billed_input_equivalent;
     // Against a 100k window: "off" sends every request whole (the window is not managed).
     let window = 100_000;
-    let compaction_off = run_session(turns, |config| config.context(|c| c.with_compaction(false))).await;
-    let compaction_on = run_session(turns, |config| config.context(|c| c.with_window(window))).await;
+    let compaction_off =
+        run_session(turns, |config| config.context(|c| c.with_compaction(false))).await;
+    let compaction_on =
+        run_session(turns, |config| config.context(|c| c.with_window(window))).await;
     // The same with no result ever cleared, so that the conversation itself must be compacted:
     // what a compaction costs.
     let summaries_only = run_session(turns, |mut config| {
