@@ -163,6 +163,15 @@ async fn an_unreadable_memory_file_fails_create_naming_it() {
     assert!(message.contains("project memory"), "{message}");
 }
 
+/// A config that reads `.claude/settings.json` from `dir`, with the notes registry.
+fn settings_config(dir: &Path, model: ScriptedModel) -> AgentConfig {
+    AgentConfig::new()
+        .with_model(model)
+        .with_registry(registry())
+        .with_working_dir(dir)
+        .with_claude_settings()
+}
+
 /// The tool results of a run, as `(text, is_error)`.
 fn results(messages: &[Message]) -> Vec<(String, bool)> {
     messages
@@ -224,15 +233,9 @@ async fn claude_code_settings_decide_what_runs_without_asking() {
             .with_tool_call("delete_note", json!({"text": "b"})),
         ScriptedTurn::text("done"),
     ]);
-    let agent = Agent::create(
-        AgentConfig::new()
-            .with_model(model)
-            .with_registry(registry())
-            .with_working_dir(dir.path())
-            .with_claude_settings(),
-    )
-    .await
-    .unwrap();
+    let agent = Agent::create(settings_config(dir.path(), model))
+        .await
+        .unwrap();
     let result = agent.prompt("Save a, delete b.").await.unwrap();
     let outcomes = results(&result.messages.to_vec());
     assert_eq!(outcomes[0], ("saved a".to_owned(), false));
@@ -278,16 +281,10 @@ async fn bad_settings_are_errors_naming_the_file_and_bad_allow_rules_warnings() 
     for (text, expected) in cases {
         let dir = tempfile::tempdir().unwrap();
         write(&dir.path().join(".claude/settings.local.json"), text);
-        let error = Agent::create(
-            AgentConfig::new()
-                .with_model(ScriptedModel::new([]))
-                .with_registry(registry())
-                .with_working_dir(dir.path())
-                .with_claude_settings(),
-        )
-        .await
-        .unwrap_err()
-        .to_string();
+        let error = Agent::create(settings_config(dir.path(), ScriptedModel::new([])))
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(error.contains(expected), "{text}: {error}");
         assert!(error.contains("settings.local.json"), "{text}: {error}");
     }
@@ -366,15 +363,9 @@ async fn claude_code_command_hooks_run_for_their_events_and_are_obeyed() {
         ScriptedTurn::text("done"),
         ScriptedTurn::text("Goodbye."),
     ]);
-    let agent = Agent::create(
-        AgentConfig::new()
-            .with_model(model.clone())
-            .with_registry(registry())
-            .with_working_dir(dir.path())
-            .with_claude_settings(),
-    )
-    .await
-    .unwrap();
+    let agent = Agent::create(settings_config(dir.path(), model.clone()))
+        .await
+        .unwrap();
     let result = agent.prompt("Save a, delete b.").await.unwrap();
     let read = |name: &str| -> serde_json::Value {
         let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
@@ -434,17 +425,11 @@ async fn bad_command_hooks_fail_create_naming_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".claude/settings.json");
         write(&path, &json!({ "hooks": hooks }).to_string());
-        let error = Agent::create(
-            AgentConfig::new()
-                .with_model(ScriptedModel::new([]))
-                .with_registry(registry())
-                .with_working_dir(dir.path())
-                .with_claude_settings(),
-        )
-        .await
-        .err()
-        .unwrap()
-        .to_string();
+        let error = Agent::create(settings_config(dir.path(), ScriptedModel::new([])))
+            .await
+            .err()
+            .unwrap()
+            .to_string();
         assert!(error.contains(expected), "{error}");
         assert!(error.contains("settings.json"), "{error}");
     }
@@ -463,15 +448,9 @@ async fn a_command_hook_may_answer_before_it_reads_a_large_input() {
         &settings.to_string(),
     );
     let model = ScriptedModel::new([ScriptedTurn::text("ok")]);
-    let agent = Agent::create(
-        AgentConfig::new()
-            .with_model(model.clone())
-            .with_registry(registry())
-            .with_working_dir(dir.path())
-            .with_claude_settings(),
-    )
-    .await
-    .unwrap();
+    let agent = Agent::create(settings_config(dir.path(), model.clone()))
+        .await
+        .unwrap();
     agent.prompt("y".repeat(300_000)).await.unwrap();
     let sent = format!("{:?}", model.requests()[0].messages[0]);
     assert!(
