@@ -1028,6 +1028,43 @@ async fn max_tokens_as_large_as_the_window_is_a_config_error() {
     assert_eq!(bodies(&server).await.len(), 0);
 }
 
+/// `[context]` shares out of order are refused when the agent is created, by name, before any
+/// request is sent; with the window unmanaged they are not used, so not refused.
+#[tokio::test]
+async fn context_shares_out_of_order_are_refused_at_create() {
+    let server = server(vec![text_turn("never sent")]).await;
+    let bad = |c: tool_sdk::agent::ContextSettings| c.with_thresholds(0.9, 0.5);
+    let Err(tool_sdk::agent::AgentError::Config(error)) =
+        Agent::create(config(&server).context(bad)).await
+    else {
+        panic!("an agent was created with clear_at above compact_at");
+    };
+    assert!(
+        matches!(
+            error,
+            tool_sdk::agent::ConfigError::ContextOrder {
+                lower: "clear_at",
+                upper: "compact_at",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("clear_at (0.9) must not be above compact_at (0.5)"),
+        "{error}"
+    );
+    let unmanaged = |c: tool_sdk::agent::ContextSettings| bad(c).with_compaction(false);
+    assert!(
+        Agent::create(config(&server).context(unmanaged))
+            .await
+            .is_ok()
+    );
+    assert_eq!(bodies(&server).await.len(), 0);
+}
+
 /// The summary request counts in the run's token budget: one that it uses up stops the run
 /// before the turn it was made for.
 #[tokio::test]

@@ -9,7 +9,7 @@ use super::context::{
     CompactRequest, MIN_CLEARED_CHARS, SUMMARY_INSTRUCTIONS, build_view, choose_cut, content_chars,
     kept_from,
 };
-use super::error::{AgentError, ConfigError};
+use super::error::AgentError;
 use super::events::{AgentEvent, Emit, RunResult};
 use super::inner::AgentInner;
 use super::step;
@@ -51,9 +51,6 @@ impl AgentInner {
         let Some(window) = self.context_window() else {
             return Ok(messages.clone());
         };
-        if let Some(problem) = self.config.context.problem() {
-            return Err(ConfigError::Context(problem).into());
-        }
         let at = self.thresholds(window)?;
         let mut tokens = self.estimate(messages);
         if tokens > at.clear_above

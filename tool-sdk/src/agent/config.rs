@@ -320,6 +320,7 @@ impl AgentConfig {
             .first()
             .cloned()
             .or_else(|| self.session.problem())
+            .or_else(|| self.context.problem())
     }
 
     /// What a request to a model with catalog entry `info` asks of the cache.

@@ -302,7 +302,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::agent::ContextSettings;
+    use crate::agent::{ConfigError, ContextSettings};
     use crate::model::ToolUse;
 
     fn call(id: &str) -> Message {
@@ -410,17 +410,52 @@ mod tests {
             compact_at: 0.8,
             ..ContextSettings::default()
         };
-        assert!(settings.problem().unwrap().contains("clear_at (0.9)"));
+        let problem = settings.problem().unwrap();
+        assert!(matches!(
+            problem,
+            ConfigError::ContextOrder {
+                lower: "clear_at",
+                upper: "compact_at",
+                ..
+            }
+        ));
+        assert!(
+            problem
+                .to_string()
+                .starts_with("[context] clear_at (0.9) must not be above compact_at (0.8)")
+        );
         let settings = ContextSettings {
             clear_to: 0.8,
             ..ContextSettings::default()
         };
-        assert!(
-            settings
-                .problem()
-                .unwrap()
-                .contains("clear_to (0.8) must not be above clear_at (0.7)")
+        assert_eq!(
+            settings.problem().unwrap().to_string(),
+            "[context] clear_to (0.8) must not be above clear_at (0.7): clearing starts above \
+             clear_at and brings the request down to clear_to"
         );
+        for (share, value) in [("keep_recent", 0.0), ("clear_to", f64::NAN)] {
+            let mut settings = ContextSettings::default();
+            match share {
+                "keep_recent" => settings.keep_recent = value,
+                _ => settings.clear_to = value,
+            }
+            let problem = settings.problem().unwrap();
+            assert!(
+                matches!(problem, ConfigError::ContextShare { name, .. } if name == share),
+                "{problem}"
+            );
+            assert!(
+                problem
+                    .to_string()
+                    .contains("must be above 0 and at most 1")
+            );
+        }
         assert!(ContextSettings::default().problem().is_none());
+        // Unmanaged, the shares are not used, so they are not refused.
+        let off = ContextSettings {
+            clear_at: 2.0,
+            ..ContextSettings::default()
+        };
+        assert!(off.with_compaction(false).problem().is_none());
     }
 }

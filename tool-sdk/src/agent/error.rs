@@ -207,9 +207,32 @@ pub enum ConfigError {
         /// The model's context window.
         window: u64,
     },
-    /// `[context]` settings that contradict each other or are out of range.
-    #[error("{0}")]
-    Context(String),
+    /// A `[context]` share that is not above 0 and at most 1.
+    #[error(
+        "[context] {name} is {value}, but it is a share of the context window: it must be \
+         above 0 and at most 1"
+    )]
+    ContextShare {
+        /// The setting: `clear_at`, `clear_to`, `compact_at` or `keep_recent`.
+        name: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// Two `[context]` shares in the wrong order: `lower` must not be above `upper`.
+    #[error(
+        "[context] {lower} ({lower_value}) must not be above {upper} ({upper_value}): {}",
+        context_order_reason(lower)
+    )]
+    ContextOrder {
+        /// The setting that must be the lower one (`clear_to` or `clear_at`).
+        lower: &'static str,
+        /// Its value.
+        lower_value: f64,
+        /// The setting that must be the higher one (`clear_at` or `compact_at`).
+        upper: &'static str,
+        /// Its value.
+        upper_value: f64,
+    },
     /// A `max_budget_usd` that is not a number of dollars.
     #[error("max_budget_usd must be a number of dollars, 0 or more (got {0})")]
     BadBudget(f64),
@@ -316,6 +339,15 @@ impl ConfigError {
             problem: problem.into(),
             source,
         }
+    }
+}
+
+/// Why the `[context]` share named `lower` comes below the other one.
+fn context_order_reason(lower: &str) -> &'static str {
+    if lower == "clear_to" {
+        "clearing starts above clear_at and brings the request down to clear_to"
+    } else {
+        "tool results are cleared before the conversation is compacted"
     }
 }
 

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::agent::ConfigError;
+
 /// How an agent keeps its requests inside the model's context window (`[context]` in a config
 /// file). See [`ContextSettings::with_compaction`].
 ///
@@ -61,37 +63,39 @@ impl ContextSettings {
         *self == ContextSettings::default()
     }
 
-    /// A mistake in the settings, said so that it can be fixed.
-    pub(crate) fn problem(&self) -> Option<String> {
-        let share = |x: f64| x > 0.0 && x <= 1.0;
+    /// The first mistake in the settings, when the window is managed.
+    pub(crate) fn problem(&self) -> Option<ConfigError> {
+        if !self.compaction {
+            return None;
+        }
         let shares = [
-            self.clear_at,
-            self.clear_to,
-            self.compact_at,
-            self.keep_recent,
+            ("clear_at", self.clear_at),
+            ("clear_to", self.clear_to),
+            ("compact_at", self.compact_at),
+            ("keep_recent", self.keep_recent),
         ];
-        if !shares.into_iter().all(share) {
-            return Some(format!(
-                "[context] clear_at ({}), clear_to ({}), compact_at ({}) and keep_recent ({}) \
-                 are shares of the context window: each must be above 0 and at most 1",
-                self.clear_at, self.clear_to, self.compact_at, self.keep_recent
-            ));
+        // `!(x > 0.0)` and not `x <= 0.0`: NaN is not a share either.
+        if let Some((name, value)) = shares
+            .into_iter()
+            .find(|&(_, value)| !(value > 0.0 && value <= 1.0))
+        {
+            return Some(ConfigError::ContextShare { name, value });
         }
-        if self.clear_to > self.clear_at {
-            return Some(format!(
-                "[context] clear_to ({}) must not be above clear_at ({}): clearing starts above \
-                 clear_at and brings the request down to clear_to",
-                self.clear_to, self.clear_at
-            ));
-        }
-        if self.clear_at > self.compact_at {
-            return Some(format!(
-                "[context] clear_at ({}) must not be above compact_at ({}): tool results are \
-                 cleared before the conversation is compacted",
-                self.clear_at, self.compact_at
-            ));
-        }
-        None
+        let order = [
+            ("clear_to", self.clear_to, "clear_at", self.clear_at),
+            ("clear_at", self.clear_at, "compact_at", self.compact_at),
+        ];
+        order
+            .into_iter()
+            .find(|&(_, lower_value, _, upper_value)| lower_value > upper_value)
+            .map(
+                |(lower, lower_value, upper, upper_value)| ConfigError::ContextOrder {
+                    lower,
+                    lower_value,
+                    upper,
+                    upper_value,
+                },
+            )
     }
 }
 
