@@ -49,6 +49,11 @@ struct Args {
     /// or OPENAI_BASE_URL is, else the scripted demo).
     #[arg(long, value_enum)]
     provider: Option<ProviderChoice>,
+    /// A model a turn goes to when the model is overloaded or down, as `provider:id` (e.g.
+    /// `openai:gpt-4.1`) or an id that says its provider (`claude-haiku-4-5`); repeatable,
+    /// tried in order.
+    #[arg(long = "fallback-model", value_name = "MODEL")]
+    fallback_models: Vec<tool_sdk::agent::ModelSpec>,
     /// The project directory the agent works in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
@@ -229,7 +234,10 @@ fn agent_config(
         .with_model(model)
         .with_tools(TOOLS.iter().copied().chain(["mcp__*"]))
         .with_working_dir(cwd)
-        .model(|m| m.with_system_prompt(system_prompt(cwd)))
+        .model(|m| {
+            m.with_system_prompt(system_prompt(cwd))
+                .with_fallback_models(args.fallback_models.iter().cloned())
+        })
         // The team's own files, as Claude Code reads them: AGENTS.md and CLAUDE.md up to the
         // repository root, and .claude/settings(.local).json permission rules and hooks.
         .with_project_memory()

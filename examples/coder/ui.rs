@@ -132,6 +132,11 @@ impl RunView {
                 self.end_line();
                 return Some(request);
             }
+            AgentEvent::ModelFallback { from, to, reason } => {
+                self.end_line();
+                let line = format!("{from} failed ({reason}); this turn goes to {to}");
+                self.println(style(line).yellow().to_string());
+            }
             AgentEvent::Error(AgentError::Cancelled) => {
                 self.end_line();
                 self.println(style("Cancelled.").yellow().to_string());

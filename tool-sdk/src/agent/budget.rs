@@ -26,6 +26,8 @@ use crate::session::Record;
 pub(crate) struct Ledger {
     model_id: String,
     info: Option<ModelInfo>,
+    /// The fallback models' entries, by id: a turn one of them served is priced by it.
+    fallbacks: Vec<(String, Option<ModelInfo>)>,
     budget: Budget,
     /// Whether the "price unknown" warning was logged.
     warned: AtomicBool,
@@ -41,15 +43,32 @@ impl Ledger {
 
     /// Looks `model_id` up in the config's catalog; a budget the agent could not enforce
     /// (no price for the model, or not a sensible amount) is an error.
-    pub(crate) fn new(config: &AgentConfig, model_id: &str) -> Result<Self, AgentError> {
-        let info = config.catalog().lookup(model_id).copied();
+    /// `fallbacks` are the ids of the models a request may fall back to.
+    pub(crate) fn new(
+        config: &AgentConfig,
+        model_id: &str,
+        fallbacks: &[&str],
+    ) -> Result<Self, AgentError> {
+        let catalog = config.catalog();
+        let info = catalog.lookup(model_id).copied();
+        let fallbacks: Vec<(String, Option<ModelInfo>)> = fallbacks
+            .iter()
+            .map(|id| (id.to_string(), catalog.lookup(id).copied()))
+            .collect();
         if let Some(limit) = config.limits.max_budget_usd {
             if !limit.is_finite() || limit < 0.0 {
                 return Err(ConfigError::BadBudget(limit).into());
             }
-            if info.is_none() {
+            let unpriced = std::iter::once((model_id, info.as_ref()))
+                .chain(
+                    fallbacks
+                        .iter()
+                        .map(|(id, info)| (id.as_str(), info.as_ref())),
+                )
+                .find(|(_, info)| info.is_none());
+            if let Some((model, _)) = unpriced {
                 return Err(ConfigError::UnknownPrice {
-                    model: model_id.to_owned(),
+                    model: model.to_owned(),
                 }
                 .into());
             }
@@ -57,6 +76,7 @@ impl Ledger {
         Ok(Ledger {
             model_id: model_id.to_owned(),
             info,
+            fallbacks,
             budget: Budget {
                 price: info.map(|info| info.price),
                 max_usd: config.limits.max_budget_usd,
@@ -84,12 +104,53 @@ impl Ledger {
         }
     }
 
-    /// Counts one model turn in the conversation's totals and the run's cost (the caller
-    /// added its usage to `result.usage`); returns the turn's cost.
-    pub(crate) fn add_turn(&self, usage: Usage, result: &mut RunResult) -> Option<f64> {
+    /// Counts one model request in the conversation's totals and the run's cost (the caller
+    /// added its usage to `result.usage`); returns the request's cost. `served_by` names the
+    /// model that answered, when a fallback did: its price applies to this request.
+    pub(crate) fn add_turn(
+        &self,
+        usage: Usage,
+        served_by: Option<&str>,
+        result: &mut RunResult,
+    ) -> Option<f64> {
         *self.totals.lock().unwrap_or_else(|p| p.into_inner()) += usage;
-        result.cost_usd = self.cost_usd(&result.usage);
-        self.cost_usd(&usage)
+        let main_total = self.cost_usd(&result.usage);
+        let fallback = served_by
+            .filter(|id| *id != self.model_id)
+            .map(|id| self.fallback_price(id));
+        let Some(main_total) = main_total else {
+            result.cost_usd = None;
+            return fallback.flatten().map(|info| info.price.cost_usd(&usage));
+        };
+        let main = self.info.map(|info| info.price);
+        // The run is priced at the main model's price, plus what requests a fallback served
+        // cost beyond it: the earlier ones' share is what the run's cost was beyond its usage
+        // at the main price (0, exactly, when no fallback served).
+        let before = minus(result.usage, usage);
+        let earlier_extra = match (result.cost_usd, main) {
+            (Some(cost), Some(price)) => cost - price.cost_usd(&before),
+            _ => 0.0,
+        };
+        let main_turn = self.cost_usd(&usage);
+        let (turn_cost, extra) = match fallback {
+            None => (main_turn, 0.0),
+            Some(None) => {
+                result.cost_usd = None;
+                return None;
+            }
+            Some(Some(info)) => {
+                let cost = info.price.cost_usd(&usage);
+                (Some(cost), cost - main_turn.unwrap_or(0.0))
+            }
+        };
+        result.cost_usd = Some(main_total + earlier_extra + extra);
+        turn_cost
+    }
+
+    /// The catalog entry of the fallback model `id`.
+    fn fallback_price(&self, id: &str) -> Option<ModelInfo> {
+        let found = self.fallbacks.iter().find(|(known, _)| known == id);
+        found.and_then(|(_, info)| *info)
     }
 
     /// Adds the usage records of a stored session to the totals (a resume).
@@ -120,6 +181,20 @@ impl Ledger {
     /// The id of the agent's model, as its provider knows it.
     pub(crate) fn model_id(&self) -> &str {
         &self.model_id
+    }
+}
+
+/// `total` less `part`, field by field.
+fn minus(total: Usage, part: Usage) -> Usage {
+    Usage {
+        input_tokens: total.input_tokens.saturating_sub(part.input_tokens),
+        output_tokens: total.output_tokens.saturating_sub(part.output_tokens),
+        cache_read_input_tokens: total
+            .cache_read_input_tokens
+            .saturating_sub(part.cache_read_input_tokens),
+        cache_creation_input_tokens: total
+            .cache_creation_input_tokens
+            .saturating_sub(part.cache_creation_input_tokens),
     }
 }
 
@@ -173,15 +248,21 @@ mod tests {
         .to_string();
         assert!(error.contains("0 or more"), "{error}");
         let config = AgentConfig::new().limits(|l| l.with_max_budget_usd(f64::NAN));
-        let error = Ledger::new(&config, "gpt-4o").err().unwrap().to_string();
+        let error = Ledger::new(&config, "gpt-4o", &[])
+            .err()
+            .unwrap()
+            .to_string();
         assert!(error.contains("max_budget_usd"), "{error}");
     }
 
     #[test]
     fn a_budget_needs_a_known_price() {
         let config = AgentConfig::new().limits(|l| l.with_max_budget_usd(1.0));
-        let error = Ledger::new(&config, "scripted").err().unwrap().to_string();
+        let error = Ledger::new(&config, "scripted", &[])
+            .err()
+            .unwrap()
+            .to_string();
         assert!(error.contains("with_model_info(\"scripted\""), "{error}");
-        assert!(Ledger::new(&config, "gpt-4o-2024-08-06").is_ok());
+        assert!(Ledger::new(&config, "gpt-4o-2024-08-06", &[]).is_ok());
     }
 }

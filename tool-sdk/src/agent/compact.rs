@@ -214,7 +214,9 @@ impl AgentInner {
         // compaction (below) so that a resumed agent's totals count it too.
         let usage = response.usage;
         result.usage += usage;
-        let cost_usd = self.ledger.add_turn(usage, result);
+        let cost_usd = self
+            .ledger
+            .add_turn(usage, response.model.as_deref(), result);
         self.recorder.stage(|| Record::Usage { usage });
         emit(AgentEvent::Usage(result.usage));
         let summary = Message {

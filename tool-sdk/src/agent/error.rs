@@ -233,6 +233,14 @@ pub enum ConfigError {
         /// Its value.
         upper_value: f64,
     },
+    /// A model named as `provider:id` that does not parse.
+    #[error("the model `{spec}` cannot be used: {why}")]
+    BadModelSpec {
+        /// The text given.
+        spec: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// A `max_budget_usd` that is not a number of dollars.
     #[error("max_budget_usd must be a number of dollars, 0 or more (got {0})")]
     BadBudget(f64),

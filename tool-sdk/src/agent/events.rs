@@ -30,6 +30,17 @@ pub enum AgentEvent {
     TextDelta(String),
     /// Reasoning from the model, as it streams.
     ThinkingDelta(String),
+    /// The model failed before it streamed anything, its retries spent: this request goes
+    /// to the next fallback model (see
+    /// [`ModelSettings::with_fallback_models`](super::ModelSettings::with_fallback_models)).
+    ModelFallback {
+        /// The id of the model that failed.
+        from: String,
+        /// The id of the model the request goes to now.
+        to: String,
+        /// Why `from` failed.
+        reason: String,
+    },
     /// The model called a tool; it is about to be checked and run.
     ToolRequested {
         /// The tool_use id.

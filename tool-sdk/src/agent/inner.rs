@@ -209,7 +209,8 @@ impl AgentInner {
         }
         // Sub-agents live inside their parent's session.
         let session_start = (agent_id == AgentId::Main).then_some(SessionSource::Startup);
-        let ledger = Arc::new(Ledger::new(&config, model.model_id())?);
+        let fallbacks = config.model.fallback_ids();
+        let ledger = Arc::new(Ledger::new(&config, model.model_id(), &fallbacks)?);
         Ok(AgentInner {
             ledger,
             sandbox: Arc::new(sandbox),

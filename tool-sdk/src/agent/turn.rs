@@ -164,7 +164,8 @@ impl AgentInner {
         emit: &Emit,
     ) -> Arc<Message> {
         result.usage += response.usage;
-        let cost_usd = self.ledger.add_turn(response.usage, result);
+        let served_by = response.model.as_deref();
+        let cost_usd = self.ledger.add_turn(response.usage, served_by, result);
         result.stop_reason = Some(response.stop_reason.clone());
         emit(AgentEvent::TurnCompleted {
             turn: result.turns,
@@ -343,6 +344,9 @@ impl AgentInner {
                 Some(Ok(ModelEvent::ToolUseStarted { id, .. })) => early.announce(&id),
                 Some(Ok(ModelEvent::ToolUseCompleted(call))) => early.offer(call),
                 Some(Ok(ModelEvent::Completed(response))) => return Ok(response),
+                Some(Ok(ModelEvent::ModelFallback { from, to, reason })) => {
+                    self.note_fallback(from, to, reason, emit);
+                }
                 Some(Err(error)) => return Err(error.into()),
                 None => {
                     return Err(ModelError::stream(
@@ -352,6 +356,20 @@ impl AgentInner {
                 }
             }
         }
+    }
+}
+
+impl AgentInner {
+    /// A request moved on to a fallback model: said, and staged to be stored with the turn
+    /// it brings (a request that fails in the end leaves no record).
+    fn note_fallback(&self, from: String, to: String, reason: String, emit: &Emit) {
+        tracing::warn!(%from, %to, %reason, "falling back to another model");
+        self.recorder.stage(|| Record::ModelFallback {
+            from: from.clone(),
+            to: to.clone(),
+            reason: reason.clone(),
+        });
+        emit(AgentEvent::ModelFallback { from, to, reason });
     }
 }
 

@@ -72,6 +72,21 @@ pub enum ModelError {
         /// What the provider said.
         message: String,
     },
+    /// Every model of a [`FallbackModel`](super::FallbackModel) failed, each after its own
+    /// retries: why each did, in the order they were tried.
+    #[error("every model failed: {}", list_failures(failures))]
+    AllModelsFailed {
+        /// Each model's id and its error, the main model first.
+        failures: Vec<(String, ModelError)>,
+    },
+}
+
+fn list_failures(failures: &[(String, ModelError)]) -> String {
+    let each: Vec<String> = failures
+        .iter()
+        .map(|(model, error)| format!("{model}: {error}"))
+        .collect();
+    each.join("; ")
 }
 
 fn retry_hint(retry_after: Option<Duration>) -> String {

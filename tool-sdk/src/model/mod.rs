@@ -19,6 +19,7 @@ use crate::ContentBlock;
 pub mod anthropic;
 mod catalog;
 mod error;
+mod fallback;
 mod history;
 mod http;
 pub mod openai;
@@ -29,6 +30,7 @@ mod test_model;
 
 pub use catalog::{Catalog, ModelInfo, Price};
 pub use error::ModelError;
+pub use fallback::FallbackModel;
 pub use history::{History, Iter as HistoryIter};
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
@@ -509,6 +511,16 @@ pub enum ModelEvent {
     ToolUseCompleted(ToolUse),
     /// The turn, complete. Always the last event of a successful stream.
     Completed(ModelResponse),
+    /// A [`FallbackModel`]'s model `from` failed before it streamed anything, its retries
+    /// spent: the request goes to `to`, whose events follow.
+    ModelFallback {
+        /// The id of the model that failed.
+        from: String,
+        /// The id of the model the request goes to now.
+        to: String,
+        /// Why `from` failed (its [`ModelError`], displayed).
+        reason: String,
+    },
 }
 
 /// A whole assistant turn.
@@ -520,6 +532,9 @@ pub struct ModelResponse {
     pub stop_reason: StopReason,
     /// Tokens used by this turn.
     pub usage: Usage,
+    /// The id of the model that produced the turn, when the model that was asked is made of
+    /// several (a [`FallbackModel`] says which answered); `None` from a single model.
+    pub model: Option<String>,
 }
 
 /// Why a turn ended.

@@ -316,6 +316,7 @@ pub(super) fn play<'a>(
             output_tokens,
             ..Usage::default()
         }),
+        model: None,
     })));
     Box::pin(futures::stream::iter(events))
 }

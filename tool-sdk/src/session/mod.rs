@@ -429,6 +429,18 @@ pub enum Record {
         /// The tool_use ids of the cleared results.
         ids: Vec<String>,
     },
+    /// A model request went to a fallback model: `from` failed before it streamed anything,
+    /// its retries spent (see
+    /// [`ModelSettings::with_fallback_models`](crate::agent::ModelSettings::with_fallback_models)).
+    /// The turn `to` served follows, priced at `to`'s price.
+    ModelFallback {
+        /// The id of the model that failed.
+        from: String,
+        /// The id of the model that answered instead.
+        to: String,
+        /// Why `from` failed.
+        reason: String,
+    },
     /// Never stored: what [`SessionStore::load`] gives in place of a stored record it cannot
     /// read (a damaged body, or a kind written by a newer tool-sdk), so that one bad record
     /// does not make the rest of the session unreadable. A resume leaves it out and says so
@@ -472,6 +484,7 @@ impl Record {
             Record::FilesRewound { .. } => "files_rewound",
             Record::Compacted { .. } => "compacted",
             Record::ToolResultsCleared { .. } => "tool_results_cleared",
+            Record::ModelFallback { .. } => "model_fallback",
             Record::Unreadable { .. } => "unreadable",
         }
     }

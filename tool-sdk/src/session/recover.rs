@@ -191,7 +191,8 @@ fn restore_messages(records: &[Record]) -> Restored {
             | Record::FileCheckpoint { .. }
             | Record::FilesRewound { .. }
             | Record::Compacted { .. }
-            | Record::ToolResultsCleared { .. } => {}
+            | Record::ToolResultsCleared { .. }
+            | Record::ModelFallback { .. } => {}
             Record::Unreadable {
                 seq,
                 stored_kind,

@@ -59,6 +59,8 @@ pub(super) struct ConfigFile {
     models: BTreeMap<String, ModelInfo>,
     max_budget_usd: Option<f64>,
     max_run_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    fallback_models: Vec<super::ModelSpec>,
 }
 
 /// The `[session]` table.
@@ -99,6 +101,11 @@ impl From<ConfigFile> for AgentConfig {
                 temperature: file.temperature,
                 prompt_caching: file.prompt_caching,
                 models: file.models,
+                fallback_models: file
+                    .fallback_models
+                    .into_iter()
+                    .map(ModelSource::Spec)
+                    .collect(),
                 ..ModelSettings::default()
             },
             tools: file.tools,
@@ -197,6 +204,15 @@ impl From<AgentConfig> for ConfigFile {
             models: model.models,
             max_budget_usd: limits.max_budget_usd,
             max_run_tokens: limits.max_run_tokens,
+            // Instances cannot be written to a file; specs can.
+            fallback_models: model
+                .fallback_models
+                .into_iter()
+                .filter_map(|source| match source {
+                    ModelSource::Spec(spec) => Some(spec),
+                    ModelSource::Instance(_) => None,
+                })
+                .collect(),
         }
     }
 }

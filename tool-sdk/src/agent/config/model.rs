@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::agent::{AgentError, ConfigError};
 use crate::model::{
-    Catalog, Model, ModelError, ModelInfo, PromptCache, RetryPolicy, anthropic::AnthropicModel,
-    openai::OpenAiModel,
+    Catalog, FallbackModel, Model, ModelError, ModelInfo, PromptCache, RetryPolicy,
+    anthropic::AnthropicModel, openai::OpenAiModel,
 };
 
 /// The model an agent talks to, and what its requests ask: the `[model]` table of a config
@@ -59,6 +59,9 @@ pub struct ModelSettings {
     /// Catalog entries of the config's own, by id prefix, over [`catalog`](Self::catalog)'s
     /// (`[models."<prefix>"]` in a file).
     pub models: BTreeMap<String, ModelInfo>,
+    /// The models a request goes to, in order, when the model fails: see
+    /// [`with_fallback_models`](Self::with_fallback_models).
+    pub fallback_models: Vec<ModelSource>,
 }
 
 impl Default for ModelSettings {
@@ -72,6 +75,7 @@ impl Default for ModelSettings {
             prompt_caching: true,
             catalog: None,
             models: BTreeMap::new(),
+            fallback_models: Vec::new(),
         }
     }
 }
@@ -152,6 +156,52 @@ impl std::fmt::Debug for ModelSpec {
     }
 }
 
+/// `provider:id` (`anthropic:claude-sonnet-4-5`, `openai:gpt-4.1`), or a bare id whose
+/// provider is plain from its name (`claude-…` is Anthropic's; `gpt-…`, `o1…`, `o3…`, `o4…`
+/// OpenAI's). The key comes from the provider's usual environment variable.
+impl std::str::FromStr for ModelSpec {
+    type Err = ConfigError;
+
+    fn from_str(text: &str) -> Result<Self, ConfigError> {
+        let bad = |why: &str| ConfigError::BadModelSpec {
+            spec: text.to_owned(),
+            why: why.to_owned(),
+        };
+        let (provider, id) = match text.split_once(':') {
+            Some((provider, id)) => {
+                let provider = match provider {
+                    "anthropic" => ProviderKind::Anthropic,
+                    "openai" => ProviderKind::OpenAi,
+                    _ => return Err(bad("the provider must be `anthropic` or `openai`")),
+                };
+                (provider, id)
+            }
+            None if text.starts_with("claude") => (ProviderKind::Anthropic, text),
+            None if ["gpt", "o1", "o3", "o4"]
+                .iter()
+                .any(|p| text.starts_with(p)) =>
+            {
+                (ProviderKind::OpenAi, text)
+            }
+            None => {
+                return Err(bad(
+                    "say which provider serves it, as `anthropic:<id>` or `openai:<id>`",
+                ));
+            }
+        };
+        if id.is_empty() {
+            return Err(bad("the model id is empty"));
+        }
+        Ok(ModelSpec {
+            provider,
+            id: id.to_owned(),
+            base_url: None,
+            api_key_env: None,
+            api_key: None,
+        })
+    }
+}
+
 /// The APIs a [`ModelSpec`] can name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -217,6 +267,37 @@ impl ModelSettings {
         self
     }
 
+    /// Sets the models a request moves on to, in order, when the model is overloaded, rate
+    /// limited, failing with a 5xx or unreachable, once its retries are spent and before it
+    /// streamed anything (Claude Code's `--fallback-model`; `[[fallback_models]]` tables in a
+    /// file, each like `[model]`). Each takes what [`AgentConfig::with_model`] does. The switch
+    /// is an [`AgentEvent::ModelFallback`](crate::agent::AgentEvent::ModelFallback) and a
+    /// [`Record::ModelFallback`](crate::session::Record::ModelFallback), it lasts for that
+    /// request only, and the request is priced at the model that answered it. When every
+    /// model fails, the run fails with [`ModelError::AllModelsFailed`], naming each.
+    ///
+    /// [`AgentConfig::with_model`]: super::AgentConfig::with_model
+    ///
+    /// ```
+    /// use tool_sdk::agent::{AgentConfig, ModelSpec};
+    ///
+    /// let spare: ModelSpec = "openai:gpt-4.1".parse().unwrap();
+    /// let config = AgentConfig::new().model(|m| m.with_fallback_models([spare]));
+    /// assert_eq!(config.model.fallback_models.len(), 1);
+    /// ```
+    pub fn with_fallback_models<S: Into<ModelSource>>(
+        mut self,
+        models: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.fallback_models = models.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The ids of the fallback models, in order.
+    pub(crate) fn fallback_ids(&self) -> Vec<&str> {
+        self.fallback_models.iter().map(ModelSource::id).collect()
+    }
+
     /// The catalog (the built-in one or the one given) with the config's own entries.
     pub(crate) fn full_catalog(&self) -> Catalog {
         let mut catalog = self.catalog.clone().unwrap_or_default();
@@ -232,12 +313,39 @@ impl ModelSettings {
         self.prompt_caching.then(|| PromptCache::for_info(info))
     }
 
-    /// The model instance, built from its spec if need be.
+    /// The model instance, built from its spec if need be: a [`FallbackModel`] over it and
+    /// the fallback models when there are any.
     pub(crate) fn resolve(&self) -> Result<Arc<dyn Model>, AgentError> {
-        match &self.source {
-            Some(ModelSource::Instance(model)) => Ok(model.clone()),
-            Some(ModelSource::Spec(spec)) => spec.build(self.retry.unwrap_or_default()),
-            None => Err(ConfigError::MissingModel.into()),
+        let retry = self.retry.unwrap_or_default();
+        let main = match &self.source {
+            Some(source) => source.build(retry)?,
+            None => return Err(ConfigError::MissingModel.into()),
+        };
+        if self.fallback_models.is_empty() {
+            return Ok(main);
+        }
+        let fallbacks = self
+            .fallback_models
+            .iter()
+            .map(|source| source.build(retry));
+        let fallbacks = fallbacks.collect::<Result<Vec<_>, _>>()?;
+        Ok(Arc::new(FallbackModel::new(main, fallbacks)))
+    }
+}
+
+impl ModelSource {
+    /// The model's id.
+    fn id(&self) -> &str {
+        match self {
+            ModelSource::Spec(spec) => &spec.id,
+            ModelSource::Instance(model) => model.model_id(),
+        }
+    }
+
+    fn build(&self, retry: RetryPolicy) -> Result<Arc<dyn Model>, AgentError> {
+        match self {
+            ModelSource::Instance(model) => Ok(model.clone()),
+            ModelSource::Spec(spec) => spec.build(retry),
         }
     }
 }

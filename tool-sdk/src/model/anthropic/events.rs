@@ -356,6 +356,7 @@ impl TurnReader for Turn {
                 .collect(),
             stop_reason: self.stop_reason.unwrap_or_default(),
             usage: self.usage,
+            model: None,
         })
     }
 }

@@ -376,6 +376,7 @@ impl TurnReader for TurnState {
             content,
             stop_reason,
             usage: self.usage.unwrap_or_default(),
+            model: None,
         })
     }
 }
