@@ -31,8 +31,7 @@ use serde_json::{Map, Value, json};
 use self::events::Turn;
 use super::http::{Auth, HttpClient, f32_json};
 use super::{
-    Message, MessageContent, Model, ModelError, ModelRequest, ModelStream, OutputFormat,
-    RetryPolicy, Role,
+    Message, MessageContent, Model, ModelError, ModelRequest, ModelStream, OutputFormat, Role,
 };
 use crate::ContentBlock;
 use crate::schema::{Provider, tool_definition};
@@ -117,21 +116,7 @@ impl AnthropicModel {
         self
     }
 
-    /// Retries failed requests with this policy ([`RetryPolicy::none`] to never retry).
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.http.retry = retry;
-        self
-    }
-
-    /// Sends requests with this HTTP client (for timeouts, proxies, connection pools).
-    ///
-    /// The SDK's TLS is rustls with the `ring` provider, installed as the process default when
-    /// this model is made (unless the application installed one): build `client` after that,
-    /// or install a provider yourself, or reqwest panics for want of one.
-    pub fn with_client(mut self, client: reqwest::Client) -> Self {
-        self.http.client = client;
-        self
-    }
+    super::http::http_builders!();
 
     /// The `max_tokens` sent when a request's `max_tokens` is 0 (else [`DEFAULT_MAX_TOKENS`]).
     pub fn with_default_max_tokens(mut self, max_tokens: u32) -> Self {

@@ -13,6 +13,12 @@ use serde::Deserialize;
 use serde::de::{DeserializeOwned, Deserializer};
 use serde_json::Value;
 
+use std::path::Path;
+use std::sync::Arc;
+
+use super::cassette::{
+    CassetteWriter, Interaction, PendingBody, RecordedRequest, RecordedResponse, public_headers,
+};
 use super::retry::parse_retry_after;
 use super::{ModelError, ModelEvent, ModelRequest, ModelResponse, ModelStream, RetryPolicy};
 
@@ -44,7 +50,12 @@ pub(crate) struct HttpClient {
     pub(crate) headers: &'static [(&'static str, &'static str)],
     /// How to set a key, for the error when it is empty.
     pub(crate) key_hint: &'static str,
+    /// Where each attempt is recorded, when it is (see [`cassette`](super::cassette)).
+    pub(crate) recorder: Option<Arc<CassetteWriter>>,
 }
+
+/// The environment variable naming the directory HTTP models record their attempts in.
+pub const RECORD_DIR_VAR: &str = "TOOL_SDK_RECORD_DIR";
 
 impl HttpClient {
     /// A client of this provider with a fresh `reqwest::Client` and the default retries.
@@ -59,7 +70,20 @@ impl HttpClient {
             auth,
             headers: &[],
             key_hint: "",
+            recorder: std::env::var_os(RECORD_DIR_VAR)
+                .filter(|dir| !dir.is_empty())
+                .map(|dir| Arc::new(CassetteWriter::in_dir(Path::new(&dir), provider))),
         }
+    }
+
+    /// Records each attempt in a new cassette file in `dir`.
+    pub(crate) fn record_to(&mut self, dir: &Path) {
+        self.recorder = Some(Arc::new(CassetteWriter::in_dir(dir, self.provider)));
+    }
+
+    /// The cassette file attempts are recorded in, when they are.
+    pub(crate) fn recording_path(&self) -> Option<&Path> {
+        self.recorder.as_deref().map(CassetteWriter::path)
     }
 
     pub(crate) fn set_base_url(&mut self, base_url: &str) {
@@ -86,12 +110,25 @@ impl HttpClient {
                 "model request"
             );
             let response = self.retry.run(|| self.send(path, &body)).await?;
+            let mut pending = self.recorder.as_ref().map(|writer| {
+                let interaction = self.recorded(path, &body, response.status().as_u16(), response.headers());
+                PendingBody::new(writer.clone(), interaction)
+            });
             let events = if is_json(&response) {
                 // A server that ignored `stream: true` answers with one JSON document.
                 let text = response.text().await.map_err(transport_error)?;
+                if let Some(pending) = &mut pending {
+                    pending.push(text.as_bytes());
+                }
                 futures::stream::iter(read_json(turn, &text)).left_stream()
             } else {
-                read_turn(turn, response.bytes_stream()).right_stream()
+                // The body is recorded as it is read; the attempt is written once it ends.
+                let body = response.bytes_stream().inspect(move |chunk| {
+                    if let (Some(pending), Ok(chunk)) = (&mut pending, chunk) {
+                        pending.push(chunk);
+                    }
+                });
+                read_turn(turn, body).right_stream()
             };
             let mut events = std::pin::pin!(events);
             while let Some(event) = events.next().await {
@@ -133,10 +170,60 @@ impl HttpClient {
             return Ok(response);
         }
         let retry_after = retry_after(response.headers());
+        let recorded = (self.recorder.as_ref()).map(|writer| {
+            (
+                writer,
+                self.recorded(path, body, status.as_u16(), response.headers()),
+            )
+        });
         let text = response.text().await.unwrap_or_default();
+        if let Some((writer, mut interaction)) = recorded {
+            interaction.response.body = text.clone();
+            writer.append(interaction);
+        }
         let error = http_error(status.as_u16(), retry_after, &text);
         tracing::debug!(provider = self.provider, status = status.as_u16(), %error, "model request failed");
         Err(error)
+    }
+
+    /// An attempt as a cassette records it, its response body still to come.
+    fn recorded(
+        &self,
+        path: &str,
+        body: &[u8],
+        status: u16,
+        headers: &reqwest::header::HeaderMap,
+    ) -> Interaction {
+        let sent = [
+            ("content-type", "application/json"),
+            ("accept", "text/event-stream"),
+        ];
+        let request_headers = sent.into_iter().chain(self.headers.iter().copied());
+        let response_headers = headers
+            .iter()
+            .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)));
+        // The whole path, base URL's included (`/v1/chat/completions`), as a server sees it.
+        let url = reqwest::Url::parse(&format!("{}{path}", self.base_url));
+        let full_path = match &url {
+            Ok(url) => match url.query() {
+                Some(query) => format!("{}?{query}", url.path()),
+                None => url.path().to_owned(),
+            },
+            Err(_) => path.to_owned(),
+        };
+        Interaction {
+            request: RecordedRequest {
+                method: "POST".into(),
+                path: full_path,
+                headers: public_headers(request_headers),
+                body: serde_json::from_slice(body).ok(),
+            },
+            response: RecordedResponse {
+                status,
+                headers: public_headers(response_headers),
+                body: String::new(),
+            },
+        }
     }
 
     fn auth_header(&self) -> Result<Option<(&'static str, HeaderValue)>, ModelError> {
@@ -162,6 +249,45 @@ impl HttpClient {
         Ok(Some((name, value)))
     }
 }
+
+/// The builder methods every HTTP model has, over its `http: HttpClient` field: written once
+/// here so the clients cannot drift apart. Used inside each model's `impl` block.
+macro_rules! http_builders {
+    () => {
+        /// Retries failed requests (429, 5xx, overloaded, connection failures) with this
+        /// policy ([`RetryPolicy::none`](crate::model::RetryPolicy::none) to never retry).
+        pub fn with_retry(mut self, retry: crate::model::RetryPolicy) -> Self {
+            self.http.retry = retry;
+            self
+        }
+
+        /// Sends requests with this HTTP client (for timeouts, proxies, connection pools,
+        /// custom certificates).
+        ///
+        /// The SDK's TLS is rustls with the `ring` provider, installed as the process default
+        /// when this model is made (unless the application installed one): build `client`
+        /// after that, or install a provider yourself, or reqwest panics for want of one.
+        pub fn with_client(mut self, client: reqwest::Client) -> Self {
+            self.http.client = client;
+            self
+        }
+
+        /// Records every HTTP attempt (request, status, headers without secrets, the raw
+        /// streamed body) to a new cassette file in `dir`, for tests to replay (see
+        /// [`cassette`](crate::model::cassette)). The environment variable
+        /// `TOOL_SDK_RECORD_DIR` does the same for every model the process makes.
+        pub fn with_recording(mut self, dir: impl AsRef<std::path::Path>) -> Self {
+            self.http.record_to(dir.as_ref());
+            self
+        }
+
+        /// The cassette file this model records to, when it records.
+        pub fn recording_path(&self) -> Option<&std::path::Path> {
+            self.http.recording_path()
+        }
+    };
+}
+pub(crate) use http_builders;
 
 fn normalize_base_url(base_url: &str) -> String {
     base_url.trim().trim_end_matches('/').to_owned()

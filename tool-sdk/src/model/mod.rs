@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 use crate::ContentBlock;
 
 pub mod anthropic;
+pub mod cassette;
 mod catalog;
 mod error;
 mod fallback;
