@@ -12,7 +12,7 @@ use super::context::{
 use super::error::{AgentError, ConfigError};
 use super::events::{AgentEvent, Emit, RunResult};
 use super::inner::AgentInner;
-use super::step;
+use super::step::{self, FlushPoint, Recorded};
 use crate::model::{
     History, Message, MessageContent, ModelError, ModelEvent, ModelRequest, ModelResponse, Role,
 };
@@ -154,7 +154,9 @@ impl AgentInner {
             return Ok(false);
         }
         self.recorder
-            .record(|| Record::ToolResultsCleared { ids: ids.clone() })
+            .write(Recorded::ViewChange, || Record::ToolResultsCleared {
+                ids: ids.clone(),
+            })
             .await?;
         let count = ids.len();
         self.context.update(|state| state.cleared.extend(ids));
@@ -218,7 +220,9 @@ impl AgentInner {
         let usage = response.usage;
         result.usage += usage;
         let cost_usd = self.ledger.add_turn(usage, result);
-        self.recorder.stage(|| Record::Usage { usage });
+        self.recorder
+            .write(Recorded::ModelTurn, || Record::Usage { usage })
+            .await?;
         emit(AgentEvent::Usage(result.usage));
         let summary = Message {
             role: Role::Assistant,
@@ -227,7 +231,7 @@ impl AgentInner {
         .text();
         let summary = summary.trim();
         if summary.is_empty() {
-            self.recorder.flush().await?;
+            self.recorder.flush_at(FlushPoint::Stop).await?;
             return Err(ModelError::stream(
                 "the model answered the request to summarise the conversation (to compact it) \
                  with no text",
@@ -239,7 +243,7 @@ impl AgentInner {
             first_kept: cut,
         };
         self.recorder
-            .record(|| Record::Compacted {
+            .write(Recorded::ViewChange, || Record::Compacted {
                 summary: compaction.summary.clone(),
                 first_kept: compaction.first_kept,
             })
