@@ -75,6 +75,19 @@ impl HttpClient {
         body: Value,
         turn: T,
     ) -> ModelStream<'a> {
+        self.stream_turn_with(path, request, body, &[], turn)
+    }
+
+    /// [`stream_turn`](Self::stream_turn), with `headers` sent beside the client's own (what
+    /// one request needs, such as a beta header).
+    pub(crate) fn stream_turn_with<'a, T: TurnReader + 'a>(
+        &'a self,
+        path: &'a str,
+        request: &'a ModelRequest,
+        body: Value,
+        headers: &'a [(&'static str, &'static str)],
+        turn: T,
+    ) -> ModelStream<'a> {
         Box::pin(async_stream::try_stream! {
             let body = serde_json::to_vec(&body).map_err(|error| {
                 ModelError::stream_from(format!("could not encode the request: {error}"), error)
@@ -85,7 +98,7 @@ impl HttpClient {
                 tools = request.tools.len(),
                 "model request"
             );
-            let response = self.retry.run(|| self.send(path, &body)).await?;
+            let response = self.retry.run(|| self.send(path, &body, headers)).await?;
             let events = if is_json(&response) {
                 // A server that ignored `stream: true` answers with one JSON document.
                 let text = response.text().await.map_err(transport_error)?;
@@ -111,13 +124,18 @@ impl HttpClient {
     }
 
     /// One attempt: the response once its status is a success.
-    async fn send(&self, path: &str, body: &[u8]) -> Result<reqwest::Response, ModelError> {
+    async fn send(
+        &self,
+        path: &str,
+        body: &[u8],
+        headers: &[(&'static str, &'static str)],
+    ) -> Result<reqwest::Response, ModelError> {
         let mut request = self
             .client
             .post(format!("{}{path}", self.base_url))
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "text/event-stream");
-        for (name, value) in self.headers {
+        for (name, value) in self.headers.iter().chain(headers) {
             request = request.header(*name, *value);
         }
         if let Some((name, value)) = self.auth_header()? {
