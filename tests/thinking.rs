@@ -351,6 +351,81 @@ async fn thinking_blocks_survive_clearing_and_a_resume() {
     );
 }
 
+#[tokio::test]
+async fn thinking_blocks_survive_compaction() {
+    let report = |id: &str| {
+        json!({"type": "tool_use", "id": id, "name": "get_report",
+        "input": {"location": "Paris"}})
+    };
+    let server = server(vec![
+        turn("First the report.", "c2lnLW9uZQ==", report("toolu_a")),
+        turn("Once more.", "c2lnLXR3bw==", report("toolu_b")),
+        // The summary request's answer, then the turn the compacted view is sent for.
+        turn(
+            "Summing up.",
+            "c2lnLXN1bQ==",
+            json!({"type": "text", "text": "Two reports: hot."}),
+        ),
+        turn(
+            "Done.",
+            "c2lnLXRocmVl",
+            json!({"type": "text", "text": "Hot."}),
+        ),
+    ])
+    .await;
+    // Results are never cleared here: the third request is compacted instead.
+    let agent = Agent::create(
+        config(model(&server, "claude-sonnet-4-5"))
+            .model(|m| {
+                m.with_max_tokens(4096)
+                    .with_thinking(Thinking::budget(1024))
+            })
+            .context(|mut c| {
+                c.keep_tool_results = 10;
+                c.with_window(6000)
+            }),
+    )
+    .await
+    .unwrap();
+    let mut run = agent.run("Report on Paris, twice.");
+    let mut compacted = false;
+    while let Some(event) = run.next().await {
+        compacted |= matches!(event, AgentEvent::Compacted { .. });
+    }
+    assert!(compacted, "the conversation was not compacted");
+
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 4);
+    let signed = [
+        ("toolu_a", "First the report.", "c2lnLW9uZQ=="),
+        ("toolu_b", "Once more.", "c2lnLXR3bw=="),
+    ];
+    // The summary request and the compacted view: every assistant turn they hold opens with
+    // the thinking block it streamed, unchanged.
+    for (index, request) in requests.iter().enumerate().skip(2) {
+        let sent = body(request);
+        let turns: Vec<&Value> = sent["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|message| message["role"] == "assistant")
+            .collect();
+        assert!(!turns.is_empty(), "request {index}: {sent}");
+        for message in turns {
+            let call = message["content"][1]["id"].as_str().unwrap();
+            let (_, thinking, signature) = signed.iter().find(|(id, ..)| *id == call).unwrap();
+            assert_eq!(
+                message["content"][0],
+                json!({"type": "thinking", "thinking": thinking, "signature": signature}),
+                "request {index}"
+            );
+        }
+    }
+    let last = body(&requests[3]);
+    let opening = last["messages"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(opening.contains("Two reports: hot."), "{opening}");
+}
+
 /// A city's weather.
 #[derive(Debug, Deserialize, JsonSchema, PartialEq)]
 struct Forecast {
