@@ -134,6 +134,11 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     }
     let provider = provider_choice(&args);
     let demo = provider == ProviderChoice::Demo;
+    if provider == ProviderChoice::Openai && args.thinking.is_some() {
+        warn(
+            "--thinking is ignored: Chat Completions has no thinking budget (--effort is its reasoning_effort)",
+        );
+    }
     let (cwd, scratch_note) = working_dir(&args, demo)?;
     let model = choose_model(&args, provider, &cwd).map_err(|e| e.to_string())?;
 
