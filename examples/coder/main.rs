@@ -80,7 +80,7 @@ struct Args {
     #[arg(long, value_name = "BUDGET|adaptive", num_args = 0..=1, default_missing_value = "4096")]
     thinking: Option<Thinking>,
     /// How eagerly the model spends tokens: low, medium, high, xhigh or max (Anthropic's
-    /// effort; OpenAI's reasoning_effort).
+    /// effort, on Claude Opus 4.5 and 4.6 and later; OpenAI's reasoning_effort).
     #[arg(long, value_name = "LEVEL")]
     effort: Option<Effort>,
 }

@@ -126,7 +126,8 @@ impl<'de> Deserialize<'de> for Thinking {
 /// How eagerly the model spends tokens: on thinking, text and tool calls alike.
 ///
 /// Anthropic gets `output_config: {"effort": "<level>"}` (the names below; `high` is its
-/// default, `xhigh` and `max` only some models take). OpenAI's Chat Completions gets
+/// default): Claude Opus 4.5 and the 4.6 models and later take it, and only some of them
+/// `xhigh` and `max`; the others answer with an error. OpenAI's Chat Completions gets
 /// `reasoning_effort`, which its reasoning models take: `low`, `medium`, `high` and `xhigh`
 /// as named, [`Max`](Effort::Max) as `xhigh`, its highest.
 ///
