@@ -210,6 +210,8 @@ impl AgentInner {
             output: None,
             // Its prefix is the requests' before it: the cache serves it.
             cache: self.config.prompt_cache(self.ledger.info()),
+            thinking: self.config.model.thinking,
+            effort: self.config.model.effort,
         };
         let response = self.summarise(&summary_request, cancel).await?;
         // Billed like a turn: in the run's and the agent's totals, and stored with the

@@ -73,6 +73,8 @@ impl AgentInner {
             temperature: self.config.model.temperature,
             output: output.map(|spec| spec.format.clone()),
             cache: self.config.prompt_cache(self.ledger.info()),
+            thinking: self.config.model.thinking,
+            effort: self.config.model.effort,
         };
         let span = spans::chat(self, &request);
         // Read-only calls may start while the turn streams (see `early`).

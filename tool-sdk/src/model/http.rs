@@ -99,6 +99,19 @@ impl HttpClient {
         body: Value,
         turn: T,
     ) -> ModelStream<'a> {
+        self.stream_turn_with(path, request, body, &[], turn)
+    }
+
+    /// [`stream_turn`](Self::stream_turn), with `headers` sent beside the client's own (what
+    /// one request needs, such as a beta header).
+    pub(crate) fn stream_turn_with<'a, T: TurnReader + 'a>(
+        &'a self,
+        path: &'a str,
+        request: &'a ModelRequest,
+        body: Value,
+        headers: &'a [(&'static str, &'static str)],
+        turn: T,
+    ) -> ModelStream<'a> {
         Box::pin(async_stream::try_stream! {
             let body = serde_json::to_vec(&body).map_err(|error| {
                 ModelError::stream_from(format!("could not encode the request: {error}"), error)
@@ -109,9 +122,10 @@ impl HttpClient {
                 tools = request.tools.len(),
                 "model request"
             );
-            let response = self.retry.run(|| self.send(path, &body)).await?;
+            let response = self.retry.run(|| self.send(path, &body, headers)).await?;
             let mut pending = self.recorder.as_ref().map(|writer| {
-                let interaction = self.recorded(path, &body, response.status().as_u16(), response.headers());
+                let status = response.status().as_u16();
+                let interaction = self.recorded(path, &body, headers, status, response.headers());
                 PendingBody::new(writer.clone(), interaction)
             });
             let events = if is_json(&response) {
@@ -148,13 +162,18 @@ impl HttpClient {
     }
 
     /// One attempt: the response once its status is a success.
-    async fn send(&self, path: &str, body: &[u8]) -> Result<reqwest::Response, ModelError> {
+    async fn send(
+        &self,
+        path: &str,
+        body: &[u8],
+        headers: &[(&'static str, &'static str)],
+    ) -> Result<reqwest::Response, ModelError> {
         let mut request = self
             .client
             .post(format!("{}{path}", self.base_url))
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "text/event-stream");
-        for (name, value) in self.headers {
+        for (name, value) in self.headers.iter().chain(headers) {
             request = request.header(*name, *value);
         }
         if let Some((name, value)) = self.auth_header()? {
@@ -173,7 +192,7 @@ impl HttpClient {
         let recorded = (self.recorder.as_ref()).map(|writer| {
             (
                 writer,
-                self.recorded(path, body, status.as_u16(), response.headers()),
+                self.recorded(path, body, headers, status.as_u16(), response.headers()),
             )
         });
         let text = response.text().await.unwrap_or_default();
@@ -191,6 +210,7 @@ impl HttpClient {
         &self,
         path: &str,
         body: &[u8],
+        extra: &[(&'static str, &'static str)],
         status: u16,
         headers: &reqwest::header::HeaderMap,
     ) -> Interaction {
@@ -198,7 +218,9 @@ impl HttpClient {
             ("content-type", "application/json"),
             ("accept", "text/event-stream"),
         ];
-        let request_headers = sent.into_iter().chain(self.headers.iter().copied());
+        let request_headers = (sent.into_iter())
+            .chain(self.headers.iter().copied())
+            .chain(extra.iter().copied());
         let response_headers = headers
             .iter()
             .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)));

@@ -28,6 +28,7 @@ mod retry;
 mod sample;
 mod scripted;
 mod test_model;
+mod thinking;
 
 pub use catalog::{Catalog, ModelInfo, Price};
 pub use error::ModelError;
@@ -36,6 +37,7 @@ pub use history::{History, Iter as HistoryIter};
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 pub use test_model::TestModel;
+pub use thinking::{Effort, Thinking};
 
 /// A boxed stream of model events.
 pub type ModelStream<'a> = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send + 'a>>;
@@ -84,9 +86,19 @@ pub struct ModelRequest {
     /// The shape the final answer must have, when the caller wants a typed answer
     /// ([`Agent::prompt_as`](crate::agent::Agent::prompt_as)). Each client asks for it in its
     /// provider's own way: Anthropic gets a [`OutputFormat::TOOL_NAME`] tool it must call
-    /// (`tool_choice`), OpenAI a strict `response_format` JSON schema.
+    /// (`tool_choice`; offered without forcing while [`thinking`](Self::thinking) is on, since
+    /// the API refuses forced tool use with thinking), OpenAI a strict `response_format` JSON
+    /// schema.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<OutputFormat>,
+    /// Whether the model thinks first, and how much (Anthropic's `thinking`; other clients
+    /// ignore it).
+    #[serde(skip_serializing_if = "Thinking::is_off")]
+    pub thinking: Thinking,
+    /// How eagerly the model spends tokens, when set (Anthropic's `output_config.effort`,
+    /// OpenAI's `reasoning_effort`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effort: Option<Effort>,
     /// Whether, and from what length, the provider should cache the prompt's prefix, so each
     /// turn of a long run pays full price only for what is new. The agent sets it unless
     /// [`ModelSettings::with_prompt_caching`](crate::agent::ModelSettings::with_prompt_caching)

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 use self::chunks::TurnState;
 use super::http::{Auth, HttpClient, f32_json};
-use super::{Message, MessageContent, Model, ModelError, ModelRequest, ModelStream, Role};
+use super::{Effort, Message, MessageContent, Model, ModelError, ModelRequest, ModelStream, Role};
 use crate::ContentBlock;
 use crate::schema::{Provider, lower, tool_definition};
 
@@ -165,6 +165,15 @@ impl OpenAiModel {
         body.insert(field.into(), request.max_tokens.into());
         if let Some(temperature) = request.temperature.and_then(f32_json) {
             body.insert("temperature".into(), temperature);
+        }
+        // Chat Completions has no thinking budget; effort is its `reasoning_effort`, whose
+        // highest level is `xhigh`.
+        if let Some(effort) = request.effort {
+            let level = match effort {
+                Effort::Max => Effort::XHigh,
+                level => level,
+            };
+            body.insert("reasoning_effort".into(), level.as_str().into());
         }
         if !request.tools.is_empty() {
             let provider = if self.strict_tools {
