@@ -58,38 +58,7 @@ fn overloaded() -> ResponseTemplate {
 }
 
 fn anthropic_text(text: &str) -> ResponseTemplate {
-    let events = [
-        (
-            "message_start",
-            json!({"type": "message_start", "message": {"id": "m",
-            "type": "message", "role": "assistant", "model": "claude-test", "content": [],
-            "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
-        ),
-        (
-            "content_block_start",
-            json!({"type": "content_block_start", "index": 0,
-            "content_block": {"type": "text", "text": ""}}),
-        ),
-        (
-            "content_block_delta",
-            json!({"type": "content_block_delta", "index": 0,
-            "delta": {"type": "text_delta", "text": text}}),
-        ),
-        (
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": 0}),
-        ),
-        (
-            "message_delta",
-            json!({"type": "message_delta",
-            "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}}),
-        ),
-        ("message_stop", json!({"type": "message_stop"})),
-    ];
-    let body: String = events
-        .iter()
-        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
-        .collect();
+    let body = tests::stream_server::anthropic::text_turn(text);
     ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
 }
 
@@ -249,7 +218,8 @@ async fn a_model_that_answers_keeps_the_request() {
     assert_eq!(result.text, "hello");
     assert!(fallbacks(&events).is_empty());
     assert_eq!(requests(&spare).await, 0);
-    let expected = (10.0 * 3.0 + 5.0 * 15.0) / 1e6;
+    // The turn's 10 input and 20 output tokens at claude-test's $3 / $15.
+    let expected = (10.0 * 3.0 + 20.0 * 15.0) / 1e6;
     assert!((result.cost_usd.unwrap() - expected).abs() < 1e-12);
 }
 
