@@ -269,6 +269,9 @@ async fn a_run_with_parallel_calls_and_a_sub_agent_is_one_trace_of_genai_spans()
     for tool in tools {
         registry.register(tool).unwrap();
     }
+    // As a fallback list (of one): its turns say which model answered, which the chat spans
+    // carry as `gen_ai.response.model`.
+    let model = tool_sdk::model::FallbackModel::new(Arc::new(model), []);
     let config = AgentConfig::new()
         .with_name("forecaster")
         .with_model(model)
@@ -337,6 +340,7 @@ async fn a_run_with_parallel_calls_and_a_sub_agent_is_one_trace_of_genai_spans()
         assert_eq!(str_of(chat, "gen_ai.operation.name"), "chat");
         assert_eq!(str_of(chat, "gen_ai.provider.name"), "scripted");
         assert_eq!(str_of(chat, "gen_ai.request.model"), "scripted");
+        assert_eq!(str_of(chat, "gen_ai.response.model"), "scripted");
         assert_eq!(int_of(chat, "gen_ai.request.max_tokens"), 8192);
         assert!(int_of(chat, "gen_ai.usage.output_tokens") > 0);
         // The scripted model caches nothing; still an int, as the conventions want.

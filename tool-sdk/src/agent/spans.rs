@@ -71,6 +71,7 @@ pub(crate) fn chat(agent: &AgentInner, request: &ModelRequest) -> Span {
         gen_ai.request.max_tokens = i64::from(request.max_tokens),
         gen_ai.request.temperature = request.temperature.map(f64::from),
         gen_ai.response.finish_reasons = Empty,
+        gen_ai.response.model = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         gen_ai.usage.cache_read.input_tokens = Empty,
@@ -85,6 +86,10 @@ pub(crate) fn end_chat(span: &Span, response: &Result<ModelResponse, AgentError>
         Ok(response) => response,
         Err(error) => return failed(span, &agent_error_type(error), &error.to_string()),
     };
+    // Which model answered, when the agent's model is several (a fallback served the turn).
+    if let Some(model) = &response.model {
+        span.record("gen_ai.response.model", model.as_str());
+    }
     let usage = &response.usage;
     span.record("gen_ai.usage.input_tokens", all_input(usage));
     span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));

@@ -122,3 +122,71 @@ impl Model for FallbackModel {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::model::{Message, ScriptedModel, ScriptedTurn};
+
+    fn overloaded() -> ScriptedTurn {
+        ScriptedTurn::error(ModelError::Overloaded {
+            message: "Overloaded".into(),
+            retry_after: None,
+        })
+    }
+
+    async fn events(model: &FallbackModel) -> Vec<Result<ModelEvent, ModelError>> {
+        let request = ModelRequest {
+            messages: vec![Message::user("hi")].into(),
+            ..ModelRequest::default()
+        };
+        model.stream(&request).collect().await
+    }
+
+    #[tokio::test]
+    async fn each_request_tries_the_main_model_first_and_says_who_answered() {
+        let main = ScriptedModel::new([overloaded(), ScriptedTurn::text("main again")]);
+        let spare =
+            ScriptedModel::new([ScriptedTurn::text("from the spare")]).with_model_id("spare");
+        let model = FallbackModel::new(Arc::new(main.clone()), [Arc::new(spare) as Arc<dyn Model>]);
+
+        let first = events(&model).await;
+        let Some(Ok(ModelEvent::ModelFallback { from, to, reason })) = first.first() else {
+            panic!("{first:?}");
+        };
+        assert_eq!((from.as_str(), to.as_str()), ("scripted", "spare"));
+        assert!(reason.contains("overloaded"), "{reason}");
+        let Some(Ok(ModelEvent::Completed(turn))) = first.last() else {
+            panic!("{first:?}");
+        };
+        assert_eq!(turn.model.as_deref(), Some("spare"));
+
+        let second = events(&model).await;
+        let Some(Ok(ModelEvent::Completed(turn))) = second.last() else {
+            panic!("{second:?}");
+        };
+        assert_eq!(turn.model.as_deref(), Some("scripted"));
+        assert_eq!(main.requests().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn an_error_no_other_model_would_mend_is_returned_at_once() {
+        let refused = ScriptedTurn::error(ModelError::Api {
+            status: 400,
+            message: "bad request".into(),
+        });
+        let spare = ScriptedModel::new([ScriptedTurn::text("unused")]).with_model_id("spare");
+        let model = FallbackModel::new(
+            Arc::new(ScriptedModel::new([refused])),
+            [Arc::new(spare.clone()) as Arc<dyn Model>],
+        );
+        let events = events(&model).await;
+        assert!(
+            matches!(events[..], [Err(ModelError::Api { status: 400, .. })]),
+            "{events:?}"
+        );
+        assert_eq!(spare.requests().len(), 0);
+    }
+}

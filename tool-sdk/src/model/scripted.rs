@@ -179,6 +179,7 @@ pub struct ScriptedModel {
     turns: Arc<Mutex<VecDeque<ScriptedTurn>>>,
     responder: Option<Arc<Responder>>,
     requests: Arc<Mutex<Vec<ModelRequest>>>,
+    id: Arc<str>,
 }
 
 impl std::fmt::Debug for ScriptedModel {
@@ -194,7 +195,15 @@ impl ScriptedModel {
             turns: Arc::new(Mutex::new(turns.into_iter().collect())),
             responder: None,
             requests: Arc::default(),
+            id: Arc::from("scripted"),
         }
+    }
+
+    /// Calls itself `id` (default `scripted`): for a script standing in for a model a
+    /// catalog prices, or for telling two scripted models apart (a fallback's).
+    pub fn with_model_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Arc::from(id.into());
+        self
     }
 
     /// Answers each call with `respond(request)` once the fixed turns are used up: for demos
@@ -245,7 +254,7 @@ impl ScriptedModel {
 
 impl Model for ScriptedModel {
     fn model_id(&self) -> &str {
-        "scripted"
+        &self.id
     }
 
     fn provider_name(&self) -> &str {
