@@ -541,5 +541,13 @@ async fn settings_the_api_would_refuse_fail_at_create() {
         "{warm:?}"
     );
     assert!(warm.to_string().contains("remove `temperature`"), "{warm}");
+    // The limits are Anthropic's: another provider's model is not held to them.
+    let openai = tool_sdk::model::openai::OpenAiModel::new("gpt-5.5", Some("test-key".into()))
+        .with_base_url(server.uri());
+    let other = AgentConfig::new()
+        .with_model(openai)
+        .with_registry(Arc::new(ToolRegistry::new()))
+        .model(|m| m.with_thinking(Thinking::budget(512)).with_temperature(0.2));
+    assert!(Agent::create(other).await.is_ok());
     assert!(server.received_requests().await.unwrap().is_empty());
 }

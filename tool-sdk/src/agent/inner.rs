@@ -168,7 +168,11 @@ impl AgentInner {
             return Err(ConfigError::NoTurns.into());
         }
         let (registry, specs) = offer(source, tools, &config)?;
-        if let Some(problem) = (config.model).thinking_problem(model.model_id(), !specs.is_empty())
+        // The limits are Anthropic's: other providers take other budgets (or none).
+        let anthropic = model.provider_name() == "anthropic";
+        if anthropic
+            && let Some(problem) =
+                (config.model).thinking_problem(model.model_id(), !specs.is_empty())
         {
             return Err(problem.into());
         }
