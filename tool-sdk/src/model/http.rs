@@ -44,6 +44,9 @@ pub(crate) struct HttpClient {
     pub(crate) headers: &'static [(&'static str, &'static str)],
     /// How to set a key, for the error when it is empty.
     pub(crate) key_hint: &'static str,
+    /// Reads a non-2xx answer (status, the wait the headers asked for, body) into its error:
+    /// [`http_error`] unless the provider's errors have a shape of their own (Gemini's).
+    pub(crate) read_error: fn(u16, Option<Duration>, &str) -> ModelError,
 }
 
 impl HttpClient {
@@ -59,6 +62,7 @@ impl HttpClient {
             auth,
             headers: &[],
             key_hint: "",
+            read_error: http_error,
         }
     }
 
@@ -134,7 +138,7 @@ impl HttpClient {
         }
         let retry_after = retry_after(response.headers());
         let text = response.text().await.unwrap_or_default();
-        let error = http_error(status.as_u16(), retry_after, &text);
+        let error = (self.read_error)(status.as_u16(), retry_after, &text);
         tracing::debug!(provider = self.provider, status = status.as_u16(), %error, "model request failed");
         Err(error)
     }

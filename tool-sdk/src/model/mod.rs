@@ -1,7 +1,8 @@
 //! Models behind one trait: a request of messages and tool specs in, a stream of events out.
 //!
 //! Clients: [`anthropic::AnthropicModel`] (Messages API, SSE), [`openai::OpenAiModel`] (Chat
-//! Completions, SSE; any compatible server through `base_url`), [`ScriptedModel`], which
+//! Completions, SSE; any compatible server through `base_url`), [`gemini::GeminiModel`]
+//! (Gemini API `streamGenerateContent`, SSE), [`ScriptedModel`], which
 //! plays back turns for tests and offline demos, and [`TestModel`], which calls every tool it
 //! is offered with arguments made up from their schemas.
 
@@ -20,6 +21,7 @@ pub mod anthropic;
 mod catalog;
 mod error;
 mod fallback;
+pub mod gemini;
 mod history;
 mod http;
 pub mod openai;
@@ -314,6 +316,18 @@ pub enum MessageContent {
     RedactedThinking {
         /// The opaque data.
         data: String,
+    },
+    /// An opaque token a provider attached to one part of its turn, to be sent back on that
+    /// same part (Gemini's `thoughtSignature`, which carries the model's reasoning across tool
+    /// calls). It belongs to the block right after it: a text or a tool call; with no such
+    /// block after it, it stood on a part of its own (an empty text). Only the client of
+    /// `provider` reads it; every other client leaves it out, so a conversation that moves to
+    /// another provider (a fallback model) never sends it there.
+    ThoughtSignature {
+        /// Who issued it, as [`Model::provider_name`] says (`gcp.gemini`).
+        provider: String,
+        /// The token, as it came.
+        signature: String,
     },
 }
 
