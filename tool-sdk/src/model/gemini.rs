@@ -29,6 +29,7 @@
 //!   model must call (`functionCallingConfig.mode: ANY`), as for Anthropic: Gemini 2.5 cannot
 //!   combine JSON mode with function calling (only Gemini 3 documents the combination).
 
+use std::collections::HashMap;
 use std::fmt;
 
 use serde_json::{Map, Value, json};
@@ -106,18 +107,7 @@ impl GeminiModel {
     ///
     /// Fails with [`ModelError::MissingApiKey`] when neither is set to a key.
     pub fn from_env(model_id: impl Into<String>) -> Result<Self, ModelError> {
-        let key = API_KEY_VARS
-            .iter()
-            .filter_map(|name| std::env::var(name).ok())
-            .map(|key| key.trim().to_owned())
-            .find(|key| !key.is_empty())
-            .ok_or_else(|| {
-                ModelError::MissingApiKey(
-                    "set the GEMINI_API_KEY (or GOOGLE_API_KEY) environment variable to your \
-                     Gemini API key"
-                        .into(),
-                )
-            })?;
+        let key = key_from(|name| std::env::var(name).ok())?;
         Ok(GeminiModel::new(model_id, key))
     }
 
@@ -238,6 +228,22 @@ impl Model for GeminiModel {
     }
 }
 
+/// The first of [`API_KEY_VARS`] `var` reads as a key, trimmed.
+fn key_from(var: impl Fn(&str) -> Option<String>) -> Result<String, ModelError> {
+    API_KEY_VARS
+        .iter()
+        .filter_map(|name| var(name))
+        .map(|key| key.trim().to_owned())
+        .find(|key| !key.is_empty())
+        .ok_or_else(|| {
+            ModelError::MissingApiKey(
+                "set the GEMINI_API_KEY (or GOOGLE_API_KEY) environment variable to your Gemini \
+                 API key"
+                    .into(),
+            )
+        })
+}
+
 /// A model id as a path segment: anything outside the unreserved characters percent-encoded,
 /// so an id cannot reach another path or the query.
 fn escape(id: &str) -> String {
@@ -269,10 +275,15 @@ fn has_output_call(messages: &History) -> bool {
 /// The API's `contents`: roles `user` and `model`, consecutive messages of one role merged,
 /// function responses first in their user content, empty contents left out.
 fn contents(messages: &History) -> Vec<Value> {
+    let names: HashMap<&str, &str> = messages
+        .iter()
+        .flat_map(Message::tool_uses)
+        .map(|call| (call.id.as_str(), call.name.as_str()))
+        .collect();
     let mut merged: Vec<(Role, Vec<Value>)> = Vec::new();
     for message in messages.iter() {
         let parts = match message.role {
-            Role::User => user_parts(&message.content, messages),
+            Role::User => user_parts(&message.content, &names),
             Role::Assistant => model_parts(&message.content),
         };
         if parts.is_empty() {
@@ -303,8 +314,9 @@ fn contents(messages: &History) -> Vec<Value> {
 }
 
 /// A user message's parts: text, images as `inlineData`, tool results as `functionResponse`
-/// parts named after the call they answer (Gemini matches results by name, not id).
-fn user_parts(content: &[MessageContent], history: &History) -> Vec<Value> {
+/// parts named after the call they answer (`names`: each call's name by its id; Gemini
+/// matches results by name, not id).
+fn user_parts(content: &[MessageContent], names: &HashMap<&str, &str>) -> Vec<Value> {
     let mut parts = Vec::new();
     for block in content {
         match block {
@@ -320,7 +332,7 @@ fn user_parts(content: &[MessageContent], history: &History) -> Vec<Value> {
                 is_error,
             } => {
                 let text = result_text(content);
-                match call_name(history, tool_use_id) {
+                match names.get(tool_use_id.as_str()) {
                     Some(name) => {
                         let key = if *is_error { "error" } else { "result" };
                         parts.push(json!({
@@ -338,15 +350,6 @@ fn user_parts(content: &[MessageContent], history: &History) -> Vec<Value> {
         }
     }
     parts
-}
-
-/// The name of the call with this id, from the conversation.
-fn call_name<'a>(history: &'a History, id: &str) -> Option<&'a str> {
-    history
-        .iter()
-        .flat_map(Message::tool_uses)
-        .find(|call| call.id == id)
-        .map(|call| call.name.as_str())
 }
 
 /// A tool result's text blocks joined; images noted as left out (a function response is JSON).

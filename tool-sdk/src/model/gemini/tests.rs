@@ -155,3 +155,63 @@ fn a_stream_without_finish_reason_fails() {
     let error = turn.finish().unwrap_err();
     assert!(error.to_string().contains("Gemini"), "{error}");
 }
+
+#[test]
+fn an_error_in_place_of_a_chunk_ends_the_turn() {
+    let mut turn = Turn::new(0);
+    let error = turn
+        .on_event(
+            "message",
+            r#"{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}"#,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&error, ModelError::Overloaded { message, .. }
+            if message == "Gemini UNAVAILABLE: The model is overloaded."),
+        "{error:?}"
+    );
+    let error = Turn::new(0).on_event("message", "{not json").unwrap_err();
+    assert!(
+        error.to_string().contains("unreadable Gemini chunk"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_json_array_answer_is_read_as_its_chunks() {
+    let mut turn = Turn::new(3);
+    let events = turn
+        .on_json_body(
+            r#"[{"candidates":[{"content":{"parts":[{"text":"Hi"}]}}]},
+               {"candidates":[{"content":{"parts":[{"functionCall":{"name":"read","args":{"path":"a"}}}]},
+                 "finishReason":"STOP"}]}]"#,
+        )
+        .unwrap();
+    assert_eq!(events[0], crate::model::ModelEvent::TextDelta("Hi".into()));
+    let response = turn.finish().unwrap();
+    assert_eq!(response.stop_reason, crate::model::StopReason::ToolUse);
+    let MessageContent::ToolUse(call) = &response.content[1] else {
+        panic!("{:?}", response.content)
+    };
+    assert!(call.id.starts_with("call_3_1_"), "{}", call.id);
+    assert_eq!(call.input.parsed(), Some(&json!({"path": "a"})));
+}
+
+#[test]
+fn the_key_is_gemini_api_key_else_google_api_key() {
+    let vars = |gemini: Option<&str>, google: Option<&str>| {
+        let (gemini, google) = (gemini.map(str::to_owned), google.map(str::to_owned));
+        move |name: &str| match name {
+            "GEMINI_API_KEY" => gemini.clone(),
+            "GOOGLE_API_KEY" => google.clone(),
+            _ => None,
+        }
+    };
+    assert_eq!(key_from(vars(Some("one"), Some("two"))).unwrap(), "one");
+    assert_eq!(key_from(vars(Some("  "), Some(" two "))).unwrap(), "two");
+    let error = key_from(vars(None, None)).unwrap_err();
+    assert!(
+        matches!(&error, ModelError::MissingApiKey(why) if why.contains("GEMINI_API_KEY")),
+        "{error:?}"
+    );
+}
