@@ -12,7 +12,8 @@ use tokio::sync::Barrier;
 use tool_sdk::agent::{Agent, AgentConfig, AgentError, AgentEvent, SessionLeasing, SubagentConfig};
 use tool_sdk::builtin::TaskTool;
 use tool_sdk::model::{
-    Message, MessageContent, ModelError, ModelInfo, Price, Role, ScriptedModel, ScriptedTurn,
+    Effort, Message, MessageContent, ModelError, ModelInfo, Price, Role, ScriptedModel,
+    ScriptedTurn, Thinking,
 };
 use tool_sdk::permission::{HookDecision, PermissionAnswer, PermissionMode, PermissionQuestion};
 use tool_sdk::{State, Tool, ToolContext, ToolError, ToolRegistry, tool};
@@ -328,6 +329,8 @@ async fn a_file_and_the_same_settings_in_code_are_one_config() {
         provider = "openai"
         id = "llama3"
         base_url = "http://localhost:11434/v1"
+        thinking = 512
+        effort = "xhigh"
         [models.ft]
         context_window = 32000
         input_per_million = 1.0
@@ -362,6 +365,8 @@ async fn a_file_and_the_same_settings_in_code_are_one_config() {
                 .with_max_tokens(1024)
                 .with_temperature(0.25)
                 .with_prompt_caching(false)
+                .with_thinking(Thinking::budget(512))
+                .with_effort(Effort::XHigh)
                 .with_model_info("ft", ModelInfo::new(32_000, Price::per_million(1.0, 4.0)))
         })
         .limits(|l| {
@@ -390,6 +395,10 @@ async fn a_file_and_the_same_settings_in_code_are_one_config() {
     assert_eq!(file.limits, code.limits);
     assert_eq!(file.context, code.context);
     assert_eq!(file.model.temperature, Some(0.25));
+    assert_eq!(
+        (file.model.thinking, file.model.effort),
+        (Thinking::budget(512), Some(Effort::XHigh))
+    );
     assert_eq!(
         file.permissions.additional_dirs,
         [std::path::PathBuf::from("/data")]

@@ -10,7 +10,7 @@ use tool_sdk::ContentBlock;
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::{
     Message, MessageContent, Model, ModelError, ModelEvent, ModelRequest, ModelResponse,
-    RetryPolicy, Role, StopReason, ToolSpec, ToolUse, Usage,
+    RetryPolicy, Role, StopReason, Thinking, ToolSpec, ToolUse, Usage,
 };
 use tool_sdk::schema::{self, Provider};
 use wiremock::matchers::{method, path};
@@ -174,6 +174,8 @@ async fn request_has_headers_lowered_tools_merged_roles_and_tool_results_first()
         temperature: Some(0.7),
         output: None,
         cache: None,
+        thinking: Thinking::Off,
+        effort: None,
         max_tokens: 1000,
         tools: vec![ToolSpec {
             name: "get_weather".into(),
@@ -531,6 +533,8 @@ fn recorded_request(body: &Value) -> Option<ModelRequest> {
         temperature: None,
         output: None,
         cache: None,
+        thinking: Thinking::Off,
+        effort: None,
     })
 }
 

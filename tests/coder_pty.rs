@@ -1047,3 +1047,76 @@ fn resuming_a_session_with_a_damaged_record_warns_and_goes_on() {
         "{stderr}"
     );
 }
+
+/// A model API on a local port answering every request with `body` (server-sent events), one
+/// request a connection; its base URL.
+fn serve_every_request_with(body: String) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let mut reader = BufReader::new(stream);
+            let mut length = 0;
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+                line.clear();
+            }
+            let mut request = vec![0; length];
+            let _ = reader.read_exact(&mut request);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n",
+                body.len()
+            );
+            let mut stream = reader.into_inner();
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+        }
+    });
+    url
+}
+
+#[test]
+fn thinking_streams_folded_into_a_line_and_slash_thinking_shows_it_whole() {
+    // The stream built from Anthropic's documented thinking example (tests/thinking.rs).
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/anthropic/thinking_after_tool.sse");
+    let url = serve_every_request_with(std::fs::read_to_string(fixture).unwrap());
+    let dir = project();
+    let mut command = coder_command(dir.path(), &["--thinking", "2048", "--effort", "low"]);
+    command
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", &url);
+    let mut coder = Session::spawn(command).expect("coder starts in a pty");
+    coder.set_expect_timeout(Some(Duration::from_secs(30)));
+    coder.expect("> ").unwrap();
+    coder.send_line("Weather in Paris?").unwrap();
+    let mut screen = Screen::new();
+    screen.expect(&mut coder, "tool calls");
+    let rows = screen.rows().join("\n");
+    assert!(
+        rows.contains("✻ thought for 17 words (/thinking shows it)"),
+        "{rows}"
+    );
+    assert!(
+        rows.contains("Currently in Paris, the temperature is 88°F"),
+        "{rows}"
+    );
+    // The thinking itself is folded away: only the line that counts it stays.
+    assert!(!rows.contains("I will give it in Celsius too."), "{rows}");
+    coder.expect("> ").unwrap();
+    coder.send_line("/thinking").unwrap();
+    coder
+        .expect(
+            "The tool says it is 88 degrees Fahrenheit in Paris. I will give it in Celsius too.",
+        )
+        .unwrap();
+    quit_with_ctrl_d(coder);
+}

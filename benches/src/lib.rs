@@ -5,6 +5,7 @@
 
 pub mod hundred;
 pub mod mock_http;
+pub mod streams;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

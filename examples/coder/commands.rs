@@ -4,6 +4,7 @@
 use console::style;
 use serde_json::json;
 use tool_sdk::agent::Agent;
+use tool_sdk::model::{MessageContent, Role};
 use tool_sdk::permission::{PermissionMode, PermissionPreview};
 use tool_sdk::session::SqliteStore;
 
@@ -58,6 +59,36 @@ fn show_cost(agent: &Agent) {
     }
 }
 
+/// `/thinking`: the thinking of every model turn since the last prompt, in full.
+async fn show_thinking(agent: &Agent) {
+    let messages = agent.messages().await;
+    // The last prompt is the last user message that is not tool results.
+    let prompt = messages.iter().rposition(|message| {
+        message.role == Role::User
+            && !message
+                .content
+                .iter()
+                .any(|block| matches!(block, MessageContent::ToolResult { .. }))
+    });
+    let mut shown = false;
+    let since = prompt.map_or(0, |at| at + 1);
+    for message in messages.iter().skip(since) {
+        for block in &message.content {
+            match block {
+                MessageContent::Thinking { thinking, .. } => println!("{}\n", thinking.trim()),
+                MessageContent::RedactedThinking { .. } => {
+                    println!("{}\n", style("[thinking the provider redacted]").dim());
+                }
+                _ => continue,
+            }
+            shown = true;
+        }
+    }
+    if !shown {
+        println!("  no thinking in the last turn (ask for it with --thinking)");
+    }
+}
+
 /// What a resumed conversation was about: its id, its first prompt and its last answer.
 pub async fn recap(agent: &Agent) {
     let messages = agent.messages().await;
@@ -95,7 +126,8 @@ pub async fn recap(agent: &Agent) {
     }
 }
 
-/// `/tools`, `/mcp`, `/mode`, `/cost`, `/sessions`, `/rewind`, `/help`; false for `/exit`.
+/// `/tools`, `/mcp`, `/mode`, `/cost`, `/thinking`, `/sessions`, `/rewind`, `/help`; false
+/// for `/exit`.
 pub async fn slash_command(agent: &Agent, store: Option<&SqliteStore>, command: &str) -> bool {
     let mut words = command.split_whitespace();
     match words.next().unwrap_or_default() {
@@ -121,6 +153,7 @@ pub async fn slash_command(agent: &Agent, store: Option<&SqliteStore>, command: 
             }
         }
         "cost" => show_cost(agent),
+        "thinking" => show_thinking(agent).await,
         "rewind" => sessions::rewind(agent, &words.collect::<Vec<_>>()).await,
         "sessions" => match store {
             Some(store) => sessions::show(store, agent.session_id()).await,
@@ -179,6 +212,7 @@ const HELP: &str = "  /tools            the tools the model can use, and which a
              /mcp              the MCP servers and how many tools each gives\n  \
              /mode plan|default|acceptEdits|bypass\n  \
              /cost             tokens and USD of this conversation\n  \
+             /thinking         the model's thinking in the last turn, in full\n  \
              /sessions         saved conversations (resume with --resume ID)\n  \
              /rewind [N]       put the files back as they were before prompt N\n  \
              /help             this list\n  \

@@ -1,4 +1,4 @@
-//! `coder`: an interactive terminal coding agent in about 1,900 lines, on top of tool-sdk.
+//! `coder`: an interactive terminal coding agent in about 2,000 lines, on top of tool-sdk.
 //!
 //! ```text
 //! cargo run --example coder                      # offline: a scripted demo on a copy of this dir
@@ -7,6 +7,7 @@
 //! GEMINI_API_KEY=... cargo run --example coder -- --provider gemini --model gemini-2.5-pro
 //! cargo run --example coder -- --print "How many Rust files are there?" --allow Bash
 //! cargo run --example coder -- --continue          # the latest conversation in this directory
+//! cargo run --example coder -- --thinking 8000 --effort medium   # think first, shown folded
 //! ```
 //!
 //! The SDK does the work: the built-in tools, schemas and validation, the permission chain,
@@ -33,7 +34,7 @@ use tool_sdk::agent::{Agent, AgentConfig, ClaudeSettings, ProjectMemory, RunResu
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::gemini::GeminiModel;
 use tool_sdk::model::openai::OpenAiModel;
-use tool_sdk::model::{Model, ModelError};
+use tool_sdk::model::{Effort, Model, ModelError, Thinking};
 use tool_sdk::permission::{CallFacts, PermissionAnswer, Rule};
 use tool_sdk::session::SqliteStore;
 
@@ -82,6 +83,15 @@ struct Args {
     /// when no id is given.
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     resume: Option<String>,
+    /// Lets the model think before it answers: a budget of tokens (Claude 4.5 and earlier;
+    /// 4096 when none is given) or `adaptive` (Claude 4.6 and later). Shown folded into one
+    /// dim line; `/thinking` shows the last turn's in full. OpenAI models ignore it.
+    #[arg(long, value_name = "BUDGET|adaptive", num_args = 0..=1, default_missing_value = "4096")]
+    thinking: Option<Thinking>,
+    /// How eagerly the model spends tokens: low, medium, high, xhigh or max (Anthropic's
+    /// effort, on Claude Opus 4.5 and 4.6 and later; OpenAI's reasoning_effort).
+    #[arg(long, value_name = "LEVEL")]
+    effort: Option<Effort>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -134,6 +144,11 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     }
     let provider = provider_choice(&args);
     let demo = provider == ProviderChoice::Demo;
+    if provider == ProviderChoice::Openai && args.thinking.is_some() {
+        warn(
+            "--thinking is ignored: Chat Completions has no thinking budget (--effort is its reasoning_effort)",
+        );
+    }
     let (cwd, scratch_note) = working_dir(&args, demo)?;
     let model = choose_model(&args, provider, &cwd).map_err(|e| e.to_string())?;
 
@@ -239,9 +254,17 @@ fn agent_config(
         .with_model(model)
         .with_tools(TOOLS.iter().copied().chain(["mcp__*"]))
         .with_working_dir(cwd)
-        .model(|m| {
-            m.with_system_prompt(system_prompt(cwd))
-                .with_fallback_models(args.fallback_models.iter().cloned())
+        .model(|mut m| {
+            m = m
+                .with_system_prompt(system_prompt(cwd))
+                .with_fallback_models(args.fallback_models.iter().cloned());
+            if let Some(thinking) = args.thinking {
+                m = m.with_thinking(thinking);
+            }
+            if let Some(effort) = args.effort {
+                m = m.with_effort(effort);
+            }
+            m
         })
         // The team's own files, as Claude Code reads them: AGENTS.md and CLAUDE.md up to the
         // repository root, and .claude/settings(.local).json permission rules and hooks.

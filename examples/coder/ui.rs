@@ -30,6 +30,10 @@ pub struct RunView {
     progress_to_stderr: bool,
     /// Where relative paths in calls are.
     working_dir: PathBuf,
+    /// The one dim line the model's thinking is folded into while it streams.
+    thinking: Option<ProgressBar>,
+    /// The thinking of the model turn streaming now.
+    thought: String,
 }
 
 impl RunView {
@@ -42,11 +46,18 @@ impl RunView {
             mid_line: false,
             progress_to_stderr,
             working_dir: working_dir.to_owned(),
+            thinking: None,
+            thought: String::new(),
         }
     }
 
     /// Shows one event. Permission questions come back to the caller, which asks the user.
     pub fn show(&mut self, event: AgentEvent) -> Option<PermissionRequest> {
+        if let AgentEvent::ThinkingDelta(text) = &event {
+            self.think(text);
+            return None;
+        }
+        self.fold_thinking();
         match event {
             AgentEvent::TextDelta(text) => {
                 self.spinners.suspend(|| {
@@ -95,39 +106,7 @@ impl RunView {
             }
             AgentEvent::ToolFailed {
                 id, name, output, ..
-            } => {
-                self.stop_spinner(&id);
-                let title = self.titles.get(&id).cloned().unwrap_or(name);
-                if self.cancelled_at_question.contains(&id) {
-                    // Whichever of the refusal and the cancellation reached the call first,
-                    // it stopped at its question.
-                    self.println(format!(
-                        "{} {} {}",
-                        style("●").yellow(),
-                        style(title).bold(),
-                        style("cancelled at its permission question; it did not run").yellow()
-                    ));
-                    return None;
-                }
-                let text = output.to_text();
-                let mut lines = text.lines();
-                self.println(format!(
-                    "{} {} {}",
-                    style("●").red(),
-                    style(title).bold(),
-                    style(lines.next().unwrap_or("failed")).red()
-                ));
-                // The rest is what the model is told too, such as every schema problem of an
-                // invalid input.
-                let rest: Vec<&str> = lines.collect();
-                for line in rest.iter().take(MAX_ERROR_LINES) {
-                    self.println(format!("  {}", style(line).red()));
-                }
-                if rest.len() > MAX_ERROR_LINES {
-                    let more = rest.len() - MAX_ERROR_LINES;
-                    self.println(format!("  {}", style(format!("… {more} more lines")).dim()));
-                }
-            }
+            } => self.tool_failed(&id, name, &output),
             AgentEvent::PermissionRequested(request) => {
                 self.end_line();
                 return Some(request);
@@ -151,6 +130,76 @@ impl RunView {
         None
     }
 
+    /// A call that failed: its first line in red, and what follows (up to
+    /// [`MAX_ERROR_LINES`]).
+    fn tool_failed(&mut self, id: &str, name: String, output: &tool_sdk::ToolOutput) {
+        self.stop_spinner(id);
+        let title = self.titles.get(id).cloned().unwrap_or(name);
+        if self.cancelled_at_question.contains(id) {
+            // Whichever of the refusal and the cancellation reached the call first,
+            // it stopped at its question.
+            self.println(format!(
+                "{} {} {}",
+                style("●").yellow(),
+                style(title).bold(),
+                style("cancelled at its permission question; it did not run").yellow()
+            ));
+            return;
+        }
+        let text = output.to_text();
+        let mut lines = text.lines();
+        self.println(format!(
+            "{} {} {}",
+            style("●").red(),
+            style(title).bold(),
+            style(lines.next().unwrap_or("failed")).red()
+        ));
+        // The rest is what the model is told too, such as every schema problem of an
+        // invalid input.
+        let rest: Vec<&str> = lines.collect();
+        for line in rest.iter().take(MAX_ERROR_LINES) {
+            self.println(format!("  {}", style(line).red()));
+        }
+        if rest.len() > MAX_ERROR_LINES {
+            let more = rest.len() - MAX_ERROR_LINES;
+            self.println(format!("  {}", style(format!("… {more} more lines")).dim()));
+        }
+    }
+
+    /// More thinking: the folded line shows its latest words.
+    fn think(&mut self, text: &str) {
+        self.thought.push_str(text);
+        let bar = self.thinking.get_or_insert_with(|| {
+            let bar = self.spinners.add(ProgressBar::new_spinner());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner:.dim} {msg:.dim}")
+                    .expect("a valid template"),
+            );
+            bar.enable_steady_tick(Duration::from_millis(100));
+            bar
+        });
+        let words: Vec<&str> = self.thought.split_whitespace().collect();
+        let tail = words[words.len().saturating_sub(12)..].join(" ");
+        bar.set_message(format!("thinking… {tail}"));
+    }
+
+    /// The thinking is over (the model answers or calls a tool): its line becomes a note.
+    fn fold_thinking(&mut self) {
+        let Some(bar) = self.thinking.take() else {
+            return;
+        };
+        bar.finish_and_clear();
+        self.spinners.remove(&bar);
+        let words = self.thought.split_whitespace().count();
+        self.thought.clear();
+        self.end_line();
+        self.println(
+            style(format!("✻ thought for {words} words (/thinking shows it)"))
+                .dim()
+                .to_string(),
+        );
+    }
+
     /// The user cancelled the turn at this call's permission question.
     pub fn cancelled_at_question(&mut self, id: &str) {
         self.cancelled_at_question.insert(id.to_owned());
@@ -158,6 +207,7 @@ impl RunView {
 
     /// The run is over: its summary line.
     pub fn finish(&mut self, result: &RunResult) {
+        self.fold_thinking();
         self.end_line();
         for (_, spinner) in self.running.drain() {
             spinner.finish_and_clear();

@@ -104,6 +104,8 @@ mod registry;
 pub mod schema;
 pub mod session;
 pub mod telemetry;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tls;
 mod tool;
 pub mod validate;

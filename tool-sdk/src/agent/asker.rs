@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 use super::events::{AgentEvent, Emit, PermissionRequest};
 use super::inner::AgentInner;
 use super::recorder::Journal;
+use super::step::Recorded;
 use crate::model::ToolUse;
 use crate::permission::{
     PermissionAnswer, PermissionHandler, PermissionQuestion, not_allowed_message,
@@ -16,15 +17,16 @@ use crate::permission::{
 use crate::session::{PendingApproval, Record, SessionError};
 use crate::tool::BoxFuture;
 
-/// Stores a record now, or in `journal` when the call has one.
+/// Writes a call's record of `kind`, through `journal` when the call has one.
 pub(super) async fn record(
     agent: &AgentInner,
     journal: Option<&Journal>,
+    kind: Recorded,
     make: impl FnOnce() -> Record,
 ) -> Result<(), SessionError> {
     match journal {
-        Some(journal) => journal.record(&agent.recorder, make).await,
-        None => agent.recorder.record(make).await,
+        Some(journal) => journal.write(&agent.recorder, kind, make).await,
+        None => agent.recorder.write(kind, make).await,
     }
 }
 
@@ -91,14 +93,18 @@ impl PermissionHandler for RecordingAsker<'_> {
                 tool: question.tool.clone(),
                 title: question.prompt.title.clone(),
             };
-            if let Err(error) = record(self.agent, self.journal, || asked).await {
+            if let Err(error) =
+                record(self.agent, self.journal, Recorded::Permission, || asked).await
+            {
                 return self.refuse(error);
             }
             if self.defer {
                 let deferred = Record::ApprovalDeferred {
                     id: self.call.id.clone(),
                 };
-                if let Err(error) = record(self.agent, self.journal, || deferred).await {
+                if let Err(error) =
+                    record(self.agent, self.journal, Recorded::Permission, || deferred).await
+                {
                     return self.refuse(error);
                 }
                 let pending = PendingApproval {
@@ -122,7 +128,7 @@ impl PermissionHandler for RecordingAsker<'_> {
                 always,
                 message,
             };
-            match record(self.agent, self.journal, || answered).await {
+            match record(self.agent, self.journal, Recorded::Permission, || answered).await {
                 Ok(()) => answer,
                 Err(error) => self.refuse(error),
             }

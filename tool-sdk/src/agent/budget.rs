@@ -227,10 +227,18 @@ mod tests {
         assert_eq!(mine.context_window, 32_000);
         assert_eq!(mine.price.cache_read, 0.5);
         assert_eq!(mine.price.cache_write, 1.25);
-        // Overrides the built-in entry, and the longer built-in prefixes still win theirs.
+        // Overrides the built-in entry (and its dated ids), not those of newer versions.
+        assert_eq!(
+            catalog
+                .lookup("claude-sonnet-4-20250514")
+                .unwrap()
+                .price
+                .input,
+            6.0
+        );
         assert_eq!(
             catalog.lookup("claude-sonnet-4-5").unwrap().price.input,
-            6.0
+            3.0
         );
         assert_eq!(catalog.lookup("claude-opus-4-5").unwrap().price.input, 5.0);
         // And back: what is written reads the same.

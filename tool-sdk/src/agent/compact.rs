@@ -12,7 +12,7 @@ use super::context::{
 use super::error::AgentError;
 use super::events::{AgentEvent, Emit, RunResult};
 use super::inner::AgentInner;
-use super::step;
+use super::step::{self, FlushPoint, Recorded};
 use crate::model::{
     History, Message, MessageContent, ModelError, ModelEvent, ModelRequest, ModelResponse, Role,
 };
@@ -151,7 +151,9 @@ impl AgentInner {
             return Ok(false);
         }
         self.recorder
-            .record(|| Record::ToolResultsCleared { ids: ids.clone() })
+            .write(Recorded::ViewChange, || Record::ToolResultsCleared {
+                ids: ids.clone(),
+            })
             .await?;
         let count = ids.len();
         self.context.update(|state| state.cleared.extend(ids));
@@ -208,6 +210,8 @@ impl AgentInner {
             output: None,
             // Its prefix is the requests' before it: the cache serves it.
             cache: self.config.prompt_cache(self.ledger.info()),
+            thinking: self.config.model.thinking,
+            effort: self.config.model.effort,
         };
         let response = self.summarise(&summary_request, cancel).await?;
         // Billed like a turn: in the run's and the agent's totals, and stored with the
@@ -217,7 +221,9 @@ impl AgentInner {
         let cost_usd = self
             .ledger
             .add_turn(usage, response.model.as_deref(), result);
-        self.recorder.stage(|| Record::Usage { usage });
+        self.recorder
+            .write(Recorded::ModelTurn, || Record::Usage { usage })
+            .await?;
         emit(AgentEvent::Usage(result.usage));
         let summary = Message {
             role: Role::Assistant,
@@ -226,7 +232,7 @@ impl AgentInner {
         .text();
         let summary = summary.trim();
         if summary.is_empty() {
-            self.recorder.flush().await?;
+            self.recorder.flush_at(FlushPoint::Stop).await?;
             return Err(ModelError::stream(
                 "the model answered the request to summarise the conversation (to compact it) \
                  with no text",
@@ -238,7 +244,7 @@ impl AgentInner {
             first_kept: cut,
         };
         self.recorder
-            .record(|| Record::Compacted {
+            .write(Recorded::ViewChange, || Record::Compacted {
                 summary: compaction.summary.clone(),
                 first_kept: compaction.first_kept,
             })

@@ -183,7 +183,7 @@ impl AgentConfig {
     }
 
     /// Edits the [model settings](ModelSettings): system prompt, `max_tokens`, temperature,
-    /// retries, caching, catalog.
+    /// thinking, effort, retries, caching, catalog.
     pub fn model(mut self, edit: impl FnOnce(ModelSettings) -> ModelSettings) -> Self {
         self.model = edit(self.model);
         self

@@ -29,7 +29,7 @@ use super::events::Emit;
 use super::executor::{self, Outcome};
 use super::inner::AgentInner;
 use super::recorder::Journal;
-use super::step;
+use super::step::{self, FlushPoint};
 use crate::AgentId;
 use crate::model::{OutputFormat, ToolUse};
 use crate::tool::BoxFuture;
@@ -154,7 +154,7 @@ impl<'a> EarlyCalls<'a> {
 
     /// The turn is staged: stages the held records behind it, then waits for every early
     /// call. They go to the store as a read-only batch's starts do: with the next record, or
-    /// after [`READ_ONLY_COMMIT_DELAY`](executor::READ_ONLY_COMMIT_DELAY). A record that
+    /// after [`READ_ONLY_COMMIT_DELAY`](step::READ_ONLY_COMMIT_DELAY). A record that
     /// cannot be stored is reported on the first outcome (which ends the run once every call
     /// is answered).
     pub(crate) async fn finish(self) -> Vec<Outcome> {
@@ -174,7 +174,7 @@ impl<'a> EarlyCalls<'a> {
             }
             done
         };
-        executor::with_starts_stored_soon(self.agent, rest).await
+        executor::stored_while(self.agent, FlushPoint::EarlyCalls, rest).await
     }
 
     /// The turn will not be kept (the stream failed, the run was cancelled, the turn could

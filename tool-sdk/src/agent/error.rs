@@ -241,6 +241,41 @@ pub enum ConfigError {
         /// What is wrong with it.
         why: String,
     },
+    /// A thinking budget under Anthropic's minimum,
+    /// [`Thinking::MIN_BUDGET_TOKENS`](crate::model::Thinking::MIN_BUDGET_TOKENS).
+    #[error(
+        "a thinking budget of {budget_tokens} tokens is under the 1024 the API accepts: raise \
+         it with `.model(|m| m.with_thinking(Thinking::budget(1024)))` or `thinking = 1024` in \
+         the `[model]` table (or more), or use adaptive thinking"
+    )]
+    ThinkingBudgetTooSmall {
+        /// The budget asked for.
+        budget_tokens: u32,
+    },
+    /// A thinking budget as large as `max_tokens` or larger, which it is part of (for a
+    /// model that does not think between tool calls, or an agent without tools).
+    #[error(
+        "a thinking budget of {budget_tokens} tokens leaves no room for the answer in \
+         max_tokens ({max_tokens}), which the thinking is part of: raise `max_tokens` above \
+         the budget (in the config file or with `.model(|m| m.with_max_tokens(...))`) or \
+         lower the budget"
+    )]
+    ThinkingBudgetNotBelowMaxTokens {
+        /// The budget asked for.
+        budget_tokens: u32,
+        /// The request's `max_tokens`.
+        max_tokens: u32,
+    },
+    /// A sampling temperature other than 1 with thinking on, which the API refuses.
+    #[error(
+        "temperature {temperature} is set while thinking is on, and the API takes no \
+         temperature but 1 with thinking: remove `temperature` (from the config file or the \
+         `.model(...)` settings) or turn thinking off"
+    )]
+    TemperatureWithThinking {
+        /// The temperature set.
+        temperature: f32,
+    },
     /// A `max_budget_usd` that is not a number of dollars.
     #[error("max_budget_usd must be a number of dollars, 0 or more (got {0})")]
     BadBudget(f64),

@@ -17,7 +17,7 @@ use super::events::{AgentEvent, Emit};
 use super::inner::AgentInner;
 use super::recorder::Journal;
 use super::spans;
-use super::step;
+use super::step::{self, FlushPoint, Recorded};
 use super::subagent::Subagents;
 use crate::model::{MessageContent, ToolUse};
 use crate::permission::PermissionAnswer;
@@ -62,20 +62,23 @@ pub(crate) async fn execute(
         let batch = &calls[index..end];
         let read_only = concurrent[index];
         // Each start is stored with the staged turn, so that after a crash a call that may
-        // have partly happened is told from one that never ran. A mutating call's is stored
-        // before it can do anything (a call whose start cannot be stored does not run, nor do
-        // the rest). A read-only batch starts at once: its starts go with its first record
-        // (usually a result), or after `READ_ONLY_COMMIT_DELAY` if none comes by then.
+        // have partly happened is told from one that never ran: when, `step::commit` says (a
+        // call whose start cannot be stored does not run, nor do the rest).
+        let kind = match read_only {
+            true => Recorded::ReadOnlyStart,
+            false => Recorded::MutatingStart,
+        };
+        let mut flushed = Ok(());
         for call in batch {
-            agent.recorder.stage(|| Record::ToolStarted {
+            let started = || Record::ToolStarted {
                 id: call.id.clone(),
                 name: call.name.clone(),
-            });
+            };
+            flushed = agent.recorder.write(kind, started).await;
+            if flushed.is_err() {
+                break;
+            }
         }
-        let flushed = match step::store_starts_first(read_only) {
-            true => agent.recorder.flush().await,
-            false => Ok(()),
-        };
         if let Err(error) = flushed {
             let first = outcomes.len();
             outcomes.extend(
@@ -143,40 +146,18 @@ async fn run_batch(
             false => futures::stream::iter(runs).buffered(limit).collect().await,
         }
     };
-    match read_only {
-        true => with_starts_stored_soon(agent, run).await,
-        false => run.await,
-    }
+    stored_while(agent, FlushPoint::Batch { read_only }, run).await
 }
 
-/// How long a batch of read-only calls runs before the records staged for it (its turn and
-/// their starts) are stored if no record of the calls took them along sooner. Most read-only
-/// calls end within it, and then a step costs one commit. A process killed inside this window
-/// loses the turn as if the kill had come while it streamed: the turn is asked for again, and
-/// its calls, which only read, may run again.
-pub(crate) const READ_ONLY_COMMIT_DELAY: std::time::Duration = std::time::Duration::from_millis(10);
-
-/// Runs a read-only batch (`run`); stores the staged records once it has run for
-/// [`READ_ONLY_COMMIT_DELAY`] if its calls' records did not take them along yet, and in any
-/// case before it returns. A record that could not be stored ends the run (the first outcome
+/// Runs the calls of `run` while the records staged for them wait as [`step::flush_within`]
+/// says for `point`. A record that could not be stored ends the run (the first outcome
 /// carries the error).
-pub(crate) async fn with_starts_stored_soon(
+pub(crate) async fn stored_while(
     agent: &AgentInner,
+    point: FlushPoint,
     run: impl std::future::Future<Output = Vec<Outcome>>,
 ) -> Vec<Outcome> {
-    if agent.recorder.stored_id().is_none() {
-        return run.await;
-    }
-    let mut run = std::pin::pin!(run);
-    let (mut results, stored) = tokio::select! {
-        biased;
-        results = &mut run => (results, Ok(())),
-        () = tokio::time::sleep(READ_ONLY_COMMIT_DELAY) => {
-            let (stored, results) = tokio::join!(agent.recorder.flush(), run);
-            (results, stored)
-        }
-    };
-    let stored = stored.and(agent.recorder.flush().await);
+    let (mut results, stored) = agent.recorder.flush_while(point, run).await;
     if let (Err(error), Some(first)) = (stored, results.first_mut()) {
         first.store_error.get_or_insert(error);
     }
@@ -208,7 +189,10 @@ pub(crate) async fn run_one_held(
         name: call.name.clone(),
     };
     let span = spans::execute_tool(call);
-    match journal.record(&agent.recorder, started).await {
+    match journal
+        .write(&agent.recorder, Recorded::ReadOnlyStart, started)
+        .await
+    {
         Ok(()) => {
             let turn = agent.turn_context(emit);
             run_one(agent, &turn, call, None, emit, cancel, Some(journal))
@@ -338,7 +322,7 @@ async fn run_one(
     // calls of the turn end.
     let store_error = match ask.failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
         Some(error) => Some(error),
-        None => record(agent, journal, || Record::ToolResult {
+        None => record(agent, journal, Recorded::Result, || Record::ToolResult {
             block: block.clone(),
         })
         .await

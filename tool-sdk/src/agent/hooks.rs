@@ -415,12 +415,12 @@ impl Hooks {
         Ok(contexts)
     }
 
-    /// Runs the stop hooks (a sub-agent's: the `subagent_stop` ones) in order, unless the
-    /// bound is reached: the first that sends the run on wins.
+    /// Runs the stop hooks (a sub-agent's: the `subagent_stop` ones) in order: the first that
+    /// sends the run on wins. Whether they are asked at all is [`step::asks_stop_hooks`]'s
+    /// to say.
+    ///
+    /// [`step::asks_stop_hooks`]: super::step::asks_stop_hooks
     pub(crate) async fn check_stop(&self, stop: &StopContext<'_>) -> Option<String> {
-        if stop.continued >= self.max_stop_continuations {
-            return None;
-        }
         for hook in &self.list {
             let check = match self.sub {
                 true => hook.subagent_stop(stop).await,

@@ -168,6 +168,10 @@ impl AgentInner {
             return Err(ConfigError::NoTurns.into());
         }
         let (registry, specs) = offer(source, tools, &config)?;
+        if let Some(problem) = (config.model).thinking_problem(model.model_id(), !specs.is_empty())
+        {
+            return Err(problem.into());
+        }
         let working_dir = match &config.working_dir {
             Some(dir) => dir.clone(),
             None => {

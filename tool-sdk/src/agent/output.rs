@@ -6,7 +6,9 @@
 //! from the final text, and checks it with the validator tool inputs get (and by
 //! deserializing `T`). An answer that fails goes back to the model with the AJV-style list of
 //! what is wrong, up to [`Limits::max_output_retries`](super::Limits::max_output_retries) times; then the run fails with
-//! [`AgentError::OutputInvalid`].
+//! [`AgentError::OutputInvalid`]. Where a turn gives its answer, whether a refused one goes
+//! back or fails the run, and what each output call is answered are decided in `step.rs`;
+//! this file checks the answer against the schema and carries the decisions out.
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -21,6 +23,7 @@ use serde_json::{Value, json};
 use super::error::{AgentError, ConfigError};
 use super::events::{AgentEvent, AgentRun, Emit, RunResult};
 use super::inner::AgentInner;
+use super::step::{self, Answer, OutputResult, Recorded, Refusal};
 use crate::ContentBlock;
 use crate::model::{History, Message, MessageContent, OutputFormat, Role, ToolUse};
 use crate::schema::{root_object_error, schema_for};
@@ -79,6 +82,17 @@ impl OutputSpec {
         }
         (self.accepts)(&value).map_err(|error| issue(format!("does not deserialize: {error}")))?;
         Ok(value)
+    }
+
+    /// The answer in an output call's input.
+    fn check_call(&self, call: &ToolUse) -> Result<Value, InputErrors> {
+        match call.input.parsed() {
+            Some(input) => self.check(input.clone()),
+            None => Err(issue(format!(
+                "must be a JSON object, but it is not: {}",
+                call.input.malformed().unwrap_or_default()
+            ))),
+        }
     }
 
     /// The answer in a turn's text: JSON, maybe in a Markdown code fence.
@@ -141,7 +155,7 @@ pub(crate) enum OutputStep {
 impl AgentInner {
     /// Looks for the typed answer in a turn just taken (already in `messages`) and answers
     /// it: accepted, refused with the list of its problems (counted in `refused`), or not
-    /// given yet.
+    /// given yet. Where the answer is and what follows are [`step`]'s to say.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn take_output(
         &self,
@@ -157,27 +171,20 @@ impl AgentInner {
             .iter()
             .map(|call| (*call).clone())
             .partition(|call| call.name == OutputFormat::TOOL_NAME);
-        let checked = match answers.first() {
-            // Text only: the answer is the text (OpenAI's structured output).
-            None if others.is_empty() => spec.check_text(text),
-            None => {
+        let answer = step::find_answer(answers.len(), others.len());
+        let checked = match (answer, answers.first()) {
+            (Answer::NotYet, _) => {
                 return Ok(OutputStep::Run {
                     calls: others,
                     answered: HashMap::new(),
                 });
             }
-            // Answered beside other calls: they run, the answer is asked for again.
-            Some(_) if !others.is_empty() => return self.answer_later(&answers, calls).await,
-            Some(call) => match call.input.parsed() {
-                Some(input) => spec.check(input.clone()),
-                None => Err(issue(format!(
-                    "must be a JSON object, but it is not: {}",
-                    call.input.malformed().unwrap_or_default()
-                ))),
-            },
+            (Answer::TooSoon, _) => return self.answer_later(&answers, calls).await,
+            (Answer::OutputCall, Some(call)) => spec.check_call(call),
+            (Answer::Text | Answer::OutputCall, _) => spec.check_text(text),
         };
         let accepted = checked.is_ok();
-        let mut reply = Vec::new();
+        let mut reply = None;
         let outcome = match checked {
             Ok(value) => {
                 result.output = Some(value);
@@ -189,36 +196,27 @@ impl AgentInner {
                     attempt: *refused,
                     errors: errors.clone(),
                 });
-                let message = format!(
-                    "Your final answer does not match the required schema:\n{errors}\n{}",
-                    match answers.is_empty() {
-                        true => "Answer again with only the corrected JSON.".to_owned(),
-                        false => format!(
-                            "Call `{}` again with the corrected answer.",
-                            OutputFormat::TOOL_NAME
-                        ),
-                    }
-                );
-                if *refused > self.config.limits.max_output_retries {
-                    Err(AgentError::OutputInvalid {
+                match step::refuse_answer(*refused, self.config.limits.max_output_retries) {
+                    Refusal::Fail => Err(AgentError::OutputInvalid {
                         attempts: *refused,
                         errors,
-                    })
-                } else {
-                    reply.push(message);
-                    Ok(OutputStep::Retry)
+                    }),
+                    Refusal::Retry => {
+                        reply = Some(refusal(&errors, answer == Answer::Text));
+                        Ok(OutputStep::Retry)
+                    }
                 }
             }
         };
-        // Every output call gets its result, so the conversation stays valid for the next
-        // prompt, whatever happened.
-        if !answers.is_empty() {
-            self.answer_outputs(&answers, accepted, reply.first(), messages)
+        // An answer given in calls is answered in their results, one given in text by a
+        // message when it goes back.
+        if answer == Answer::OutputCall {
+            self.answer_outputs(&answers, accepted, reply.as_deref(), messages)
                 .await?;
-        } else if let Some(message) = reply.pop() {
+        } else if let Some(message) = reply {
             let message = Message::user(message);
             self.recorder
-                .record(|| Record::user(message.clone()))
+                .write(Recorded::Prompt, || Record::user(message.clone()))
                 .await?;
             push_user_message_to(messages, message);
         }
@@ -233,18 +231,10 @@ impl AgentInner {
         calls: &[&ToolUse],
     ) -> Result<OutputStep, AgentError> {
         let mut answered = HashMap::new();
-        for call in answers {
-            let block = answer_block(
-                call,
-                true,
-                format!(
-                    "`{}` must be called alone, once the other tools' results are in: call it \
-                     again then.",
-                    OutputFormat::TOOL_NAME
-                ),
-            );
+        for (index, call) in answers.iter().enumerate() {
+            let block = output_block(call, step::output_result(index, false, false), None);
             self.recorder
-                .record(|| Record::ToolResult {
+                .write(Recorded::Result, || Record::ToolResult {
                     block: block.clone(),
                 })
                 .await?;
@@ -256,30 +246,21 @@ impl AgentInner {
         })
     }
 
-    /// Answers (and stores) every output call of the turn: the first with `accepted` or the
-    /// `refusal`, the others as not counted.
+    /// Answers (and stores) every output call of a turn that made no other call, as
+    /// [`step::output_result`] says: `accepted` or not, refused with `refusal` when the
+    /// answer goes back to the model.
     async fn answer_outputs(
         &self,
         answers: &[ToolUse],
         accepted: bool,
-        refusal: Option<&String>,
+        refusal: Option<&str>,
         messages: &mut History,
     ) -> Result<(), AgentError> {
         let mut content = Vec::new();
         for (index, call) in answers.iter().enumerate() {
-            let block = match (index, accepted) {
-                (0, true) => answer_block(call, false, "The answer was received.".into()),
-                (0, false) => answer_block(
-                    call,
-                    true,
-                    refusal
-                        .cloned()
-                        .unwrap_or_else(|| "The answer was refused; the run stopped.".to_owned()),
-                ),
-                _ => answer_block(call, true, "Only the first answer counts.".into()),
-            };
+            let block = output_block(call, step::output_result(index, true, accepted), refusal);
             self.recorder
-                .record(|| Record::ToolResult {
+                .write(Recorded::Result, || Record::ToolResult {
                     block: block.clone(),
                 })
                 .await?;
@@ -293,11 +274,40 @@ impl AgentInner {
     }
 }
 
-fn answer_block(call: &ToolUse, is_error: bool, text: String) -> MessageContent {
+/// What a refused answer is sent back with: what is wrong, and how to answer again (in the
+/// text, or by calling the output tool again).
+fn refusal(errors: &InputErrors, in_text: bool) -> String {
+    format!(
+        "Your final answer does not match the required schema:\n{errors}\n{}",
+        match in_text {
+            true => "Answer again with only the corrected JSON.".to_owned(),
+            false => format!(
+                "Call `{}` again with the corrected answer.",
+                OutputFormat::TOOL_NAME
+            ),
+        }
+    )
+}
+
+/// The result block of the output call `call`, saying what [`OutputResult`] it got
+/// (`refusal`: what a refused answer is sent back with, when it is).
+fn output_block(call: &ToolUse, result: OutputResult, refusal: Option<&str>) -> MessageContent {
+    let text = match result {
+        OutputResult::Received => "The answer was received.".to_owned(),
+        OutputResult::Refused => refusal
+            .unwrap_or("The answer was refused; the run stopped.")
+            .to_owned(),
+        OutputResult::NotCounted => "Only the first answer counts.".to_owned(),
+        OutputResult::CallAlone => format!(
+            "`{}` must be called alone, once the other tools' results are in: call it again \
+             then.",
+            OutputFormat::TOOL_NAME
+        ),
+    };
     MessageContent::ToolResult {
         tool_use_id: call.id.clone(),
         content: vec![ContentBlock::Text { text }],
-        is_error,
+        is_error: result.is_error(),
     }
 }
 

@@ -4,7 +4,9 @@
 //! the records staged for the next flush and the order they are flushed in, the lease (in
 //! the fenced store) and, for calls started before their turn was stored, their [`Journal`]s.
 //! Every append of an agent (its turns, its calls' starts and results, its file checkpoints,
-//! the seals of a resume) goes through the recorder, which gives two promises:
+//! the seals of a resume) goes through the recorder. What is stored when is not its choice:
+//! each writer names its record's kind ([`Recorded`]), and the recorder carries out what
+//! [`step::commit`] and [`step::flush_within`] decide. It gives two promises:
 //!
 //! - **fenced**: with a lease, each append is stored only while the lease is still the
 //!   session's, checked in the append's own transaction ([`SessionStore::append_leased`]);
@@ -16,10 +18,12 @@
 //!   before its next effect, and the agent takes its conversation back from the store
 //!   ([`Recorder::reload`]) before it goes on.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::hold::SessionHold;
+use super::step::{self, Commit, Early, FlushPoint, Recorded};
 use crate::BoxFuture;
 use crate::session::{
     FileCheckpoints, NewSession, Record, Restored, SessionError, SessionInfo, SessionLease,
@@ -104,18 +108,50 @@ impl Recorder {
         }
     }
 
+    /// Writes the record `make` builds, of `kind`, as [`step::commit`] decides: skipped
+    /// without a store (nothing is built: a record copies the message or result it holds),
+    /// staged for the next flush, or stored now with those staged before it.
+    pub(crate) async fn write(
+        &self,
+        kind: Recorded,
+        make: impl FnOnce() -> Record,
+    ) -> Result<(), SessionError> {
+        let commit = step::commit(kind, self.store.is_some(), None);
+        self.carry_out(commit, make, None).await
+    }
+
+    /// Carries out `commit` for the record `make` builds; `held` is where a call started early
+    /// holds its records (without it, a record to hold is staged).
+    async fn carry_out(
+        &self,
+        commit: Commit,
+        make: impl FnOnce() -> Record,
+        held: Option<&mut Vec<Record>>,
+    ) -> Result<(), SessionError> {
+        match (commit, held) {
+            (Commit::Skip, _) => Ok(()),
+            (Commit::Hold, Some(records)) => {
+                records.push(make());
+                Ok(())
+            }
+            (Commit::Hold | Commit::Stage, _) => {
+                self.stage(make);
+                Ok(())
+            }
+            (Commit::StoreNow, _) => self.record(make).await,
+        }
+    }
+
     /// Appends the record `make` builds to the session, with those staged before it, when
-    /// there is a store; without one nothing is built (a record copies the message or result
-    /// it holds).
-    pub(crate) async fn record(&self, make: impl FnOnce() -> Record) -> Result<(), SessionError> {
+    /// there is a store.
+    async fn record(&self, make: impl FnOnce() -> Record) -> Result<(), SessionError> {
         self.stage(make);
         self.flush().await
     }
 
     /// Keeps the record `make` builds for the next [`flush`](Self::flush), when there is a
-    /// store. Only for records that may be lost with the process until then: a model turn
-    /// before its calls start (a crash re-requests it).
-    pub(crate) fn stage(&self, make: impl FnOnce() -> Record) {
+    /// store.
+    fn stage(&self, make: impl FnOnce() -> Record) {
         if self.store.is_some() {
             self.staged
                 .lock()
@@ -125,7 +161,7 @@ impl Recorder {
     }
 
     /// Appends the staged records to the session, in one `append_all`.
-    pub(crate) async fn flush(&self) -> Result<(), SessionError> {
+    async fn flush(&self) -> Result<(), SessionError> {
         let Some(store) = &self.store else {
             return Ok(());
         };
@@ -135,6 +171,39 @@ impl Recorder {
             return Ok(());
         }
         store.append_all(&self.session_id, &records).await
+    }
+
+    /// Writes the records staged at `point`, where nothing runs beside them, unless
+    /// [`step::flush_within`] says none wait there.
+    pub(crate) async fn flush_at(&self, point: FlushPoint) -> Result<(), SessionError> {
+        match step::flush_within(point) {
+            Some(_) => self.flush().await,
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `run`, the calls at `point`, and writes the records staged for them as
+    /// [`step::flush_within`] says: once `run` has run that long, if no record of its calls
+    /// took them along sooner, and in any case before it returns. Returns what `run` gave and
+    /// whether the records could be stored.
+    pub(crate) async fn flush_while<T>(
+        &self,
+        point: FlushPoint,
+        run: impl Future<Output = T>,
+    ) -> (T, Result<(), SessionError>) {
+        let Some(delay) = step::flush_within(point).filter(|_| self.store.is_some()) else {
+            return (run.await, Ok(()));
+        };
+        let mut run = std::pin::pin!(run);
+        let (output, stored) = tokio::select! {
+            biased;
+            output = &mut run => (output, Ok(())),
+            () = tokio::time::sleep(delay) => {
+                let (stored, output) = tokio::join!(self.flush(), run);
+                (output, stored)
+            }
+        };
+        (output, stored.and(self.flush().await))
     }
 
     /// After an append failed, the session as stored, its open calls answered (and those
@@ -182,24 +251,23 @@ impl Journal {
         }
     }
 
-    /// Holds or stores the record `make` builds (nothing is built without a store).
-    pub(crate) async fn record(
+    /// Writes the record `make` builds, of `kind`, as [`step::commit`] decides for a call
+    /// started early: held until [`release`](Journal::release), stored now after it (nothing
+    /// is built without a store).
+    pub(crate) async fn write(
         &self,
         recorder: &Recorder,
+        kind: Recorded,
         make: impl FnOnce() -> Record,
     ) -> Result<(), SessionError> {
-        if recorder.store.is_none() {
-            return Ok(());
-        }
+        // Under the lock, so a call's records stay in order behind those released.
         let mut held = self.held.lock().await;
-        match held.as_mut() {
-            Some(records) => {
-                records.push(make());
-                Ok(())
-            }
-            // Under the lock, so a call's records stay in order behind those released.
-            None => recorder.record(make).await,
-        }
+        let early = match held.is_some() {
+            true => Early::Holding,
+            false => Early::Released,
+        };
+        let commit = step::commit(kind, recorder.store.is_some(), Some(early));
+        recorder.carry_out(commit, make, held.as_mut()).await
     }
 
     /// Stages the held records in order; records after this are stored as they come.

@@ -17,7 +17,7 @@ use super::hooks::SessionStart;
 use super::inner::AgentInner;
 use super::output::OutputSpec;
 use super::spans;
-use super::step::{self, Start};
+use super::step::{self, Recorded, Start};
 use super::turn::Progress;
 use crate::AgentId;
 use crate::model::{History, Message, OutputFormat, Role, ToolUse};
@@ -205,7 +205,7 @@ impl AgentInner {
                         .map(|text| crate::model::MessageContent::Text { text }),
                 );
                 self.recorder
-                    .record(|| Record::user(prompt.clone()))
+                    .write(Recorded::Prompt, || Record::user(prompt.clone()))
                     .await?;
                 // Joins tool results (or an unanswered prompt) the conversation may end with:
                 // providers refuse two user messages in a row.

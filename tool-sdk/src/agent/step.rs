@@ -1,24 +1,32 @@
 //! The loop's decisions, apart from its effects.
 //!
 //! Everything here is a pure function of what the loop knows (counts, sizes, limits, which
-//! calls are read-only): no model, no tool, no store, no clock, no runtime. The driver
-//! (`run.rs`, `executor.rs`, `early.rs`, `compact.rs`) asks these functions what happens next
-//! and then performs it: sends the request, runs the calls, stores the records, calls the
-//! hooks. Another driver (a durable engine's workflow) can make the same decisions from the
-//! same facts. The decisions:
+//! calls are read-only, what kind a record is): no model, no tool, no store, no clock, no
+//! runtime. The driver (`run.rs`, `turn.rs`, `executor.rs`, `early.rs`, `compact.rs`,
+//! `output.rs`) and the recorder ask these functions what happens next and then perform it:
+//! send the request, run the calls, store the records, call the hooks. Another driver (a
+//! durable engine's workflow) can make the same decisions from the same facts. The decisions:
 //!
 //! - how a run starts ([`start`]); whether another request is sent, or what stops the run
-//!   ([`before_request`],
-//!   [`Budget::stop`], [`after_turn`], [`compact_and_retry`]);
-//! - which calls start now and which wait: the batches of a turn ([`next_batch`]), when their
-//!   starts are stored ([`store_starts_first`]), which calls start while the turn still
-//!   streams ([`starts_early`]) and which are left to run once it has arrived ([`to_run`]);
+//!   ([`before_request`], [`Budget::stop`], [`after_turn`], [`compact_and_retry`]);
+//! - which calls start now and which wait: the batches of a turn ([`next_batch`]), which
+//!   calls start while the turn still streams ([`starts_early`]) and which are left to run
+//!   once it has arrived ([`to_run`]);
+//! - what is recorded and when it is stored: each record, named by its kind ([`Recorded`]),
+//!   is skipped, held, staged or stored now ([`commit`]), and staged records are written when
+//!   [`flush_within`] says;
+//! - the typed answer: where a turn gives it ([`find_answer`]), whether a refused one is sent
+//!   back or fails the run ([`refuse_answer`]), and what each output call is answered
+//!   ([`output_result`]);
+//! - whether a turn without calls asks the stop hooks ([`asks_stop_hooks`]) and what follows
+//!   their answer ([`after_stop`]);
 //! - when the view is cleared or compacted and how far ([`context_window`], [`prompt_room`],
 //!   [`Thresholds`], [`results_to_clear`]).
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
+use std::time::Duration;
 
 use super::error::{AgentError, ConfigError};
 use crate::model::{ModelError, Price, ToolUse, Usage};
@@ -134,13 +142,6 @@ pub(crate) fn next_batch(concurrent: &[bool], start: usize) -> Range<usize> {
     }
 }
 
-/// Whether a batch's starts are stored before it runs. A mutating call's are: a call whose
-/// start is not stored does not run. A read-only batch starts at once, and its starts go
-/// with its first record (or after `READ_ONLY_COMMIT_DELAY`).
-pub(crate) fn store_starts_first(read_only: bool) -> bool {
-    !read_only
-}
-
 /// Whether the call `id`, whose block has just arrived while the turn streams, starts now:
 /// it must be read-only (`concurrent`), every call announced before it must have started early
 /// (`started` of the `announced` did, in order), and fewer than `limit` may be running.
@@ -246,6 +247,202 @@ pub(crate) fn results_to_clear(
         }
     }
     ids
+}
+
+/// A kind of session record, as the loop writes it: what [`commit`] decides for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Recorded {
+    /// A user message: the run's prompt, or what a stop hook or a refused typed answer tells
+    /// the model.
+    Prompt,
+    /// A model turn with its usage (and the switch to a fallback model that brought it), or a
+    /// summary request's usage (which goes with its compaction).
+    ModelTurn,
+    /// A mutating call's start.
+    MutatingStart,
+    /// The start of a call of a read-only batch.
+    ReadOnlyStart,
+    /// A permission question, its answer, or its deferral.
+    Permission,
+    /// A call's result, as the call ends (an output call's too).
+    Result,
+    /// The result of a call that did not run because a budget stopped the run.
+    NotRun,
+    /// A change of the view: tool results cleared, a compaction.
+    ViewChange,
+}
+
+/// Where the records of a call started while its turn streamed stand (`early.rs`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Early {
+    /// The turn is not staged yet: the call's records wait for it.
+    Holding,
+    /// The turn is staged, and the held records behind it.
+    Released,
+}
+
+/// What becomes of one record.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Commit {
+    /// Nothing is stored: the session is kept in memory only.
+    Skip,
+    /// Held with its call's until the call's turn is staged, then staged behind it.
+    Hold,
+    /// Staged: stored with the next flush, which the next record stored now, or
+    /// [`flush_within`], brings.
+    Stage,
+    /// Stored before the loop goes on, with everything staged before it, in one commit.
+    StoreNow,
+}
+
+/// What becomes of a record of `kind`, in a session that is `stored` or not, written by a
+/// call that started `early` or by the loop (`None`). Each record is stored before the
+/// effect that needs it: the prompt before the model sees it; a mutating call's start before
+/// it runs (a call whose start cannot be stored does not run); permission questions and
+/// answers before the call goes on; each result as its call ends. Records whose loss a crash
+/// survives are staged, to share a commit: a model turn (asked for again) until its first
+/// call starts, a read-only batch's starts (its calls may run again) until its first result.
+pub(crate) fn commit(kind: Recorded, stored: bool, early: Option<Early>) -> Commit {
+    use Recorded::*;
+    match (stored, early, kind) {
+        (false, _, _) => Commit::Skip,
+        (true, Some(Early::Holding), _) => Commit::Hold,
+        (true, Some(Early::Released), _) => Commit::StoreNow,
+        (true, None, ModelTurn | ReadOnlyStart | NotRun) => Commit::Stage,
+        (true, None, Prompt | MutatingStart | Permission | Result | ViewChange) => Commit::StoreNow,
+    }
+}
+
+/// How long a read-only batch runs before the records staged for it (its turn, their starts)
+/// are stored if no record of its calls took them along sooner. Most read-only calls end
+/// within it, and then a step costs one commit. A process killed inside it loses the turn as
+/// if the kill had come while it streamed: the turn is asked for again, and its calls, which
+/// only read, may run again.
+pub(crate) const READ_ONLY_COMMIT_DELAY: Duration = Duration::from_millis(10);
+
+/// A point of the loop where records may be staged.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum FlushPoint {
+    /// A batch of calls runs, its starts recorded.
+    Batch { read_only: bool },
+    /// The calls started while the turn streamed run on, their held records staged behind it.
+    EarlyCalls,
+    /// A turn without calls: before the stop hooks are asked and the run ends.
+    NoCalls,
+    /// The run stops with an error: a budget's answers to the calls it did not run, or the
+    /// usage of a summary that came back empty.
+    Stop,
+}
+
+/// How long the records staged at `point` may wait before they are written: `None` when
+/// nothing waits there (a mutating call's start was stored before it ran), else at the
+/// latest after the duration (zero: now), beside what runs, and in any case once it has run.
+pub(crate) fn flush_within(point: FlushPoint) -> Option<Duration> {
+    match point {
+        FlushPoint::Batch { read_only: false } => None,
+        FlushPoint::Batch { read_only: true } | FlushPoint::EarlyCalls => {
+            Some(READ_ONLY_COMMIT_DELAY)
+        }
+        FlushPoint::NoCalls | FlushPoint::Stop => Some(Duration::ZERO),
+    }
+}
+
+/// Where a turn's typed answer is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Answer {
+    /// In its text: the turn made no call (a provider's structured output).
+    Text,
+    /// In its first output call: the turn made no other call.
+    OutputCall,
+    /// Not in this turn: its calls run, and the answer is asked for after them.
+    NotYet,
+    /// Given beside other calls: the output calls are answered with [`OutputResult::CallAlone`],
+    /// the others run, and the answer is asked for after them.
+    TooSoon,
+}
+
+/// Where the typed answer of a turn with `output_calls` calls of the output tool and
+/// `other_calls` other calls is.
+pub(crate) fn find_answer(output_calls: usize, other_calls: usize) -> Answer {
+    match (output_calls, other_calls) {
+        (0, 0) => Answer::Text,
+        (0, _) => Answer::NotYet,
+        (_, 0) => Answer::OutputCall,
+        (_, _) => Answer::TooSoon,
+    }
+}
+
+/// What follows a refused typed answer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Refusal {
+    /// It goes back to the model with what is wrong, and the model answers again.
+    Retry,
+    /// The run fails with [`AgentError::OutputInvalid`].
+    Fail,
+}
+
+/// What follows the `attempt`th refused answer (counting from 1), when `max_retries` may be
+/// sent back.
+pub(crate) fn refuse_answer(attempt: u32, max_retries: u32) -> Refusal {
+    match attempt > max_retries {
+        true => Refusal::Fail,
+        false => Refusal::Retry,
+    }
+}
+
+/// The result an output call gets.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum OutputResult {
+    /// The answer was taken.
+    Received,
+    /// The answer was refused: what is wrong (or, when the run fails, that it stopped).
+    Refused,
+    /// A later output call of the same turn: only the first counts.
+    NotCounted,
+    /// Made beside other calls: to be made again, alone, once their results are in.
+    CallAlone,
+}
+
+impl OutputResult {
+    /// Whether the result is an error for the model.
+    pub(crate) fn is_error(self) -> bool {
+        self != OutputResult::Received
+    }
+}
+
+/// The result of the output call at `index` of a turn, made `alone` (no other call beside the
+/// output calls) or not, whose first answer was `accepted` or not. Every output call gets one,
+/// so the conversation stays valid whatever happened.
+pub(crate) fn output_result(index: usize, alone: bool, accepted: bool) -> OutputResult {
+    match (alone, index, accepted) {
+        (false, _, _) => OutputResult::CallAlone,
+        (true, 0, true) => OutputResult::Received,
+        (true, 0, false) => OutputResult::Refused,
+        (true, _, _) => OutputResult::NotCounted,
+    }
+}
+
+/// Whether a turn without calls asks the stop hooks, which sent the run on `continued` times
+/// already, at most `max` times a run: a hook that always says "go on" cannot keep a run
+/// alive forever.
+pub(crate) fn asks_stop_hooks(continued: u32, max: u32) -> bool {
+    continued < max
+}
+
+/// What follows the stop hooks' answer.
+#[derive(Debug, PartialEq)]
+pub(crate) enum AfterStop {
+    /// The run ends.
+    Finish,
+    /// The message joins the conversation (stored first, as a prompt) and the run sends its
+    /// next request.
+    GoOn(String),
+}
+
+/// What follows a turn without calls whose stop hooks answered `go_on` (the first hook's
+/// message that has the run go on), or were not asked (`None`).
+pub(crate) fn after_stop(go_on: Option<String>) -> AfterStop {
+    go_on.map_or(AfterStop::Finish, AfterStop::GoOn)
 }
 
 #[cfg(test)]

@@ -130,11 +130,6 @@ fn read_only_calls_run_together_and_others_alone() {
         }
         assert_eq!(batches, expected, "{calls}");
     }
-    assert!(store_starts_first(false), "a mutating call's start first");
-    assert!(
-        !store_starts_first(true),
-        "a read-only batch starts at once"
-    );
 }
 
 #[test]
@@ -249,4 +244,145 @@ fn a_run_starts_from_its_prompt_or_the_conversation() {
             "prompt {prompt}, open turn {open_turn}, ends with the user {ends_with_user}"
         );
     }
+}
+
+#[test]
+fn each_record_is_stored_before_the_effect_that_needs_it_and_others_share_a_commit() {
+    use Commit::*;
+    use Recorded::*;
+    // (kind) -> what a loop of a stored session does with it
+    let table = [
+        (Prompt, StoreNow),
+        (ModelTurn, Stage),
+        (MutatingStart, StoreNow),
+        (ReadOnlyStart, Stage),
+        (Permission, StoreNow),
+        (Result, StoreNow),
+        (NotRun, Stage),
+        (ViewChange, StoreNow),
+    ];
+    for (kind, expected) in table {
+        assert_eq!(commit(kind, true, None), expected, "{kind:?}");
+        // Without a store nothing is kept, whoever writes it.
+        assert_eq!(commit(kind, false, None), Skip, "{kind:?} unstored");
+        assert_eq!(
+            commit(kind, false, Some(Early::Holding)),
+            Skip,
+            "{kind:?} early, unstored"
+        );
+    }
+}
+
+#[test]
+fn a_call_started_early_holds_its_records_until_its_turn_is_staged() {
+    use Recorded::*;
+    for kind in [ReadOnlyStart, Permission, Result] {
+        assert_eq!(
+            commit(kind, true, Some(Early::Holding)),
+            Commit::Hold,
+            "{kind:?} before its turn is staged"
+        );
+        // Behind the staged turn, each is stored as it comes, which takes the turn along.
+        assert_eq!(
+            commit(kind, true, Some(Early::Released)),
+            Commit::StoreNow,
+            "{kind:?} after"
+        );
+    }
+}
+
+#[test]
+fn staged_records_wait_beside_read_only_calls_only() {
+    let table = [
+        // A mutating call's start was stored before it ran: nothing waits.
+        (FlushPoint::Batch { read_only: false }, None),
+        (
+            FlushPoint::Batch { read_only: true },
+            Some(READ_ONLY_COMMIT_DELAY),
+        ),
+        (FlushPoint::EarlyCalls, Some(READ_ONLY_COMMIT_DELAY)),
+        (FlushPoint::NoCalls, Some(Duration::ZERO)),
+        (FlushPoint::Stop, Some(Duration::ZERO)),
+    ];
+    for (point, expected) in table {
+        assert_eq!(flush_within(point), expected, "{point:?}");
+    }
+}
+
+#[test]
+fn the_typed_answer_is_the_text_or_a_lone_output_call() {
+    // (output calls, other calls) -> where the answer is
+    let table = [
+        (0, 0, Answer::Text),
+        (1, 0, Answer::OutputCall),
+        (2, 0, Answer::OutputCall),
+        (0, 2, Answer::NotYet),
+        (1, 1, Answer::TooSoon),
+        (2, 3, Answer::TooSoon),
+    ];
+    for (outputs, others, expected) in table {
+        assert_eq!(
+            find_answer(outputs, others),
+            expected,
+            "{outputs} output calls, {others} others"
+        );
+    }
+}
+
+#[test]
+fn a_refused_answer_goes_back_until_the_retries_are_spent() {
+    // (attempt, max retries) -> what follows
+    let table = [
+        (1, 2, Refusal::Retry),
+        (2, 2, Refusal::Retry),
+        (3, 2, Refusal::Fail),
+        (1, 0, Refusal::Fail),
+    ];
+    for (attempt, max, expected) in table {
+        assert_eq!(
+            refuse_answer(attempt, max),
+            expected,
+            "attempt {attempt} of {max} retries"
+        );
+    }
+}
+
+#[test]
+fn every_output_call_gets_a_result_and_only_the_first_counts() {
+    use OutputResult::*;
+    // (index, alone, accepted) -> result, and whether it is an error
+    let table = [
+        (0, true, true, Received, false),
+        (0, true, false, Refused, true),
+        (1, true, true, NotCounted, true),
+        (1, true, false, NotCounted, true),
+        (0, false, false, CallAlone, true),
+        (1, false, true, CallAlone, true),
+    ];
+    for (index, alone, accepted, expected, error) in table {
+        let result = output_result(index, alone, accepted);
+        assert_eq!(
+            result, expected,
+            "call {index}, alone {alone}, accepted {accepted}"
+        );
+        assert_eq!(result.is_error(), error, "{result:?}");
+    }
+}
+
+#[test]
+fn stop_hooks_are_asked_up_to_their_bound_and_may_send_the_run_on() {
+    // (continued so far, max) -> asked
+    let table = [(0, 3, true), (2, 3, true), (3, 3, false), (0, 0, false)];
+    for (continued, max, expected) in table {
+        assert_eq!(
+            asks_stop_hooks(continued, max),
+            expected,
+            "{continued} of {max}"
+        );
+    }
+    assert_eq!(after_stop(None), AfterStop::Finish);
+    assert_eq!(
+        after_stop(Some("check the tests".into())),
+        AfterStop::GoOn("check the tests".into())
+    );
 }

@@ -19,13 +19,13 @@ use super::hooks::StopContext;
 use super::inner::AgentInner;
 use super::output::{OutputSpec, OutputStep};
 use super::spans;
-use super::step::{self, AfterTurn};
+use super::step::{self, AfterStop, AfterTurn, FlushPoint, Recorded};
 use crate::ToolOutput;
 use crate::model::{
     History, Message, MessageContent, ModelError, ModelEvent, ModelRequest, ModelResponse, Role,
     ToolUse,
 };
-use crate::session::{Record, push_user_message_to};
+use crate::session::{Record, SessionError, push_user_message_to};
 
 /// What a run keeps between its turns.
 #[derive(Default)]
@@ -73,6 +73,8 @@ impl AgentInner {
             temperature: self.config.model.temperature,
             output: output.map(|spec| spec.format.clone()),
             cache: self.config.prompt_cache(self.ledger.info()),
+            thinking: self.config.model.thinking,
+            effort: self.config.model.effort,
         };
         let span = spans::chat(self, &request);
         // Read-only calls may start while the turn streams (see `early`).
@@ -102,7 +104,13 @@ impl AgentInner {
         emit: &Emit,
         cancel: &CancellationToken,
     ) -> Result<ControlFlow<()>, AgentError> {
-        let assistant = self.keep_turn(response, messages, result, emit);
+        let assistant = match self.keep_turn(response, messages, result, emit).await {
+            Ok(assistant) => assistant,
+            Err(error) => {
+                early.abandon().await;
+                return Err(error.into());
+            }
+        };
         let calls: Vec<&ToolUse> = assistant.tool_uses().collect();
         // Calls started while the turn streamed: their records, held until now, follow
         // the turn; they end before the typed answer is looked at or other calls run.
@@ -156,13 +164,13 @@ impl AgentInner {
     /// staged for the store. Only a whole turn is stored: one cut mid-stream never got here.
     /// It goes to the store with the start of its first calls (one commit): no call runs
     /// before its turn is stored.
-    fn keep_turn(
+    async fn keep_turn(
         &self,
         response: ModelResponse,
         messages: &mut History,
         result: &mut RunResult,
         emit: &Emit,
-    ) -> Arc<Message> {
+    ) -> Result<Arc<Message>, SessionError> {
         result.usage += response.usage;
         let served_by = response.model.as_deref();
         let cost_usd = self.ledger.add_turn(response.usage, served_by, result);
@@ -183,14 +191,15 @@ impl AgentInner {
             result.text = assistant.text();
         }
         if !assistant.content.is_empty() {
-            self.recorder
-                .stage(|| Record::model_turn(Message::clone(&assistant)));
+            let turn = || Record::model_turn(Message::clone(&assistant));
+            self.recorder.write(Recorded::ModelTurn, turn).await?;
             messages.push_shared(assistant.clone());
         }
-        self.recorder.stage(|| Record::Usage {
+        let usage = || Record::Usage {
             usage: response.usage,
-        });
-        assistant
+        };
+        self.recorder.write(Recorded::ModelTurn, usage).await?;
+        Ok(assistant)
     }
 
     /// A turn without calls: the run ends, unless a stop hook has it go on with a message.
@@ -200,19 +209,28 @@ impl AgentInner {
         messages: &mut History,
         result: &RunResult,
     ) -> Result<ControlFlow<()>, AgentError> {
-        self.recorder.flush().await?;
-        let stop = StopContext {
-            agent: &self.agent_id,
-            text: &result.text,
-            continued: progress.stop_continued,
+        self.recorder.flush_at(FlushPoint::NoCalls).await?;
+        let hooks = &self.config.hooks;
+        let continued = progress.stop_continued;
+        let go_on = match step::asks_stop_hooks(continued, hooks.max_stop_continuations) {
+            true => {
+                let (agent, text) = (&self.agent_id, &result.text);
+                let stop = StopContext {
+                    agent,
+                    text,
+                    continued,
+                };
+                hooks.check_stop(&stop).await
+            }
+            false => None,
         };
-        let Some(message) = self.config.hooks.check_stop(&stop).await else {
+        let AfterStop::GoOn(message) = step::after_stop(go_on) else {
             return Ok(ControlFlow::Break(()));
         };
         progress.stop_continued += 1;
         let message = Message::user(message);
         self.recorder
-            .record(|| Record::user(message.clone()))
+            .write(Recorded::Prompt, || Record::user(message.clone()))
             .await?;
         push_user_message_to(messages, message);
         Ok(ControlFlow::Continue(()))
@@ -293,6 +311,7 @@ impl AgentInner {
              before trying it again.",
             reason(&error)
         ));
+        let mut stored = Ok(());
         for call in calls {
             if known.contains_key(&call.id) || started.contains(&call.id) {
                 continue;
@@ -302,9 +321,11 @@ impl AgentInner {
                 content: output.content.clone(),
                 is_error: true,
             };
-            self.recorder.stage(|| Record::ToolResult {
+            let not_run = || Record::ToolResult {
                 block: block.clone(),
-            });
+            };
+            let written = self.recorder.write(Recorded::NotRun, not_run).await;
+            stored = stored.and(written);
             outcomes.push(Outcome {
                 call_id: call.id.clone(),
                 block,
@@ -315,7 +336,7 @@ impl AgentInner {
         }
         // The turn (staged) and its answers go to the store together; the answers join the
         // history even when they could not be stored, which ends the run with that error.
-        let stored = self.recorder.flush().await;
+        let stored = stored.and(self.recorder.flush_at(FlushPoint::Stop).await);
         self.take_outcomes(calls, known, outcomes, messages, result)?;
         stored?;
         Err(error)
@@ -345,7 +366,7 @@ impl AgentInner {
                 Some(Ok(ModelEvent::ToolUseCompleted(call))) => early.offer(call),
                 Some(Ok(ModelEvent::Completed(response))) => return Ok(response),
                 Some(Ok(ModelEvent::ModelFallback { from, to, reason })) => {
-                    self.note_fallback(from, to, reason, emit);
+                    self.note_fallback(from, to, reason, emit).await?;
                 }
                 Some(Err(error)) => return Err(error.into()),
                 None => {
@@ -362,14 +383,22 @@ impl AgentInner {
 impl AgentInner {
     /// A request moved on to a fallback model: said, and staged to be stored with the turn
     /// it brings (a request that fails in the end leaves no record).
-    fn note_fallback(&self, from: String, to: String, reason: String, emit: &Emit) {
+    async fn note_fallback(
+        &self,
+        from: String,
+        to: String,
+        reason: String,
+        emit: &Emit,
+    ) -> Result<(), AgentError> {
         tracing::warn!(%from, %to, %reason, "falling back to another model");
-        self.recorder.stage(|| Record::ModelFallback {
+        let record = || Record::ModelFallback {
             from: from.clone(),
             to: to.clone(),
             reason: reason.clone(),
-        });
+        };
+        self.recorder.write(Recorded::ModelTurn, record).await?;
         emit(AgentEvent::ModelFallback { from, to, reason });
+        Ok(())
     }
 }
 

@@ -31,8 +31,8 @@ use serde_json::{Map, Value, json};
 use self::events::Turn;
 use super::http::{Auth, HttpClient, f32_json};
 use super::{
-    Message, MessageContent, Model, ModelError, ModelRequest, ModelStream, OutputFormat,
-    RetryPolicy, Role,
+    Message, MessageContent, Model, ModelError, ModelRequest, ModelStream, OutputFormat, Role,
+    Thinking,
 };
 use crate::ContentBlock;
 use crate::schema::{Provider, tool_definition};
@@ -46,6 +46,10 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// The `max_tokens` sent when the request's is 0 (unless changed with
 /// [`AnthropicModel::with_default_max_tokens`]).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The `anthropic-beta` header that lets a Claude 4 model think between tool calls with a
+/// thinking budget: see [`interleaved_thinking`].
+pub const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
 
 const API_KEY_VAR: &str = "ANTHROPIC_API_KEY";
 const BASE_URL_VAR: &str = "ANTHROPIC_BASE_URL";
@@ -117,21 +121,7 @@ impl AnthropicModel {
         self
     }
 
-    /// Retries failed requests with this policy ([`RetryPolicy::none`] to never retry).
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.http.retry = retry;
-        self
-    }
-
-    /// Sends requests with this HTTP client (for timeouts, proxies, connection pools).
-    ///
-    /// The SDK's TLS is rustls with the `ring` provider, installed as the process default when
-    /// this model is made (unless the application installed one): build `client` after that,
-    /// or install a provider yourself, or reqwest panics for want of one.
-    pub fn with_client(mut self, client: reqwest::Client) -> Self {
-        self.http.client = client;
-        self
-    }
+    super::http::http_builders!();
 
     /// The `max_tokens` sent when a request's `max_tokens` is 0 (else [`DEFAULT_MAX_TOKENS`]).
     pub fn with_default_max_tokens(mut self, max_tokens: u32) -> Self {
@@ -160,6 +150,7 @@ impl AnthropicModel {
         if let Some(temperature) = request.temperature.and_then(f32_json) {
             body.insert("temperature".into(), temperature);
         }
+        thinking_fields(&mut body, request);
         body.insert(
             "messages".into(),
             Value::Array(messages_json(&request.messages)),
@@ -181,13 +172,17 @@ impl AnthropicModel {
         match &request.output {
             // A typed answer is a call of the output tool, which the model must make: alone
             // when it is the only tool, else any tool call each turn (the output tool last).
+            // The API refuses forced tool use while the model thinks: then the tool is only
+            // offered, and an answer given as text is taken as JSON (or sent back).
             Some(output) => {
                 let choice = match tools.is_empty() {
                     true => json!({"type": "tool", "name": OutputFormat::TOOL_NAME}),
                     false => json!({"type": "any"}),
                 };
                 tools.push(output_tool(output));
-                body.insert("tool_choice".into(), choice);
+                if request.thinking.is_off() {
+                    body.insert("tool_choice".into(), choice);
+                }
             }
             // The API refuses a conversation with tool calls and no tools: an earlier typed
             // answer's call keeps its tool defined.
@@ -222,8 +217,63 @@ impl Model for AnthropicModel {
 
     fn stream<'a>(&'a self, request: &'a ModelRequest) -> ModelStream<'a> {
         let body = self.request_body(request);
+        let headers: &[(&str, &str)] = match self.needs_interleaved_beta(request, &body) {
+            true => &[("anthropic-beta", INTERLEAVED_THINKING_BETA)],
+            false => &[],
+        };
         self.http
-            .stream_turn("/v1/messages", request, body, Turn::default())
+            .stream_turn_with("/v1/messages", request, body, headers, Turn::default())
+    }
+}
+
+impl AnthropicModel {
+    /// Whether this request thinks with a budget and offers tools to a model that needs the
+    /// beta header to think between tool calls.
+    fn needs_interleaved_beta(&self, request: &ModelRequest, body: &Value) -> bool {
+        matches!(request.thinking, Thinking::Budget { .. })
+            && body.get("tools").is_some()
+            && interleaved_thinking(&self.model_id)
+    }
+}
+
+/// Whether `model_id` thinks between tool calls with a thinking budget only when asked with
+/// the [`INTERLEAVED_THINKING_BETA`] header: the Claude 4 models (`claude-opus-4-...`,
+/// `claude-sonnet-4-...`, `claude-haiku-4-...`). The client sends the header with budget
+/// thinking when tools are offered; with it, a budget may exceed `max_tokens`. Adaptive
+/// thinking interleaves without it (the 4.6 models ignore it), Claude 3.7 refuses it, and the
+/// models after 4.6 take no budget at all.
+///
+/// ```
+/// use tool_sdk::model::anthropic::interleaved_thinking;
+///
+/// assert!(interleaved_thinking("claude-sonnet-4-5"));
+/// assert!(interleaved_thinking("claude-opus-4-20250514"));
+/// assert!(!interleaved_thinking("claude-3-7-sonnet-20250219"));
+/// ```
+pub fn interleaved_thinking(model_id: &str) -> bool {
+    let Some((_, name)) = model_id.split_once("claude-") else {
+        return false;
+    };
+    let mut parts = name.split('-');
+    matches!(parts.next(), Some("opus" | "sonnet" | "haiku")) && parts.next() == Some("4")
+}
+
+/// `thinking` and `output_config.effort`, when the request asks for them.
+fn thinking_fields(body: &mut Map<String, Value>, request: &ModelRequest) {
+    match request.thinking {
+        Thinking::Off => {}
+        Thinking::Budget { budget_tokens } => {
+            body.insert(
+                "thinking".into(),
+                json!({"type": "enabled", "budget_tokens": budget_tokens}),
+            );
+        }
+        Thinking::Adaptive => {
+            body.insert("thinking".into(), json!({"type": "adaptive"}));
+        }
+    }
+    if let Some(effort) = request.effort {
+        body.insert("output_config".into(), json!({"effort": effort.as_str()}));
     }
 }
 

@@ -117,11 +117,16 @@ impl Catalog {
         self
     }
 
-    /// The entry of the longest prefix of `model_id` the catalog knows.
+    /// The entry of the longest prefix of `model_id` the catalog knows: the id itself, or a
+    /// prefix followed by `-` and a date or a name (`claude-sonnet-4-5-20250929`,
+    /// `gpt-4o-2024-08-06`, `my-finetune-v2`). A prefix followed by a version number is not
+    /// the same model: `claude-opus-4` is not `claude-opus-4-6`'s entry, nor `gpt-5` the
+    /// entry of `gpt-5.5`, so a model newer than the catalog has no price rather than an old
+    /// model's.
     pub fn lookup(&self, model_id: &str) -> Option<&ModelInfo> {
         self.models
             .iter()
-            .filter(|(prefix, _)| model_id.starts_with(prefix.as_str()))
+            .filter(|(prefix, _)| is_variant_of(model_id, prefix))
             .max_by_key(|(prefix, _)| prefix.len())
             .map(|(_, info)| info)
     }
@@ -134,12 +139,31 @@ impl Catalog {
     }
 }
 
+/// Whether `model_id` is `prefix`, or `prefix` with a suffix that is not a newer version.
+fn is_variant_of(model_id: &str, prefix: &str) -> bool {
+    let Some(rest) = model_id.strip_prefix(prefix) else {
+        return false;
+    };
+    let Some(suffix) = rest.strip_prefix('-') else {
+        return rest.is_empty();
+    };
+    // `-5` or `-10` after `claude-opus-4` is a minor version; `-20250929` or `-2024` a date.
+    let first = suffix.split('-').next().unwrap_or_default();
+    let is_version =
+        !first.is_empty() && first.len() <= 2 && first.bytes().all(|b| b.is_ascii_digit());
+    !is_version
+}
+
 impl Default for Catalog {
-    /// Public list prices (USD per million tokens) and windows as of late 2025.
+    /// Public list prices (USD per million tokens) and windows, checked on 2026-11-29 against
+    /// the providers' model pages (platform.claude.com/docs/en/models, developers.openai.com's
+    /// model and pricing pages). Not modelled: long-prompt tiers (OpenAI's 2x input above 272K
+    /// tokens on GPT-5.4 and later), 1-hour cache writes, batch discounts.
     fn default() -> Self {
-        let claude = |input, output, min| {
-            ModelInfo::new(200_000, Price::per_million(input, output))
-                .with_min_cacheable_tokens(min)
+        // Anthropic: cache reads at 0.1x input and five-minute writes at 1.25x, except where
+        // the model page says otherwise.
+        let claude = |window, input, output, min| {
+            ModelInfo::new(window, Price::per_million(input, output)).with_min_cacheable_tokens(min)
         };
         let openai = |window, input, output, cached| {
             ModelInfo::new(
@@ -147,14 +171,37 @@ impl Default for Catalog {
                 Price::per_million(input, output).with_cache_read(cached),
             )
         };
+        const M: u64 = 1_000_000;
+        const K200: u64 = 200_000;
         let mut catalog = Catalog::empty();
+        // Opus 5.5's page lists cache reads at $0.20 (0.05x) and writes at $5.
+        let mut opus_5_5 = claude(M, 4.0, 20.0, 1024);
+        opus_5_5.price.cache_read = 0.20;
         catalog
-            .insert("claude-opus-4-5", claude(5.0, 25.0, 4096))
-            .insert("claude-opus-4", claude(15.0, 75.0, 1024))
-            .insert("claude-sonnet-4", claude(3.0, 15.0, 1024))
-            .insert("claude-3-7-sonnet", claude(3.0, 15.0, 1024))
-            .insert("claude-haiku-4-5", claude(1.0, 5.0, 4096))
-            .insert("claude-3-5-haiku", claude(0.8, 4.0, 2048))
+            .insert("claude-fable-5-1", claude(M, 10.0, 50.0, 1024))
+            .insert("claude-opus-5-5", opus_5_5)
+            .insert("claude-opus-5", claude(M, 5.0, 25.0, 1024))
+            .insert("claude-sonnet-5-5", claude(M, 2.0, 10.0, 1024))
+            .insert("claude-sonnet-5", claude(M, 2.0, 10.0, 1024))
+            // Haiku 5.5 is priced "from $0.10 / $0.50" in tiers the pages did not spell out:
+            // left out rather than guessed.
+            .insert("claude-opus-4-6", claude(M, 5.0, 25.0, 1024))
+            .insert("claude-sonnet-4-6", claude(M, 3.0, 15.0, 1024))
+            .insert("claude-opus-4-5", claude(K200, 5.0, 25.0, 4096))
+            .insert("claude-opus-4-1", claude(K200, 15.0, 75.0, 1024))
+            .insert("claude-opus-4", claude(K200, 15.0, 75.0, 1024))
+            .insert("claude-sonnet-4-5", claude(K200, 3.0, 15.0, 1024))
+            .insert("claude-sonnet-4", claude(K200, 3.0, 15.0, 1024))
+            .insert("claude-3-7-sonnet", claude(K200, 3.0, 15.0, 1024))
+            .insert("claude-haiku-4-5", claude(K200, 1.0, 5.0, 4096))
+            .insert("claude-3-5-haiku", claude(K200, 0.8, 4.0, 2048))
+            // OpenAI: cached input at the listed price; writes are free.
+            .insert("gpt-5.5", openai(1_050_000, 5.0, 30.0, 0.5))
+            .insert("gpt-5.5-pro", openai(1_050_000, 30.0, 180.0, 3.0))
+            // GPT-5.4's window is not on the pages read; 400K is GPT-5's, the least it has.
+            .insert("gpt-5.4", openai(400_000, 2.5, 15.0, 0.25))
+            .insert("gpt-5.4-mini", openai(400_000, 0.75, 4.5, 0.075))
+            .insert("gpt-5.4-nano", openai(400_000, 0.2, 1.25, 0.02))
             .insert("gpt-5", openai(400_000, 1.25, 10.0, 0.125))
             .insert("gpt-5-mini", openai(400_000, 0.25, 2.0, 0.025))
             .insert("gpt-5-nano", openai(400_000, 0.05, 0.4, 0.005))
@@ -164,6 +211,7 @@ impl Default for Catalog {
             .insert("gpt-4o", openai(128_000, 2.5, 10.0, 1.25))
             .insert("gpt-4o-mini", openai(128_000, 0.15, 0.6, 0.075))
             .insert("o3", openai(200_000, 2.0, 8.0, 0.5))
+            .insert("o3-mini", openai(200_000, 1.1, 4.4, 0.55))
             .insert("o4-mini", openai(200_000, 1.1, 4.4, 0.275));
         add_gemini(&mut catalog);
         catalog
@@ -230,6 +278,52 @@ mod tests {
         assert_eq!(flash.price.input, 0.30);
         let pro3 = catalog.lookup("gemini-3-pro-preview").unwrap();
         assert_eq!((pro3.price.output, pro3.context_window), (12.0, 1_048_576));
+    }
+
+    /// A model newer than the catalog is unknown (no cost), never priced as an older one.
+    #[test]
+    fn a_newer_version_is_not_an_older_models_variant() {
+        let catalog = Catalog::default();
+        for newer in [
+            "claude-opus-4-9",
+            "claude-sonnet-5-7",
+            "gpt-5.9",
+            "gpt-4.5-preview",
+        ] {
+            assert!(catalog.lookup(newer).is_none(), "{newer}");
+        }
+        assert_eq!(catalog.lookup("claude-opus-5-5").unwrap().price.input, 4.0);
+        assert_eq!(catalog.lookup("claude-opus-5").unwrap().price.input, 5.0);
+        assert_eq!(
+            catalog.lookup("gpt-5.5-2026-04-23").unwrap().price.output,
+            30.0
+        );
+        assert_eq!(
+            catalog.lookup("o3-mini-2025-01-31").unwrap().price.input,
+            1.1
+        );
+        assert_eq!(catalog.lookup("gpt-5-mini").unwrap().price.input, 0.25);
+        let mut mine = Catalog::empty();
+        mine.insert(
+            "my-finetune",
+            ModelInfo::new(1, Price::per_million(1.0, 1.0)),
+        );
+        assert!(mine.lookup("my-finetune-v2").is_some());
+        assert!(mine.lookup("my-finetuned").is_none());
+    }
+
+    /// OpenAI's cached tokens are priced once, at the cached price.
+    #[test]
+    fn cached_openai_tokens_cost_the_cached_price() {
+        let info = *Catalog::default().lookup("gpt-5.5").unwrap();
+        let usage = Usage {
+            input_tokens: 1_000,
+            cache_read_input_tokens: 9_000,
+            output_tokens: 0,
+            cache_creation_input_tokens: 0,
+        };
+        let expected = (1_000.0 * 5.0 + 9_000.0 * 0.5) / 1e6;
+        assert!((info.price.cost_usd(&usage) - expected).abs() < 1e-12);
     }
 
     #[test]

@@ -38,7 +38,7 @@ use self::stream::Turn;
 use super::http::{Auth, HttpClient, f32_json};
 use super::{
     History, Message, MessageContent, Model, ModelError, ModelRequest, ModelStream, OutputFormat,
-    RetryPolicy, Role,
+    Role,
 };
 use crate::ContentBlock;
 use crate::schema::{Provider, lower, tool_definition};
@@ -58,7 +58,8 @@ const API_KEY_VARS: [&str; 2] = ["GEMINI_API_KEY", "GOOGLE_API_KEY"];
 /// Each [`stream`](Model::stream) call is one streamed `POST
 /// {base_url}/models/{id}:streamGenerateContent?alt=sse`, the key in the `x-goog-api-key`
 /// header (never in the URL, where logs and proxies would keep it). Failures before the
-/// response starts (429, 5xx, connection errors) are retried with the [`RetryPolicy`],
+/// response starts (429, 5xx, connection errors) are retried with the
+/// [`RetryPolicy`](super::RetryPolicy),
 /// waiting what a 429's `RetryInfo.retryDelay` asks.
 #[derive(Clone)]
 pub struct GeminiModel {
@@ -118,21 +119,7 @@ impl GeminiModel {
         self
     }
 
-    /// Retries failed requests with this policy ([`RetryPolicy::none`] to never retry).
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.http.retry = retry;
-        self
-    }
-
-    /// Sends requests with this HTTP client (for timeouts, proxies, connection pools).
-    ///
-    /// The SDK's TLS is rustls with the `ring` provider, installed as the process default when
-    /// this model is made (unless the application installed one): build `client` after that,
-    /// or install a provider yourself, or reqwest panics for want of one.
-    pub fn with_client(mut self, client: reqwest::Client) -> Self {
-        self.http.client = client;
-        self
-    }
+    super::http::http_builders!();
 
     /// The address requests go to, without `/models/...`.
     pub fn base_url(&self) -> &str {

@@ -13,8 +13,17 @@ use serde::Deserialize;
 use serde::de::{DeserializeOwned, Deserializer};
 use serde_json::Value;
 
+use std::path::Path;
+use std::sync::Arc;
+
+use super::cassette::{
+    CassetteWriter, Interaction, PendingBody, RecordedRequest, RecordedResponse, public_headers,
+};
 use super::retry::parse_retry_after;
 use super::{ModelError, ModelEvent, ModelRequest, ModelResponse, ModelStream, RetryPolicy};
+
+mod builders;
+pub(crate) use builders::http_builders;
 
 /// The longest provider error text kept in a [`ModelError`] when the body is not JSON.
 pub(crate) const MAX_ERROR_BODY: usize = 1000;
@@ -47,7 +56,12 @@ pub(crate) struct HttpClient {
     /// Reads a non-2xx answer (status, the wait the headers asked for, body) into its error:
     /// [`http_error`] unless the provider's errors have a shape of their own (Gemini's).
     pub(crate) read_error: fn(u16, Option<Duration>, &str) -> ModelError,
+    /// Where each attempt is recorded, when it is (see [`cassette`](super::cassette)).
+    pub(crate) recorder: Option<Arc<CassetteWriter>>,
 }
+
+/// The environment variable naming the directory HTTP models record their attempts in.
+pub const RECORD_DIR_VAR: &str = "TOOL_SDK_RECORD_DIR";
 
 impl HttpClient {
     /// A client of this provider with a fresh `reqwest::Client` and the default retries.
@@ -63,7 +77,20 @@ impl HttpClient {
             headers: &[],
             key_hint: "",
             read_error: http_error,
+            recorder: std::env::var_os(RECORD_DIR_VAR)
+                .filter(|dir| !dir.is_empty())
+                .map(|dir| Arc::new(CassetteWriter::in_dir(Path::new(&dir), provider))),
         }
+    }
+
+    /// Records each attempt in a new cassette file in `dir`.
+    pub(crate) fn record_to(&mut self, dir: &Path) {
+        self.recorder = Some(Arc::new(CassetteWriter::in_dir(dir, self.provider)));
+    }
+
+    /// The cassette file attempts are recorded in, when they are.
+    pub(crate) fn recording_path(&self) -> Option<&Path> {
+        self.recorder.as_deref().map(CassetteWriter::path)
     }
 
     pub(crate) fn set_base_url(&mut self, base_url: &str) {
@@ -79,6 +106,19 @@ impl HttpClient {
         body: Value,
         turn: T,
     ) -> ModelStream<'a> {
+        self.stream_turn_with(path, request, body, &[], turn)
+    }
+
+    /// [`stream_turn`](Self::stream_turn), with `headers` sent beside the client's own (what
+    /// one request needs, such as a beta header).
+    pub(crate) fn stream_turn_with<'a, T: TurnReader + 'a>(
+        &'a self,
+        path: &'a str,
+        request: &'a ModelRequest,
+        body: Value,
+        headers: &'a [(&'static str, &'static str)],
+        turn: T,
+    ) -> ModelStream<'a> {
         Box::pin(async_stream::try_stream! {
             let body = serde_json::to_vec(&body).map_err(|error| {
                 ModelError::stream_from(format!("could not encode the request: {error}"), error)
@@ -89,13 +129,27 @@ impl HttpClient {
                 tools = request.tools.len(),
                 "model request"
             );
-            let response = self.retry.run(|| self.send(path, &body)).await?;
+            let response = self.retry.run(|| self.send(path, &body, headers)).await?;
+            let mut pending = self.recorder.as_ref().map(|writer| {
+                let status = response.status().as_u16();
+                let interaction = self.recorded(path, &body, headers, status, response.headers());
+                PendingBody::new(writer.clone(), interaction)
+            });
             let events = if is_json(&response) {
                 // A server that ignored `stream: true` answers with one JSON document.
                 let text = response.text().await.map_err(transport_error)?;
+                if let Some(pending) = &mut pending {
+                    pending.push(text.as_bytes());
+                }
                 futures::stream::iter(read_json(turn, &text)).left_stream()
             } else {
-                read_turn(turn, response.bytes_stream()).right_stream()
+                // The body is recorded as it is read; the attempt is written once it ends.
+                let body = response.bytes_stream().inspect(move |chunk| {
+                    if let (Some(pending), Ok(chunk)) = (&mut pending, chunk) {
+                        pending.push(chunk);
+                    }
+                });
+                read_turn(turn, body).right_stream()
             };
             let mut events = std::pin::pin!(events);
             while let Some(event) = events.next().await {
@@ -115,13 +169,18 @@ impl HttpClient {
     }
 
     /// One attempt: the response once its status is a success.
-    async fn send(&self, path: &str, body: &[u8]) -> Result<reqwest::Response, ModelError> {
+    async fn send(
+        &self,
+        path: &str,
+        body: &[u8],
+        headers: &[(&'static str, &'static str)],
+    ) -> Result<reqwest::Response, ModelError> {
         let mut request = self
             .client
             .post(format!("{}{path}", self.base_url))
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "text/event-stream");
-        for (name, value) in self.headers {
+        for (name, value) in self.headers.iter().chain(headers) {
             request = request.header(*name, *value);
         }
         if let Some((name, value)) = self.auth_header()? {
@@ -137,10 +196,63 @@ impl HttpClient {
             return Ok(response);
         }
         let retry_after = retry_after(response.headers());
+        let recorded = (self.recorder.as_ref()).map(|writer| {
+            (
+                writer,
+                self.recorded(path, body, headers, status.as_u16(), response.headers()),
+            )
+        });
         let text = response.text().await.unwrap_or_default();
+        if let Some((writer, mut interaction)) = recorded {
+            interaction.response.body = text.clone();
+            writer.append(interaction);
+        }
         let error = (self.read_error)(status.as_u16(), retry_after, &text);
         tracing::debug!(provider = self.provider, status = status.as_u16(), %error, "model request failed");
         Err(error)
+    }
+
+    /// An attempt as a cassette records it, its response body still to come.
+    fn recorded(
+        &self,
+        path: &str,
+        body: &[u8],
+        extra: &[(&'static str, &'static str)],
+        status: u16,
+        headers: &reqwest::header::HeaderMap,
+    ) -> Interaction {
+        let sent = [
+            ("content-type", "application/json"),
+            ("accept", "text/event-stream"),
+        ];
+        let request_headers = (sent.into_iter())
+            .chain(self.headers.iter().copied())
+            .chain(extra.iter().copied());
+        let response_headers = headers
+            .iter()
+            .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)));
+        // The whole path, base URL's included (`/v1/chat/completions`), as a server sees it.
+        let url = reqwest::Url::parse(&format!("{}{path}", self.base_url));
+        let full_path = match &url {
+            Ok(url) => match url.query() {
+                Some(query) => format!("{}?{query}", url.path()),
+                None => url.path().to_owned(),
+            },
+            Err(_) => path.to_owned(),
+        };
+        Interaction {
+            request: RecordedRequest {
+                method: "POST".into(),
+                path: full_path,
+                headers: public_headers(request_headers),
+                body: serde_json::from_slice(body).ok(),
+            },
+            response: RecordedResponse {
+                status,
+                headers: public_headers(response_headers),
+                body: String::new(),
+            },
+        }
     }
 
     fn auth_header(&self) -> Result<Option<(&'static str, HeaderValue)>, ModelError> {

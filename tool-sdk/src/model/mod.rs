@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::ContentBlock;
 
 pub mod anthropic;
+pub mod cassette;
 mod catalog;
 mod error;
 mod fallback;
@@ -28,7 +29,9 @@ mod retry;
 mod sample;
 mod scripted;
 mod test_model;
+mod thinking;
 mod tool_use;
+mod usage;
 
 pub use catalog::{Catalog, ModelInfo, Price};
 pub use error::ModelError;
@@ -37,7 +40,9 @@ pub use history::{History, Iter as HistoryIter};
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 pub use test_model::TestModel;
+pub use thinking::{Effort, Thinking};
 pub use tool_use::{ToolInput, ToolUse};
+pub use usage::Usage;
 
 /// A boxed stream of model events.
 pub type ModelStream<'a> = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send + 'a>>;
@@ -86,10 +91,19 @@ pub struct ModelRequest {
     /// The shape the final answer must have, when the caller wants a typed answer
     /// ([`Agent::prompt_as`](crate::agent::Agent::prompt_as)). Each client asks for it in its
     /// provider's own way: Anthropic gets a [`OutputFormat::TOOL_NAME`] tool it must call
-    /// (`tool_choice`), OpenAI a strict `response_format` JSON schema, Gemini a
-    /// `responseSchema` (or, beside tools, the same tool as Anthropic).
+    /// (`tool_choice`; offered without forcing while [`thinking`](Self::thinking) is on, since
+    /// the API refuses forced tool use with thinking), OpenAI a strict `response_format` JSON
+    /// schema, Gemini a `responseSchema` (or, beside tools, the same tool as Anthropic).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<OutputFormat>,
+    /// Whether the model thinks first, and how much (Anthropic's `thinking`; other clients
+    /// ignore it).
+    #[serde(skip_serializing_if = "Thinking::is_off")]
+    pub thinking: Thinking,
+    /// How eagerly the model spends tokens, when set (Anthropic's `output_config.effort`,
+    /// OpenAI's `reasoning_effort`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effort: Option<Effort>,
     /// Whether, and from what length, the provider should cache the prompt's prefix, so each
     /// turn of a long run pays full price only for what is new. The agent sets it unless
     /// [`ModelSettings::with_prompt_caching`](crate::agent::ModelSettings::with_prompt_caching)
@@ -398,42 +412,6 @@ pub enum StopReason {
     Refusal,
     /// Anything else the provider said.
     Other(String),
-}
-
-/// Tokens used.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Prompt tokens neither read from nor written to the cache (Anthropic's `input_tokens`;
-    /// OpenAI's `prompt_tokens` less its `cached_tokens`): the prompt is all four input
-    /// kinds together, [`Usage::prompt_tokens`].
-    pub input_tokens: u64,
-    /// Generated tokens.
-    pub output_tokens: u64,
-    /// Prompt tokens read from the cache.
-    pub cache_read_input_tokens: u64,
-    /// Prompt tokens written to the cache.
-    pub cache_creation_input_tokens: u64,
-}
-
-impl Usage {
-    /// Every prompt token, cached or not.
-    pub fn prompt_tokens(&self) -> u64 {
-        self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
-    }
-
-    /// Every token, prompt and output.
-    pub fn total_tokens(&self) -> u64 {
-        self.prompt_tokens() + self.output_tokens
-    }
-}
-
-impl std::ops::AddAssign for Usage {
-    fn add_assign(&mut self, other: Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_input_tokens += other.cache_read_input_tokens;
-        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
-    }
 }
 
 impl fmt::Display for Role {

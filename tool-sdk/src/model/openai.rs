@@ -19,9 +19,7 @@ use serde_json::{Map, Value, json};
 
 use self::chunks::TurnState;
 use super::http::{Auth, HttpClient, f32_json};
-use super::{
-    Message, MessageContent, Model, ModelError, ModelRequest, ModelStream, RetryPolicy, Role,
-};
+use super::{Effort, Message, MessageContent, Model, ModelError, ModelRequest, ModelStream, Role};
 use crate::ContentBlock;
 use crate::schema::{Provider, lower, tool_definition};
 
@@ -122,21 +120,7 @@ impl OpenAiModel {
         self
     }
 
-    /// How failed requests are retried (429, 5xx and connection failures).
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.http.retry = retry;
-        self
-    }
-
-    /// The HTTP client to use, for timeouts, proxies or custom certificates.
-    ///
-    /// The SDK's TLS is rustls with the `ring` provider, installed as the process default when
-    /// this model is made (unless the application installed one): build `client` after that,
-    /// or install a provider yourself, or reqwest panics for want of one.
-    pub fn with_client(mut self, client: reqwest::Client) -> Self {
-        self.http.client = client;
-        self
-    }
+    super::http::http_builders!();
 
     /// Which field carries the token limit. By default `max_completion_tokens` for OpenAI
     /// itself and `max_tokens` for any other base URL.
@@ -181,6 +165,15 @@ impl OpenAiModel {
         body.insert(field.into(), request.max_tokens.into());
         if let Some(temperature) = request.temperature.and_then(f32_json) {
             body.insert("temperature".into(), temperature);
+        }
+        // Chat Completions has no thinking budget; effort is its `reasoning_effort`, whose
+        // highest level is `xhigh`.
+        if let Some(effort) = request.effort {
+            let level = match effort {
+                Effort::Max => Effort::XHigh,
+                level => level,
+            };
+            body.insert("reasoning_effort".into(), level.as_str().into());
         }
         if !request.tools.is_empty() {
             let provider = if self.strict_tools {

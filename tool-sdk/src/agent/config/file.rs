@@ -12,14 +12,15 @@ use super::{
     SessionLeasing, SessionSettings, StoreSource, SubagentConfig,
 };
 
-use crate::model::ModelInfo;
+use crate::model::{Effort, ModelInfo, Thinking};
 use crate::permission::{PermissionMode, PermissionRules};
 
 #[derive(Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub(super) struct ConfigFile {
     name: Option<String>,
-    model: Option<super::ModelSpec>,
+    #[serde(deserialize_with = "model_table")]
+    model: Option<ModelTable>,
     system_prompt: Option<String>,
     tools: Option<Vec<String>>,
     working_dir: Option<PathBuf>,
@@ -63,6 +64,86 @@ pub(super) struct ConfigFile {
     fallback_models: Vec<super::ModelSpec>,
 }
 
+/// The `[model]` table: the model (a [`ModelSpec`](super::ModelSpec)'s keys, when it names
+/// one) and what requests ask of its thinking.
+#[derive(Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct ModelTable {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provider: Option<super::ProviderKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    base_url: Option<String>,
+    api_key_env: Option<String>,
+    #[serde(skip_serializing)]
+    api_key: Option<String>,
+    #[serde(skip_serializing_if = "Thinking::is_off")]
+    thinking: Thinking,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effort: Option<Effort>,
+}
+
+impl ModelTable {
+    /// The table of these settings; `None` when it would be empty.
+    fn of(
+        spec: Option<super::ModelSpec>,
+        thinking: Thinking,
+        effort: Option<Effort>,
+    ) -> Option<Self> {
+        if spec.is_none() && thinking.is_off() && effort.is_none() {
+            return None;
+        }
+        let mut table = ModelTable {
+            thinking,
+            effort,
+            ..ModelTable::default()
+        };
+        if let Some(spec) = spec {
+            table.provider = Some(spec.provider);
+            table.id = Some(spec.id);
+            table.base_url = spec.base_url;
+            table.api_key_env = spec.api_key_env;
+            table.api_key = spec.api_key;
+        }
+        Some(table)
+    }
+
+    /// The model it names, if it names one ([`model_table`] checked that it names it whole).
+    fn spec(&mut self) -> Option<super::ModelSpec> {
+        Some(super::ModelSpec {
+            provider: self.provider?,
+            id: self.id.take()?,
+            base_url: self.base_url.take(),
+            api_key_env: self.api_key_env.take(),
+            api_key: self.api_key.take(),
+        })
+    }
+}
+
+/// Reads the `[model]` table: a model is named with both `provider` and `id`, or not at all
+/// (the table may then hold only `thinking` and `effort`, for a model given in code).
+fn model_table<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<ModelTable>, D::Error> {
+    let table = Option::<ModelTable>::deserialize(deserializer)?;
+    if let Some(table) = &table {
+        let named =
+            table.base_url.is_some() || table.api_key_env.is_some() || table.api_key.is_some();
+        let missing = match (&table.provider, &table.id) {
+            (Some(_), None) => Some("`id` (the model id, such as \"claude-sonnet-4-5\")"),
+            (None, Some(_)) => Some("`provider` (\"anthropic\" or \"openai\")"),
+            (None, None) if named => Some("`provider` and `id`"),
+            _ => None,
+        };
+        if let Some(missing) = missing {
+            return Err(serde::de::Error::custom(format!(
+                "the [model] table names a model without its {missing}"
+            )));
+        }
+    }
+    Ok(table)
+}
+
 /// The `[session]` table.
 #[derive(Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -92,10 +173,13 @@ impl Default for ConfigFile {
 
 impl From<ConfigFile> for AgentConfig {
     fn from(file: ConfigFile) -> Self {
+        let mut table = file.model.unwrap_or_default();
         AgentConfig {
             name: file.name,
             model: ModelSettings {
-                source: file.model.map(ModelSource::Spec),
+                source: table.spec().map(ModelSource::Spec),
+                thinking: table.thinking,
+                effort: table.effort,
                 system_prompt: file.system_prompt,
                 max_tokens: file.max_tokens,
                 temperature: file.temperature,
@@ -167,10 +251,14 @@ impl From<AgentConfig> for ConfigFile {
         } = config;
         ConfigFile {
             name,
-            model: match model.source {
-                Some(ModelSource::Spec(spec)) => Some(spec),
-                _ => None,
-            },
+            model: ModelTable::of(
+                match model.source {
+                    Some(ModelSource::Spec(spec)) => Some(spec),
+                    _ => None,
+                },
+                model.thinking,
+                model.effort,
+            ),
             system_prompt: model.system_prompt,
             tools,
             working_dir,
@@ -283,5 +371,51 @@ mod seconds {
         let secs = f64::deserialize(deserializer)?;
         Duration::try_from_secs_f64(secs)
             .map_err(|_| D::Error::custom(format!("{secs} is not a number of seconds (0 or more)")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_table_may_hold_only_thinking_but_names_a_model_whole() {
+        let config: AgentConfig = toml::from_str("[model]\nthinking = \"adaptive\"\n").unwrap();
+        assert!(config.model.source.is_none());
+        assert_eq!(config.model.thinking, Thinking::Adaptive);
+        let written = toml::to_string(&config).unwrap();
+        assert!(
+            written.contains("[model]\nthinking = \"adaptive\""),
+            "{written}"
+        );
+        assert!(!written.contains("provider"), "{written}");
+
+        let config: AgentConfig = toml::from_str(
+            "[model]\nprovider = \"anthropic\"\nid = \"claude-sonnet-4-5\"\neffort = \"low\"\n",
+        )
+        .unwrap();
+        assert_eq!(config.model.effort, Some(Effort::Low));
+        assert!(matches!(
+            &config.model.source,
+            Some(ModelSource::Spec(spec)) if spec.id == "claude-sonnet-4-5"
+        ));
+        // Nothing asked: no table.
+        let written = toml::to_string(&AgentConfig::default()).unwrap();
+        assert!(!written.contains("[model]"), "{written}");
+
+        for (table, missing) in [
+            ("provider = \"anthropic\"", "without its `id`"),
+            ("id = \"gpt-4.1\"", "without its `provider`"),
+            ("base_url = \"http://localhost:1\"", "`provider` and `id`"),
+        ] {
+            let error = toml::from_str::<AgentConfig>(&format!("[model]\n{table}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(missing), "{table}: {error}");
+        }
+        let error = toml::from_str::<AgentConfig>("[model]\nthinking = \"lots\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("`lots`"), "{error}");
     }
 }

@@ -7,13 +7,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::agent::{AgentError, ConfigError};
 use crate::model::{
-    Catalog, FallbackModel, Model, ModelError, ModelInfo, PromptCache, RetryPolicy,
-    anthropic::AnthropicModel, gemini::GeminiModel, openai::OpenAiModel,
+    Catalog, Effort, FallbackModel, Model, ModelError, ModelInfo, PromptCache, RetryPolicy,
+    Thinking,
+    anthropic::{AnthropicModel, interleaved_thinking},
+    gemini::GeminiModel,
+    openai::OpenAiModel,
 };
 
 /// The model an agent talks to, and what its requests ask: the `[model]` table of a config
-/// file and the request settings beside it (`system_prompt`, `max_tokens`, `temperature`,
-/// `prompt_caching`, `[models."<prefix>"]` at the top of a file).
+/// file (with its `thinking` and `effort`) and the request settings beside it
+/// (`system_prompt`, `max_tokens`, `temperature`, `prompt_caching`, `[models."<prefix>"]` at
+/// the top of a file).
 ///
 /// The model itself is set with [`AgentConfig::with_model`](super::AgentConfig::with_model);
 /// the rest with the builder methods here, through
@@ -47,6 +51,12 @@ pub struct ModelSettings {
     pub max_tokens: u32,
     /// Sampling temperature (default: the provider's).
     pub temperature: Option<f32>,
+    /// Whether the model thinks before it answers (default: off): see
+    /// [`with_thinking`](Self::with_thinking).
+    pub thinking: Thinking,
+    /// How eagerly the model spends tokens (default: the provider's): see
+    /// [`with_effort`](Self::with_effort).
+    pub effort: Option<Effort>,
     /// Retries of failed requests, for a model built from a [`ModelSpec`] (an instance has
     /// its own).
     pub retry: Option<RetryPolicy>,
@@ -71,6 +81,8 @@ impl Default for ModelSettings {
             system_prompt: None,
             max_tokens: 8192,
             temperature: None,
+            thinking: Thinking::Off,
+            effort: None,
             retry: None,
             prompt_caching: true,
             catalog: None,
@@ -239,6 +251,71 @@ impl ModelSettings {
     pub fn with_temperature(mut self, temperature: f32) -> Self {
         self.temperature = Some(temperature);
         self
+    }
+
+    /// Asks the model to think before it answers: [`Thinking::budget`] (Claude 4.5 and
+    /// earlier), [`Thinking::Adaptive`] (Claude 4.6 and later), or [`Thinking::Off`]
+    /// (`thinking = 4096`, `"adaptive"` or `"off"` in a file's `[model]` table). Sub-agents
+    /// inherit it.
+    ///
+    /// `Agent::create` refuses what the API would: a budget under
+    /// [`Thinking::MIN_BUDGET_TOKENS`] or not below `max_tokens` (unless the model thinks
+    /// between tool calls, see
+    /// [`interleaved_thinking`](crate::model::anthropic::interleaved_thinking)), and a
+    /// `temperature` other than 1. While the model thinks, a typed answer's tool is offered,
+    /// not forced. The thinking streams as
+    /// [`AgentEvent::ThinkingDelta`](crate::agent::AgentEvent::ThinkingDelta) and is billed as
+    /// output tokens.
+    ///
+    /// ```
+    /// use tool_sdk::agent::AgentConfig;
+    /// use tool_sdk::model::{Effort, Thinking};
+    ///
+    /// let config = AgentConfig::new().model(|m| {
+    ///     m.with_max_tokens(16_000)
+    ///         .with_thinking(Thinking::budget(8_000))
+    ///         .with_effort(Effort::Medium)
+    /// });
+    /// assert_eq!(config.model.thinking, Thinking::budget(8_000));
+    /// ```
+    pub fn with_thinking(mut self, thinking: Thinking) -> Self {
+        self.thinking = thinking;
+        self
+    }
+
+    /// Sets how eagerly the model spends tokens, on thinking, text and tool calls alike
+    /// (`effort = "medium"` in a file's `[model]` table): Anthropic's `output_config.effort`,
+    /// OpenAI's `reasoning_effort` (see [`Effort`]).
+    pub fn with_effort(mut self, effort: Effort) -> Self {
+        self.effort = Some(effort);
+        self
+    }
+
+    /// What the API would refuse in the thinking settings, for a model `model_id` offered
+    /// tools (`has_tools`) or not.
+    pub(crate) fn thinking_problem(&self, model_id: &str, has_tools: bool) -> Option<ConfigError> {
+        if self.thinking.is_off() {
+            return None;
+        }
+        if let Some(temperature) = self.temperature.filter(|t| *t != 1.0) {
+            return Some(ConfigError::TemperatureWithThinking { temperature });
+        }
+        let Thinking::Budget { budget_tokens } = self.thinking else {
+            return None;
+        };
+        if budget_tokens < Thinking::MIN_BUDGET_TOKENS {
+            return Some(ConfigError::ThinkingBudgetTooSmall { budget_tokens });
+        }
+        // Interleaved thinking's budget spans the whole turn's thinking blocks: it may
+        // exceed one request's max_tokens.
+        let interleaved = has_tools && interleaved_thinking(model_id);
+        if budget_tokens >= self.max_tokens && !interleaved {
+            return Some(ConfigError::ThinkingBudgetNotBelowMaxTokens {
+                budget_tokens,
+                max_tokens: self.max_tokens,
+            });
+        }
+        None
     }
 
     /// Sets how failed model requests are retried (for a model built from a [`ModelSpec`]).
@@ -423,5 +500,47 @@ impl ModelSpec {
             }
         };
         Ok(model)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinking_settings_the_api_would_refuse_are_problems() {
+        let settings = |thinking, max_tokens, temperature: Option<f32>| ModelSettings {
+            thinking,
+            max_tokens,
+            temperature,
+            ..ModelSettings::default()
+        };
+        let problem = |s: ModelSettings, model: &str, tools: bool| s.thinking_problem(model, tools);
+        let sonnet = "claude-sonnet-4-5";
+        // Off, or within the rules: nothing to say.
+        assert!(problem(settings(Thinking::Off, 100, Some(0.3)), sonnet, false).is_none());
+        assert!(problem(settings(Thinking::budget(4096), 8192, None), sonnet, false).is_none());
+        assert!(problem(settings(Thinking::Adaptive, 100, Some(1.0)), sonnet, true).is_none());
+        assert!(matches!(
+            problem(settings(Thinking::budget(1000), 8192, None), sonnet, true),
+            Some(ConfigError::ThinkingBudgetTooSmall {
+                budget_tokens: 1000
+            })
+        ));
+        assert!(matches!(
+            problem(settings(Thinking::Adaptive, 8192, Some(0.5)), sonnet, true),
+            Some(ConfigError::TemperatureWithThinking { temperature: 0.5 })
+        ));
+        let too_big = settings(Thinking::budget(8192), 8192, None);
+        assert!(matches!(
+            problem(too_big.clone(), sonnet, false),
+            Some(ConfigError::ThinkingBudgetNotBelowMaxTokens {
+                budget_tokens: 8192,
+                max_tokens: 8192
+            })
+        ));
+        // Interleaved thinking between tool calls may spend more than one request's room.
+        assert!(problem(too_big.clone(), sonnet, true).is_none());
+        assert!(problem(too_big, "claude-3-7-sonnet-20250219", true).is_some());
     }
 }

@@ -5,7 +5,7 @@ use super::events::{Turn, stream_error};
 use super::*;
 use crate::model::http::TurnReader;
 use crate::model::http::read_turn;
-use crate::model::{ModelEvent, StopReason, ToolUse};
+use crate::model::{Effort, ModelEvent, StopReason, ToolUse};
 
 fn events(turn: &mut Turn, lines: &[(&str, &str)]) -> Result<Vec<ModelEvent>, ModelError> {
     let mut out = Vec::new();
@@ -259,4 +259,77 @@ async fn a_broken_connection_mid_stream_is_a_transport_error() {
         ),
         "{events:?}"
     );
+}
+
+#[test]
+fn thinking_and_effort_reach_the_body_and_unforce_the_output_tool() {
+    let model = AnthropicModel::new("claude-sonnet-4-5", "test-key");
+    let output = OutputFormat::new("Answer", json!({"type": "object"}));
+    let request = |thinking, effort| ModelRequest {
+        messages: vec![Message::user("hi")].into(),
+        max_tokens: 8000,
+        output: Some(output.clone()),
+        thinking,
+        effort,
+        ..ModelRequest::default()
+    };
+    let plain = model.request_body(&request(Thinking::Off, None));
+    assert!(plain.get("thinking").is_none() && plain.get("output_config").is_none());
+    assert_eq!(plain["tool_choice"]["name"], OutputFormat::TOOL_NAME);
+
+    let budget = model.request_body(&request(Thinking::budget(2048), Some(Effort::Low)));
+    assert_eq!(
+        budget["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2048})
+    );
+    assert_eq!(budget["output_config"], json!({"effort": "low"}));
+    // Forced tool use is refused with thinking: the output tool is only offered.
+    assert!(budget.get("tool_choice").is_none(), "{budget}");
+    assert_eq!(budget["tools"][0]["name"], OutputFormat::TOOL_NAME);
+
+    let adaptive = model.request_body(&request(Thinking::Adaptive, Some(Effort::XHigh)));
+    assert_eq!(adaptive["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(adaptive["output_config"]["effort"], "xhigh");
+}
+
+#[test]
+fn the_interleaved_beta_goes_with_budget_thinking_and_tools_to_claude_4() {
+    for (id, expected) in [
+        ("claude-sonnet-4-5", true),
+        ("claude-opus-4-1-20250805", true),
+        ("claude-haiku-4-5-20251001", true),
+        ("claude-sonnet-4-20250514", true),
+        ("claude-3-7-sonnet-20250219", false),
+        ("claude-opus-5", false),
+        ("gpt-4.1", false),
+    ] {
+        assert_eq!(interleaved_thinking(id), expected, "{id}");
+    }
+    let model = AnthropicModel::new("claude-sonnet-4-5", "test-key");
+    let tools: std::sync::Arc<[crate::model::ToolSpec]> = vec![crate::model::ToolSpec {
+        name: "get_weather".into(),
+        description: "Weather.".into(),
+        input_schema: json!({"type": "object"}),
+    }]
+    .into();
+    let with = |thinking, tools: &std::sync::Arc<[crate::model::ToolSpec]>| {
+        let request = ModelRequest {
+            messages: vec![Message::user("hi")].into(),
+            tools: tools.clone(),
+            thinking,
+            ..ModelRequest::default()
+        };
+        let body = model.request_body(&request);
+        model.needs_interleaved_beta(&request, &body)
+    };
+    assert!(with(Thinking::budget(2048), &tools));
+    assert!(
+        !with(Thinking::Adaptive, &tools),
+        "adaptive interleaves on its own"
+    );
+    assert!(
+        !with(Thinking::budget(2048), &Vec::new().into()),
+        "no tools"
+    );
+    assert!(!with(Thinking::Off, &tools));
 }

@@ -237,3 +237,22 @@ fn a_call_is_whole_once_the_next_starts_with_its_arguments_a_json_object() {
         Some(&serde_json::json!({"key": "c"}))
     );
 }
+
+#[test]
+fn effort_is_reasoning_effort_and_thinking_is_ignored() {
+    let model = OpenAiModel::new("o4-mini", None);
+    let body = |effort| {
+        model.request_body(&ModelRequest {
+            messages: vec![Message::user("hi")].into(),
+            thinking: crate::model::Thinking::budget(4096),
+            effort,
+            ..ModelRequest::default()
+        })
+    };
+    assert_eq!(body(Some(Effort::Medium))["reasoning_effort"], "medium");
+    // OpenAI's highest level is xhigh.
+    assert_eq!(body(Some(Effort::Max))["reasoning_effort"], "xhigh");
+    let none = body(None);
+    assert!(none.get("reasoning_effort").is_none());
+    assert!(none.get("thinking").is_none(), "{none}");
+}
