@@ -19,7 +19,7 @@ use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::gemini::{GeminiModel, PROVIDER_NAME};
 use tool_sdk::model::{
     Catalog, Message, MessageContent, Model, ModelError, ModelEvent, ModelRequest, ModelResponse,
-    RetryPolicy, StopReason, ToolSpec, Usage,
+    RetryPolicy, StopReason, Thinking, ToolSpec, Usage,
 };
 use tool_sdk::schema::{Provider, lower};
 use tool_sdk::{JsonSchema, ToolRegistry, schemars, tool};
@@ -154,6 +154,7 @@ async fn the_request_has_the_key_in_a_header_only_and_gemini_fields() {
     let request = ModelRequest {
         system: Some("Be brief.".into()),
         temperature: Some(0.2),
+        thinking: Thinking::budget(2048),
         tools: vec![ToolSpec {
             name: "weather".into(),
             description: "The weather of a city.".into(),
@@ -183,7 +184,11 @@ async fn the_request_has_the_key_in_a_header_only_and_gemini_fields() {
                 "description": "The weather of a city.",
                 "parameters": lower(&schema, Provider::Gemini),
             }]}],
-            "generationConfig": {"maxOutputTokens": 256, "temperature": 0.2},
+            "generationConfig": {
+                "maxOutputTokens": 256,
+                "temperature": 0.2,
+                "thinkingConfig": {"thinkingBudget": 2048, "includeThoughts": true},
+            },
         })
     );
     let parameters = &body["tools"][0]["functionDeclarations"][0]["parameters"];
@@ -195,7 +200,11 @@ async fn text_streams_in_pieces_with_its_usage() {
     let server = server(vec![sse("text.sse")]).await;
     let model = model_for(&server);
     assert_eq!(model.provider_name(), "gcp.gemini");
-    let (events, error) = run(&model, &ask("Say hello")).await;
+    let request = ModelRequest {
+        thinking: Thinking::Adaptive,
+        ..ask("Say hello")
+    };
+    let (events, error) = run(&model, &request).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(deltas(&events, false), "Hello, world!");
     let response = completed(&events);
@@ -214,6 +223,12 @@ async fn text_streams_in_pieces_with_its_usage() {
             output_tokens: 4,
             ..Usage::default()
         }
+    );
+    let body = &bodies(&server).await[0];
+    assert_eq!(
+        body["generationConfig"]["thinkingConfig"],
+        json!({"thinkingBudget": -1, "includeThoughts": true}),
+        "adaptive: the model decides"
     );
 }
 

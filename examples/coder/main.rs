@@ -85,11 +85,12 @@ struct Args {
     resume: Option<String>,
     /// Lets the model think before it answers: a budget of tokens (Claude 4.5 and earlier;
     /// 4096 when none is given) or `adaptive` (Claude 4.6 and later). Shown folded into one
-    /// dim line; `/thinking` shows the last turn's in full. OpenAI models ignore it.
+    /// dim line; `/thinking` shows the last turn's in full. On Gemini, its thinking budget
+    /// (adaptive: the model decides) with the thought summaries. OpenAI models ignore it.
     #[arg(long, value_name = "BUDGET|adaptive", num_args = 0..=1, default_missing_value = "4096")]
     thinking: Option<Thinking>,
     /// How eagerly the model spends tokens: low, medium, high, xhigh or max (Anthropic's
-    /// effort, on Claude Opus 4.5 and 4.6 and later; OpenAI's reasoning_effort).
+    /// effort, on Claude Opus 4.5 and 4.6 and later; OpenAI's reasoning_effort; not Gemini).
     #[arg(long, value_name = "LEVEL")]
     effort: Option<Effort>,
 }
@@ -148,6 +149,9 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         warn(
             "--thinking is ignored: Chat Completions has no thinking budget (--effort is its reasoning_effort)",
         );
+    }
+    if provider == ProviderChoice::Gemini && args.effort.is_some() {
+        warn("--effort is ignored on Gemini: --thinking sets its thinking budget");
     }
     let (cwd, scratch_note) = working_dir(&args, demo)?;
     let model = choose_model(&args, provider, &cwd).map_err(|e| e.to_string())?;

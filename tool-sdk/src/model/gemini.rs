@@ -21,6 +21,10 @@
 //!   come back on the same part. Each one is kept as a [`MessageContent::ThoughtSignature`]
 //!   right before the block of its part, which survives the session store; a signed text part
 //!   is never merged with the text around it. The other clients leave these blocks out.
+//! - **Thinking.** [`ModelRequest::thinking`] sets `thinkingConfig`: a budget's
+//!   `thinkingBudget`, or `-1` (the model decides) for adaptive, with `includeThoughts` so the
+//!   summaries come; off sends nothing and the model's default applies. [`Effort`](super::Effort)
+//!   is not sent (Gemini 3's `thinkingLevel` is refused by 2.5).
 //! - **Thought summaries** (`thought: true` parts, when the model is asked for them) stream as
 //!   [`ModelEvent::ThinkingDelta`](super::ModelEvent::ThinkingDelta) and are not kept: the
 //!   signature carries the model's reasoning, the summary is for reading.
@@ -38,7 +42,7 @@ use self::stream::Turn;
 use super::http::{Auth, HttpClient, f32_json};
 use super::{
     History, Message, MessageContent, Model, ModelError, ModelRequest, ModelStream, OutputFormat,
-    Role,
+    Role, Thinking,
 };
 use crate::ContentBlock;
 use crate::schema::{Provider, lower, tool_definition};
@@ -147,6 +151,19 @@ impl GeminiModel {
         }
         if let Some(temperature) = request.temperature.and_then(f32_json) {
             config.insert("temperature".into(), temperature);
+        }
+        // Gemini 2.5 and 3 think on their own; asking for thinking sets its budget (-1: the
+        // model decides) and asks for the summaries, which stream as thinking.
+        let budget = match request.thinking {
+            Thinking::Off => None,
+            Thinking::Budget { budget_tokens } => Some(i64::from(budget_tokens)),
+            Thinking::Adaptive => Some(-1),
+        };
+        if let Some(budget) = budget {
+            config.insert(
+                "thinkingConfig".into(),
+                json!({"thinkingBudget": budget, "includeThoughts": true}),
+            );
         }
         match &request.output {
             // Gemini 2.5 cannot mix function calling with JSON mode: beside tools, the answer
