@@ -647,3 +647,21 @@ async fn a_config_file_names_gemini() {
     let wrong = "vertex:gemini-2.5-pro".parse::<ModelSpec>().unwrap_err();
     assert!(wrong.to_string().contains("gemini"), "{wrong}");
 }
+
+#[tokio::test]
+async fn a_recorded_cassette_keeps_the_path_and_never_the_key() {
+    let server = server(vec![sse("text.sse")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_for(&server).with_recording(dir.path());
+    let (_, error) = run(&model, &ask("Hi")).await;
+    assert!(error.is_none(), "{error:?}");
+    let file = model.recording_path().expect("recording").to_owned();
+    let cassette = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        cassette.contains(&format!("\"path\":\"{ENDPOINT}?alt=sse\"")),
+        "{cassette}"
+    );
+    assert!(cassette.contains("Hello"), "the streamed body is kept");
+    assert!(!cassette.contains("test-key"), "the key leaked: {cassette}");
+    assert!(!cassette.contains("x-goog-api-key"), "{cassette}");
+}
