@@ -50,7 +50,13 @@ fn project() -> tempfile::TempDir {
 fn coder_command(dir: &Path, extra: &[&str]) -> Command {
     let mut command = Command::new(coder_binary());
     command.arg("--cwd").arg(dir).args(extra);
-    for key in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"] {
+    for key in [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+    ] {
         command.env_remove(key);
     }
     command.env("TERM", "xterm-256color");
@@ -649,7 +655,13 @@ fn flags_that_do_nothing_are_warned_about() {
 fn coder_in(dir: &Path, data: &Path, extra: &[&str]) -> Command {
     let mut command = Command::new(coder_binary());
     command.current_dir(dir).args(extra);
-    for key in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"] {
+    for key in [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+    ] {
         command.env_remove(key);
     }
     command

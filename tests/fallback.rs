@@ -334,14 +334,17 @@ fn model_specs_parse_from_provider_and_id() {
     assert_eq!(spec.provider, tool_sdk::agent::ProviderKind::OpenAi);
     let error = "llama3".parse::<ModelSpec>().unwrap_err().to_string();
     assert!(
-        error.contains("`anthropic:<id>` or `openai:<id>`"),
+        error.contains("`anthropic:<id>`, `openai:<id>` or `gemini:<id>`"),
         "{error}"
     );
     let error = "mistral:large"
         .parse::<ModelSpec>()
         .unwrap_err()
         .to_string();
-    assert!(error.contains("must be `anthropic` or `openai`"), "{error}");
+    assert!(
+        error.contains("must be `anthropic`, `openai` or `gemini`"),
+        "{error}"
+    );
     assert!("openai:".parse::<ModelSpec>().is_err());
 }
 

@@ -193,8 +193,8 @@ fn answer_prompt(prompt: &str) -> ScriptedTurn {
     ScriptedTurn::text(
         "This is the scripted demo: I only know three prompts. Ask me to find a TODO, type \
          `run <command>` (for example `run sleep 30`, then Ctrl-C), or `call <tool> <json>` \
-         (for example `call Glob {\"pattern\": \"*.md\"}`). Set ANTHROPIC_API_KEY or \
-         OPENAI_API_KEY for a real model.",
+         (for example `call Glob {\"pattern\": \"*.md\"}`). Set ANTHROPIC_API_KEY, \
+         OPENAI_API_KEY or GEMINI_API_KEY for a real model.",
     )
 }
 

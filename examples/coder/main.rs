@@ -4,6 +4,7 @@
 //! cargo run --example coder                      # offline: a scripted demo on a copy of this dir
 //! ANTHROPIC_API_KEY=... cargo run --example coder -- --cwd ~/my-project
 //! OPENAI_BASE_URL=http://localhost:11434/v1 cargo run --example coder -- --model qwen3
+//! GEMINI_API_KEY=... cargo run --example coder -- --provider gemini --model gemini-2.5-pro
 //! cargo run --example coder -- --print "How many Rust files are there?" --allow Bash
 //! cargo run --example coder -- --continue          # the latest conversation in this directory
 //! cargo run --example coder -- --thinking 8000 --effort medium   # think first, shown folded
@@ -31,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tool_sdk::RegistryError;
 use tool_sdk::agent::{Agent, AgentConfig, ClaudeSettings, ProjectMemory, RunResult};
 use tool_sdk::model::anthropic::AnthropicModel;
+use tool_sdk::model::gemini::GeminiModel;
 use tool_sdk::model::openai::OpenAiModel;
 use tool_sdk::model::{Effort, Model, ModelError, Thinking};
 use tool_sdk::permission::{CallFacts, PermissionAnswer, Rule};
@@ -43,11 +45,13 @@ use ui::{Answer, RunView};
 #[derive(Parser, Debug)]
 #[command(name = "coder", version)]
 struct Args {
-    /// The model id (default: claude-sonnet-4-5 for Anthropic, gpt-4.1 for OpenAI-compatible).
+    /// The model id (default: claude-sonnet-4-5 for Anthropic, gpt-4.1 for OpenAI-compatible,
+    /// gemini-2.5-flash for Gemini).
     #[arg(long)]
     model: Option<String>,
     /// Which provider (default: anthropic if ANTHROPIC_API_KEY is set, openai if OPENAI_API_KEY
-    /// or OPENAI_BASE_URL is, else the scripted demo).
+    /// or OPENAI_BASE_URL is, gemini if GEMINI_API_KEY or GOOGLE_API_KEY is, else the scripted
+    /// demo).
     #[arg(long, value_enum)]
     provider: Option<ProviderChoice>,
     /// A model a turn goes to when the model is overloaded or down, as `provider:id` (e.g.
@@ -81,11 +85,12 @@ struct Args {
     resume: Option<String>,
     /// Lets the model think before it answers: a budget of tokens (Claude 4.5 and earlier;
     /// 4096 when none is given) or `adaptive` (Claude 4.6 and later). Shown folded into one
-    /// dim line; `/thinking` shows the last turn's in full. OpenAI models ignore it.
+    /// dim line; `/thinking` shows the last turn's in full. On Gemini, its thinking budget
+    /// (adaptive: the model decides) with the thought summaries. OpenAI models ignore it.
     #[arg(long, value_name = "BUDGET|adaptive", num_args = 0..=1, default_missing_value = "4096")]
     thinking: Option<Thinking>,
     /// How eagerly the model spends tokens: low, medium, high, xhigh or max (Anthropic's
-    /// effort, on Claude Opus 4.5 and 4.6 and later; OpenAI's reasoning_effort).
+    /// effort, on Claude Opus 4.5 and 4.6 and later; OpenAI's reasoning_effort; not Gemini).
     #[arg(long, value_name = "LEVEL")]
     effort: Option<Effort>,
 }
@@ -94,6 +99,7 @@ struct Args {
 enum ProviderChoice {
     Anthropic,
     Openai,
+    Gemini,
     Demo,
 }
 
@@ -143,6 +149,9 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         warn(
             "--thinking is ignored: Chat Completions has no thinking budget (--effort is its reasoning_effort)",
         );
+    }
+    if provider == ProviderChoice::Gemini && args.effort.is_some() {
+        warn("--effort is ignored on Gemini: --thinking sets its thinking budget");
     }
     let (cwd, scratch_note) = working_dir(&args, demo)?;
     let model = choose_model(&args, provider, &cwd).map_err(|e| e.to_string())?;
@@ -356,7 +365,7 @@ async fn talk(
         println!(
             "{}",
             style(
-                "No ANTHROPIC_API_KEY or OPENAI_API_KEY: this is a SCRIPTED DEMO. A scripted model \
+                "No ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY: this is a SCRIPTED DEMO. A scripted model \
                  plays the turns; the tools are real and work on the directory above."
             )
             .yellow()
@@ -446,6 +455,8 @@ fn provider_choice(args: &Args) -> ProviderChoice {
         ProviderChoice::Anthropic
     } else if env("OPENAI_API_KEY") || env("OPENAI_BASE_URL") {
         ProviderChoice::Openai
+    } else if env("GEMINI_API_KEY") || env("GOOGLE_API_KEY") {
+        ProviderChoice::Gemini
     } else {
         ProviderChoice::Demo
     })
@@ -465,11 +476,14 @@ fn choose_model(
         ProviderChoice::Openai => Arc::new(OpenAiModel::from_env(
             model_id.unwrap_or_else(|| "gpt-4.1".into()),
         )?),
+        ProviderChoice::Gemini => Arc::new(GeminiModel::from_env(
+            model_id.unwrap_or_else(|| "gemini-2.5-flash".into()),
+        )?),
         ProviderChoice::Demo => {
             if let Some(model) = &args.model {
                 warn(&format!(
                     "--model {model} is ignored: the scripted demo plays the model (set \
-                     ANTHROPIC_API_KEY or OPENAI_API_KEY, or pass --provider)"
+                     ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY, or pass --provider)"
                 ));
             }
             Arc::new(demo::model(cwd))

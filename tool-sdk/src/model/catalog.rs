@@ -1,7 +1,7 @@
 //! What the agent knows about a model beyond its id: its context window, what its tokens cost,
 //! and how long a prompt prefix must be before the provider will cache it.
 //!
-//! [`Catalog::default`] knows the current Anthropic and OpenAI models; apps add or override
+//! [`Catalog::default`] knows the current Anthropic, OpenAI and Gemini models; apps add or override
 //! entries with [`Catalog::insert`] (a dated id such as `claude-sonnet-4-5-20250929` finds the
 //! entry of its longest known prefix, `claude-sonnet-4-5`).
 //!
@@ -96,7 +96,7 @@ impl ModelInfo {
     }
 }
 
-/// Models by id prefix: [`Catalog::default`] knows the current Anthropic and OpenAI models,
+/// Models by id prefix: [`Catalog::default`] knows the current Anthropic, OpenAI and Gemini models,
 /// [`Catalog::insert`] adds or overrides entries, [`Catalog::lookup`] takes the longest prefix.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Catalog {
@@ -213,8 +213,45 @@ impl Default for Catalog {
             .insert("o3", openai(200_000, 2.0, 8.0, 0.5))
             .insert("o3-mini", openai(200_000, 1.1, 4.4, 0.55))
             .insert("o4-mini", openai(200_000, 1.1, 4.4, 0.275));
+        add_gemini(&mut catalog);
         catalog
     }
+}
+
+/// The Gemini API's models (paid tier, standard requests, USD per million tokens), checked
+/// on 2026-11-29 against what is published of Google's pricing page
+/// (ai.google.dev/gemini-api/docs/pricing). That page itself was not reachable from here: the
+/// figures come from pages that quote it (its own forum, and price guides dated 2025-12 to
+/// 2026-05), and agree between them on input and output.
+///
+/// What could not be confirmed, or cannot be said here:
+/// - the cache-read prices of 2.5 Flash (0.03), 2.5 Flash-Lite (0.01), 3 Pro and 3.1 Pro
+///   (0.20) and 3 Flash (0.05): each is 10% of the input price, as Google's caching discount
+///   of 90% for these models says, but no quote of the page gave them (2.5 Pro's 0.125 and 3.1
+///   Flash-Lite's 0.025 were quoted);
+/// - the Pro models charge more for prompts over 200k tokens (2.5 Pro 2.50 in and 15.00 out,
+///   3 and 3.1 Pro 4.00 and 18.00); one price per model cannot say so, and the lower tier is
+///   the one kept, so a run of very long prompts costs more than reported;
+/// - Gemini 3.5 Flash was quoted by one page only, and is left out;
+/// - audio input is priced higher; caching storage (per hour) is not a token price.
+///
+/// The window is the input limit (1,048,576 tokens for each); Gemini caches prefixes on its
+/// own (implicit caching), so no minimum for breakpoints applies and writes cost nothing extra.
+fn add_gemini(catalog: &mut Catalog) {
+    let gemini = |input, output, cached| {
+        ModelInfo::new(
+            1_048_576,
+            Price::per_million(input, output).with_cache_read(cached),
+        )
+    };
+    catalog
+        .insert("gemini-2.5-pro", gemini(1.25, 10.0, 0.125))
+        .insert("gemini-2.5-flash", gemini(0.30, 2.50, 0.03))
+        .insert("gemini-2.5-flash-lite", gemini(0.10, 0.40, 0.01))
+        .insert("gemini-3-pro", gemini(2.0, 12.0, 0.20))
+        .insert("gemini-3.1-pro", gemini(2.0, 12.0, 0.20))
+        .insert("gemini-3-flash", gemini(0.50, 3.0, 0.05))
+        .insert("gemini-3.1-flash-lite", gemini(0.25, 1.50, 0.025));
 }
 
 #[cfg(test)]
@@ -233,6 +270,14 @@ mod tests {
         let opus41 = catalog.lookup("claude-opus-4-1-20250805").unwrap();
         assert_eq!(opus41.price.input, 15.0);
         assert!(catalog.lookup("claude").is_none());
+        let lite = catalog
+            .lookup("gemini-2.5-flash-lite-preview-06-17")
+            .unwrap();
+        assert_eq!(lite.price.input, 0.10);
+        let flash = catalog.lookup("gemini-2.5-flash-preview-05-20").unwrap();
+        assert_eq!(flash.price.input, 0.30);
+        let pro3 = catalog.lookup("gemini-3-pro-preview").unwrap();
+        assert_eq!((pro3.price.output, pro3.context_window), (12.0, 1_048_576));
     }
 
     /// A model newer than the catalog is unknown (no cost), never priced as an older one.

@@ -53,6 +53,9 @@ pub(crate) struct HttpClient {
     pub(crate) headers: &'static [(&'static str, &'static str)],
     /// How to set a key, for the error when it is empty.
     pub(crate) key_hint: &'static str,
+    /// Reads a non-2xx answer (status, the wait the headers asked for, body) into its error:
+    /// [`http_error`] unless the provider's errors have a shape of their own (Gemini's).
+    pub(crate) read_error: fn(u16, Option<Duration>, &str) -> ModelError,
     /// Where each attempt is recorded, when it is (see [`cassette`](super::cassette)).
     pub(crate) recorder: Option<Arc<CassetteWriter>>,
 }
@@ -73,6 +76,7 @@ impl HttpClient {
             auth,
             headers: &[],
             key_hint: "",
+            read_error: http_error,
             recorder: std::env::var_os(RECORD_DIR_VAR)
                 .filter(|dir| !dir.is_empty())
                 .map(|dir| Arc::new(CassetteWriter::in_dir(Path::new(&dir), provider))),
@@ -203,7 +207,7 @@ impl HttpClient {
             interaction.response.body = text.clone();
             writer.append(interaction);
         }
-        let error = http_error(status.as_u16(), retry_after, &text);
+        let error = (self.read_error)(status.as_u16(), retry_after, &text);
         tracing::debug!(provider = self.provider, status = status.as_u16(), %error, "model request failed");
         Err(error)
     }

@@ -1,18 +1,18 @@
 //! Models behind one trait: a request of messages and tool specs in, a stream of events out.
 //!
 //! Clients: [`anthropic::AnthropicModel`] (Messages API, SSE), [`openai::OpenAiModel`] (Chat
-//! Completions, SSE; any compatible server through `base_url`), [`ScriptedModel`], which
+//! Completions, SSE; any compatible server through `base_url`), [`gemini::GeminiModel`]
+//! (Gemini API `streamGenerateContent`, SSE), [`ScriptedModel`], which
 //! plays back turns for tests and offline demos, and [`TestModel`], which calls every tool it
 //! is offered with arguments made up from their schemas.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::Stream;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::ContentBlock;
 
@@ -21,6 +21,7 @@ pub mod cassette;
 mod catalog;
 mod error;
 mod fallback;
+pub mod gemini;
 mod history;
 mod http;
 pub mod openai;
@@ -29,6 +30,7 @@ mod sample;
 mod scripted;
 mod test_model;
 mod thinking;
+mod tool_use;
 mod usage;
 
 pub use catalog::{Catalog, ModelInfo, Price};
@@ -39,6 +41,7 @@ pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 pub use test_model::TestModel;
 pub use thinking::{Effort, Thinking};
+pub use tool_use::{ToolInput, ToolUse};
 pub use usage::Usage;
 
 /// A boxed stream of model events.
@@ -90,7 +93,7 @@ pub struct ModelRequest {
     /// provider's own way: Anthropic gets a [`OutputFormat::TOOL_NAME`] tool it must call
     /// (`tool_choice`; offered without forcing while [`thinking`](Self::thinking) is on, since
     /// the API refuses forced tool use with thinking), OpenAI a strict `response_format` JSON
-    /// schema.
+    /// schema, Gemini a `responseSchema` (or, beside tools, the same tool as Anthropic).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<OutputFormat>,
     /// Whether the model thinks first, and how much (Anthropic's `thinking`; other clients
@@ -104,8 +107,8 @@ pub struct ModelRequest {
     /// Whether, and from what length, the provider should cache the prompt's prefix, so each
     /// turn of a long run pays full price only for what is new. The agent sets it unless
     /// [`ModelSettings::with_prompt_caching`](crate::agent::ModelSettings::with_prompt_caching)
-    /// turned it off. Anthropic gets `cache_control` breakpoints; OpenAI caches on its own
-    /// and ignores it.
+    /// turned it off. Anthropic gets `cache_control` breakpoints; OpenAI and Gemini cache on
+    /// their own and ignore it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache: Option<PromptCache>,
 }
@@ -330,178 +333,18 @@ pub enum MessageContent {
         /// The opaque data.
         data: String,
     },
-}
-
-/// A tool call in an assistant message.
-///
-/// Serialized as `{"id", "name", "input"}`, plus `"malformed": "<raw text>"` (with `input`
-/// `{}`) for a call whose arguments did not parse.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolUse {
-    /// The call's id, echoed by its result.
-    pub id: String,
-    /// The tool's name.
-    pub name: String,
-    /// The arguments, or the text the model sent when they were not a JSON object.
-    pub input: ToolInput,
-}
-
-impl ToolUse {
-    /// A call with these parsed arguments.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
-        ToolUse {
-            id: id.into(),
-            name: name.into(),
-            input: ToolInput::Parsed(input),
-        }
-    }
-
-    /// A call from the model's raw argument text (see [`ToolInput::from_raw`]).
-    pub fn from_raw(id: impl Into<String>, name: impl Into<String>, raw: &str) -> Self {
-        ToolUse {
-            id: id.into(),
-            name: name.into(),
-            input: ToolInput::from_raw(raw),
-        }
-    }
-}
-
-/// A tool call's arguments: a JSON value, or the model's text when it was not a JSON object.
-///
-/// A malformed call has no JSON to run with, so it cannot be passed to a tool by mistake; the
-/// agent answers it with an error that quotes the text.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ToolInput {
-    /// The arguments as JSON.
-    Parsed(Value),
-    /// Arguments that were not a JSON object.
-    Malformed {
-        /// The model's text, verbatim.
-        raw: String,
-        /// Why it is not a JSON object.
-        error: String,
+    /// An opaque token a provider attached to one part of its turn, to be sent back on that
+    /// same part (Gemini's `thoughtSignature`, which carries the model's reasoning across tool
+    /// calls). It belongs to the block right after it: a text or a tool call; with no such
+    /// block after it, it stood on a part of its own (an empty text). Only the client of
+    /// `provider` reads it; every other client leaves it out, so a conversation that moves to
+    /// another provider (a fallback model) never sends it there.
+    ThoughtSignature {
+        /// Who issued it, as [`Model::provider_name`] says (`gcp.gemini`).
+        provider: String,
+        /// The token, as it came.
+        signature: String,
     },
-}
-
-impl ToolInput {
-    /// The model's raw argument text: empty means `{}`, a JSON object is parsed, anything else
-    /// is [`Malformed`](ToolInput::Malformed).
-    pub fn from_raw(raw: &str) -> Self {
-        if raw.trim().is_empty() {
-            return ToolInput::Parsed(Value::Object(Map::new()));
-        }
-        let error = match serde_json::from_str::<Value>(raw) {
-            Ok(value @ Value::Object(_)) => return ToolInput::Parsed(value),
-            Ok(other) => format!("a JSON {}, not an object", json_kind(&other)),
-            Err(error) => format!("not valid JSON: {error}"),
-        };
-        ToolInput::Malformed {
-            raw: raw.to_owned(),
-            error,
-        }
-    }
-
-    /// The arguments, when they parsed.
-    pub fn parsed(&self) -> Option<&Value> {
-        match self {
-            ToolInput::Parsed(value) => Some(value),
-            ToolInput::Malformed { .. } => None,
-        }
-    }
-
-    /// The model's text, when the arguments did not parse.
-    pub fn malformed(&self) -> Option<&str> {
-        match self {
-            ToolInput::Parsed(_) => None,
-            ToolInput::Malformed { raw, .. } => Some(raw),
-        }
-    }
-
-    /// Whether the arguments did not parse.
-    pub fn is_malformed(&self) -> bool {
-        matches!(self, ToolInput::Malformed { .. })
-    }
-
-    /// The arguments, or `{}` for a malformed call: what is shown, and echoed back to the
-    /// provider (which would reject text that is not JSON). Never what a tool runs with.
-    pub fn json_or_empty(&self) -> Cow<'_, Value> {
-        match self {
-            ToolInput::Parsed(value) => Cow::Borrowed(value),
-            ToolInput::Malformed { .. } => Cow::Owned(Value::Object(Map::new())),
-        }
-    }
-}
-
-impl From<Value> for ToolInput {
-    fn from(value: Value) -> Self {
-        ToolInput::Parsed(value)
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// [`ToolUse`] as it is stored: the form it had before [`ToolInput`], so saved conversations
-/// and token estimates stay as they were.
-#[derive(Serialize)]
-struct ToolUseOut<'a> {
-    id: &'a str,
-    name: &'a str,
-    input: Cow<'a, Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    malformed: Option<&'a str>,
-}
-
-#[derive(Deserialize)]
-struct ToolUseIn {
-    id: String,
-    name: String,
-    #[serde(default)]
-    input: Value,
-    #[serde(default)]
-    malformed: Option<String>,
-}
-
-impl Serialize for ToolUse {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        ToolUseOut {
-            id: &self.id,
-            name: &self.name,
-            input: self.input.json_or_empty(),
-            malformed: self.input.malformed(),
-        }
-        .serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for ToolUse {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let stored = ToolUseIn::deserialize(deserializer)?;
-        let input = match stored.malformed {
-            None => ToolInput::Parsed(stored.input),
-            Some(raw) => match ToolInput::from_raw(&raw) {
-                malformed @ ToolInput::Malformed { .. } => malformed,
-                // Marked malformed when it was received; it stays so.
-                ToolInput::Parsed(_) => ToolInput::Malformed {
-                    raw,
-                    error: "received as malformed".into(),
-                },
-            },
-        };
-        Ok(ToolUse {
-            id: stored.id,
-            name: stored.name,
-            input,
-        })
-    }
 }
 
 /// What a turn's stream yields.
@@ -577,53 +420,5 @@ impl fmt::Display for Role {
             Role::User => "user",
             Role::Assistant => "assistant",
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn raw_arguments_parse_only_as_a_json_object() {
-        assert_eq!(ToolInput::from_raw("  "), ToolInput::Parsed(json!({})));
-        assert_eq!(
-            ToolInput::from_raw(r#"{"a":1}"#).parsed(),
-            Some(&json!({"a": 1}))
-        );
-        for (raw, why) in [("[1]", "array"), ("{\"a\":", "not valid JSON")] {
-            let input = ToolInput::from_raw(raw);
-            assert_eq!(input.parsed(), None, "{raw}");
-            assert_eq!(input.malformed(), Some(raw));
-            let ToolInput::Malformed { error, .. } = &input else {
-                unreachable!()
-            };
-            assert!(error.contains(why), "{raw}: {error}");
-            assert_eq!(*input.json_or_empty(), json!({}));
-        }
-    }
-
-    #[test]
-    fn tool_use_keeps_its_stored_form() {
-        let parsed = ToolUse::new("t1", "read", json!({"path": "a"}));
-        let malformed = ToolUse::from_raw("t2", "read", "{\"path\": ");
-        assert_eq!(
-            serde_json::to_value(&parsed).unwrap(),
-            json!({"id": "t1", "name": "read", "input": {"path": "a"}})
-        );
-        assert_eq!(
-            serde_json::to_value(&malformed).unwrap(),
-            json!({"id": "t2", "name": "read", "input": {}, "malformed": "{\"path\": "})
-        );
-        for call in [parsed, malformed] {
-            let block = MessageContent::ToolUse(call);
-            let json = serde_json::to_string(&block).unwrap();
-            assert_eq!(
-                serde_json::from_str::<MessageContent>(&json).unwrap(),
-                block
-            );
-        }
     }
 }

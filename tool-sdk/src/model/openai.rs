@@ -292,7 +292,8 @@ fn push_user_message(out: &mut Vec<Value>, content: &[MessageContent]) {
             // Reasoning and tool calls have no place in a user message of this format.
             MessageContent::ToolUse(_)
             | MessageContent::Thinking { .. }
-            | MessageContent::RedactedThinking { .. } => {}
+            | MessageContent::RedactedThinking { .. }
+            | MessageContent::ThoughtSignature { .. } => {}
         }
     }
     if parts.is_empty() {
@@ -335,7 +336,8 @@ fn push_assistant_message(out: &mut Vec<Value>, content: &[MessageContent]) {
             MessageContent::Image { .. }
             | MessageContent::ToolResult { .. }
             | MessageContent::Thinking { .. }
-            | MessageContent::RedactedThinking { .. } => {}
+            | MessageContent::RedactedThinking { .. }
+            | MessageContent::ThoughtSignature { .. } => {}
         }
     }
     if text.is_empty() && tool_calls.is_empty() {

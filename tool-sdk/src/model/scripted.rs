@@ -374,6 +374,7 @@ fn block_chars(block: &MessageContent) -> u64 {
             signature,
         } => thinking.len() + signature.len(),
         MessageContent::RedactedThinking { data } => data.len(),
+        MessageContent::ThoughtSignature { signature, .. } => signature.len(),
     };
     chars as u64 + FRAME
 }

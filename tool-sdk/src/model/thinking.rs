@@ -19,7 +19,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// Claude 4.5 and earlier (deprecated on the 4.6 models, refused by 4.7 and later); adaptive
 /// thinking is for the 4.6 models and later, with [`Effort`] to steer it. OpenAI's Chat
 /// Completions has no such setting: its client ignores this (see [`Effort`] for what it
-/// takes).
+/// takes). Gemini gets `thinkingConfig` with the budget (`-1`, the model's choice, for
+/// adaptive) and `includeThoughts`, so its thought summaries stream as thinking.
 ///
 /// The thinking that comes back is kept in the conversation with its signature and sent back
 /// unchanged, as the API requires; it streams as

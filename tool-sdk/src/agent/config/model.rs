@@ -10,6 +10,7 @@ use crate::model::{
     Catalog, Effort, FallbackModel, Model, ModelError, ModelInfo, PromptCache, RetryPolicy,
     Thinking,
     anthropic::{AnthropicModel, interleaved_thinking},
+    gemini::GeminiModel,
     openai::OpenAiModel,
 };
 
@@ -147,7 +148,7 @@ pub struct ModelSpec {
     #[serde(default)]
     pub base_url: Option<String>,
     /// The environment variable holding the API key (default: the provider's usual one,
-    /// `ANTHROPIC_API_KEY` or `OPENAI_API_KEY`).
+    /// `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, or `GEMINI_API_KEY` then `GOOGLE_API_KEY`).
     #[serde(default)]
     pub api_key_env: Option<String>,
     /// The API key itself. Prefer `api_key_env`: config files get committed.
@@ -167,9 +168,10 @@ impl std::fmt::Debug for ModelSpec {
     }
 }
 
-/// `provider:id` (`anthropic:claude-sonnet-4-5`, `openai:gpt-4.1`), or a bare id whose
-/// provider is plain from its name (`claude-…` is Anthropic's; `gpt-…`, `o1…`, `o3…`, `o4…`
-/// OpenAI's). The key comes from the provider's usual environment variable.
+/// `provider:id` (`anthropic:claude-sonnet-4-5`, `openai:gpt-4.1`, `gemini:gemini-2.5-pro`),
+/// or a bare id whose provider is plain from its name (`claude-…` is Anthropic's; `gpt-…`,
+/// `o1…`, `o3…`, `o4…` OpenAI's; `gemini-…` Gemini's). The key comes from the provider's usual
+/// environment variable.
 impl std::str::FromStr for ModelSpec {
     type Err = ConfigError;
 
@@ -183,11 +185,17 @@ impl std::str::FromStr for ModelSpec {
                 let provider = match provider {
                     "anthropic" => ProviderKind::Anthropic,
                     "openai" => ProviderKind::OpenAi,
-                    _ => return Err(bad("the provider must be `anthropic` or `openai`")),
+                    "gemini" => ProviderKind::Gemini,
+                    _ => {
+                        return Err(bad(
+                            "the provider must be `anthropic`, `openai` or `gemini`",
+                        ));
+                    }
                 };
                 (provider, id)
             }
             None if text.starts_with("claude") => (ProviderKind::Anthropic, text),
+            None if text.starts_with("gemini") => (ProviderKind::Gemini, text),
             None if ["gpt", "o1", "o3", "o4"]
                 .iter()
                 .any(|p| text.starts_with(p)) =>
@@ -196,7 +204,8 @@ impl std::str::FromStr for ModelSpec {
             }
             None => {
                 return Err(bad(
-                    "say which provider serves it, as `anthropic:<id>` or `openai:<id>`",
+                    "say which provider serves it, as `anthropic:<id>`, `openai:<id>` or \
+                     `gemini:<id>`",
                 ));
             }
         };
@@ -221,6 +230,8 @@ pub enum ProviderKind {
     Anthropic,
     /// OpenAI Chat Completions, or any compatible server.
     OpenAi,
+    /// The Gemini API (`provider = "gemini"`).
+    Gemini,
 }
 
 impl ModelSettings {
@@ -460,6 +471,28 @@ impl ModelSpec {
                     ))));
                 }
                 let mut model = OpenAiModel::new(&self.id, api_key).with_retry(retry);
+                if let Some(url) = &self.base_url {
+                    model = model.with_base_url(url);
+                }
+                Arc::new(model)
+            }
+            ProviderKind::Gemini => {
+                let api_key = key("GEMINI_API_KEY")
+                    .or_else(|| {
+                        // Google's SDKs read either name; a named variable is the only one.
+                        self.api_key_env
+                            .is_none()
+                            .then(|| key("GOOGLE_API_KEY"))
+                            .flatten()
+                    })
+                    .ok_or_else(|| {
+                        let var = self.api_key_env.as_deref().unwrap_or("GEMINI_API_KEY");
+                        AgentError::Model(ModelError::MissingApiKey(format!(
+                            "set {var} to use Gemini's {}",
+                            self.id
+                        )))
+                    })?;
+                let mut model = GeminiModel::new(&self.id, api_key).with_retry(retry);
                 if let Some(url) = &self.base_url {
                     model = model.with_base_url(url);
                 }
