@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use tool_sdk::agent::{Agent, AgentConfig, AgentError, AgentEvent, RunResult};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::cassette::Cassette;
+use tool_sdk::model::gemini::GeminiModel;
 use tool_sdk::model::openai::OpenAiModel;
 use tool_sdk::model::{Model, ModelError, RetryPolicy, StopReason};
 use tool_sdk::testing::{ReplayError, ReplayServer};
@@ -27,19 +28,21 @@ async fn get_weather(location: String) -> String {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Provider {
     Anthropic,
     OpenAi,
+    Gemini,
 }
 
-const PROVIDERS: [Provider; 2] = [Provider::Anthropic, Provider::OpenAi];
+const PROVIDERS: [Provider; 3] = [Provider::Anthropic, Provider::OpenAi, Provider::Gemini];
 
 impl Provider {
     fn folder(self) -> &'static str {
         match self {
             Provider::Anthropic => "anthropic",
             Provider::OpenAi => "openai",
+            Provider::Gemini => "gemini",
         }
     }
 
@@ -61,13 +64,20 @@ impl Provider {
                     .with_base_url(format!("{}/v1", server.uri()))
                     .with_retry(retry),
             ),
+            Provider::Gemini => Arc::new(
+                GeminiModel::new("gemini-2.5-flash", "test-key")
+                    .with_base_url(format!("{}/v1beta", server.uri()))
+                    .with_retry(retry),
+            ),
         }
     }
 
+    /// The provider a fallback of this one goes to.
     fn other(self) -> Provider {
         match self {
             Provider::Anthropic => Provider::OpenAi,
-            Provider::OpenAi => Provider::Anthropic,
+            Provider::OpenAi => Provider::Gemini,
+            Provider::Gemini => Provider::Anthropic,
         }
     }
 }
@@ -108,10 +118,19 @@ async fn run(config: AgentConfig, prompt: &str) -> (Vec<AgentEvent>, RunResult) 
     (events, *result)
 }
 
-/// The text of the tool results the request `body` sends, by call id, in either wire format.
+/// The tool results the request `body` sends, in order, each as (call id or, for Gemini,
+/// the tool's name; the result as JSON text), in each provider's wire format.
 fn results(body: &Value) -> Vec<(String, String)> {
     let mut found = Vec::new();
-    for message in body["messages"].as_array().unwrap() {
+    for content in body["contents"].as_array().into_iter().flatten() {
+        for part in content["parts"].as_array().into_iter().flatten() {
+            if let Some(response) = part.get("functionResponse") {
+                let name = response["name"].as_str().unwrap().to_owned();
+                found.push((name, response["response"].to_string()));
+            }
+        }
+    }
+    for message in body["messages"].as_array().into_iter().flatten() {
         if message["role"] == "tool" {
             found.push((
                 message["tool_call_id"].as_str().unwrap().to_owned(),
@@ -192,11 +211,10 @@ async fn a_refusal_ends_the_run_as_a_refusal() {
             Some(StopReason::Refusal),
             "{provider:?}"
         );
-        assert!(
-            result.text.contains("can't help"),
-            "{provider:?}: {}",
-            result.text
-        );
+        // Gemini's blocked answer has no text; the others say why.
+        if provider != Provider::Gemini {
+            assert!(result.text.contains("can't help"), "{provider:?}");
+        }
     }
 }
 
@@ -221,7 +239,7 @@ async fn a_max_tokens_stop_is_said() {
 async fn an_overloaded_provider_falls_back_to_the_other() {
     for provider in PROVIDERS {
         let main = replay(provider, "overloaded").await;
-        let spare = replay(provider.other(), "refusal").await;
+        let spare = replay(provider.other(), "max_tokens").await;
         let config = config(provider.model(&main))
             .model(|m| m.with_fallback_models([provider.other().model(&spare)]));
         let (events, result) = run(config, "Hi").await;
@@ -232,7 +250,7 @@ async fn an_overloaded_provider_falls_back_to_the_other() {
             .iter()
             .any(|e| matches!(e, AgentEvent::ModelFallback { .. }));
         assert!(switched, "{provider:?}");
-        assert!(result.text.contains("can't help"), "{provider:?}");
+        assert_eq!(result.text, "Here is the first part of a very long");
     }
 }
 
@@ -296,6 +314,11 @@ async fn a_recorded_run_replays_the_same() {
             Provider::OpenAi => Arc::new(
                 OpenAiModel::new("gpt-4.1", Some("secret-test-key".into()))
                     .with_base_url(format!("{}/v1", original.uri()))
+                    .with_recording(dir.path()),
+            ),
+            Provider::Gemini => Arc::new(
+                GeminiModel::new("gemini-2.5-flash", "secret-test-key")
+                    .with_base_url(format!("{}/v1beta", original.uri()))
                     .with_recording(dir.path()),
             ),
         };

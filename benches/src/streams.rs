@@ -11,6 +11,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tool_sdk::agent::{Agent, AgentConfig};
 use tool_sdk::model::anthropic::AnthropicModel;
+use tool_sdk::model::gemini::GeminiModel;
 use tool_sdk::model::openai::OpenAiModel;
 use tool_sdk::model::{Message, Model, ModelEvent, ModelRequest};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -57,6 +58,18 @@ pub const CLIENTS: &[Client] = &[
         },
         text: openai_text,
         call: openai_call,
+    },
+    Client {
+        name: "gemini",
+        path: "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+        model: |uri| {
+            Arc::new(
+                GeminiModel::new("gemini-2.5-flash", "bench-key")
+                    .with_base_url(format!("{uri}/v1beta")),
+            )
+        },
+        text: gemini_text,
+        call: gemini_call,
     },
 ];
 
@@ -169,6 +182,36 @@ fn openai_call(id: &str) -> String {
     );
     openai_end(&mut body, "tool_calls");
     body
+}
+
+fn gemini_chunk(parts: Value, finish: Option<&str>) -> String {
+    let mut candidate = json!({"index": 0, "content": {"parts": parts, "role": "model"}});
+    if let Some(finish) = finish {
+        candidate["finishReason"] = json!(finish);
+    }
+    let mut chunk = json!({"candidates": [candidate], "modelVersion": "gemini-2.5-flash"});
+    if finish.is_some() {
+        chunk["usageMetadata"] =
+            json!({"promptTokenCount": 100, "candidatesTokenCount": 50, "totalTokenCount": 150});
+    }
+    sse(None, &chunk)
+}
+
+fn gemini_text(n: usize) -> String {
+    let delta = gemini_chunk(json!([{"text": "word "}]), None);
+    let mut body = String::new();
+    for _ in 1..n {
+        body.push_str(&delta);
+    }
+    body.push_str(&gemini_chunk(json!([{"text": "word "}]), Some("STOP")));
+    body
+}
+
+fn gemini_call(_id: &str) -> String {
+    gemini_chunk(
+        json!([{"functionCall": {"name": "add", "args": {"a": 1, "b": 2}}}]),
+        Some("STOP"),
+    )
 }
 
 /// Answers requests in a cycle: `turns` calling turns, then a text turn, again and again.

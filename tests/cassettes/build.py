@@ -264,6 +264,111 @@ openai = {
 }
 
 
+# ---------------------------------------------------------------- Gemini generateContent
+
+G_MODEL = "gemini-2.5-flash"
+G_PATH = f"/v1beta/models/{G_MODEL}:streamGenerateContent?alt=sse"
+
+
+def g_chunk(parts=None, finish=None, usage=None):
+    candidate = {"index": 0}
+    if parts is not None:
+        candidate["content"] = {"parts": parts, "role": "model"}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    chunk = {"candidates": [candidate], "modelVersion": G_MODEL, "responseId": "resp-cassette"}
+    if usage is not None:
+        chunk["usageMetadata"] = usage
+    return chunk
+
+
+def g_usage(prompt=120, out=30, thoughts=0):
+    usage = {"promptTokenCount": prompt, "candidatesTokenCount": out,
+             "totalTokenCount": prompt + out + thoughts}
+    if thoughts:
+        usage["thoughtsTokenCount"] = thoughts
+    return usage
+
+
+def g_sse(chunks):
+    return "".join(f"data: {json.dumps(c, separators=(',', ':'))}\n\n" for c in chunks)
+
+
+def g_text(text, finish="STOP"):
+    words = text.split(" ")
+    pieces = [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
+    chunks = [g_chunk([{"text": p}]) for p in pieces[:-1]]
+    chunks.append(g_chunk([{"text": pieces[-1]}], finish, g_usage()))
+    return g_sse(chunks)
+
+
+def g_ok(body):
+    return {"status": 200, "headers": {"content-type": "text/event-stream"}, "body": body}
+
+
+def g_error(status, code, message):
+    return {"status": status, "headers": {"content-type": "application/json"},
+            "body": json.dumps({"error": {"code": status, "message": message, "status": code}})}
+
+
+def g_req(body=None):
+    request = {"method": "POST", "path": G_PATH}
+    if body is not None:
+        request["body"] = body
+    return request
+
+
+G_SIGNATURE = "c2lnLWNhc3NldHRlLWNhbGxz"
+
+gemini = {
+    "parallel_tools": [
+        (g_req({"contents": [{"role": "user"}]}),
+         g_ok(g_sse([
+             g_chunk([{"text": "The user wants two cities; I will look both up.", "thought": True}]),
+             g_chunk([{"functionCall": {"name": "get_weather", "args": WEATHER_SF},
+                       "thoughtSignature": G_SIGNATURE},
+                      {"functionCall": {"name": "get_weather", "args": WEATHER_NY}}],
+                     "STOP", g_usage(thoughts=50))]))),
+        # The calls go back on the same parts, the signature on the first; the results by name.
+        (g_req({"contents": [
+            {"role": "user"},
+            {"role": "model", "parts": [
+                {"functionCall": {"name": "get_weather", "args": WEATHER_SF},
+                 "thoughtSignature": G_SIGNATURE},
+                {"functionCall": {"name": "get_weather", "args": WEATHER_NY}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "get_weather"}},
+                                       {"functionResponse": {"name": "get_weather"}}]}]}),
+         g_ok(g_text("Sunny in San Francisco, rain in New York."))),
+    ],
+    # Blocked: no content, finishReason SAFETY.
+    "refusal": [
+        (g_req({"contents": [{"role": "user"}]}),
+         g_ok(g_sse([g_chunk(None, "SAFETY", g_usage(out=0))]))),
+    ],
+    "max_tokens": [
+        (g_req(), g_ok(g_text("Here is the first part of a very long", "MAX_TOKENS"))),
+    ],
+    "overloaded": [
+        (g_req(), g_error(503, "UNAVAILABLE", "The model is overloaded. Please try again later.")),
+        (g_req(), g_error(503, "UNAVAILABLE", "The model is overloaded. Please try again later.")),
+    ],
+    "prompt_too_long": [
+        (g_req({"contents": [{"role": "user"}]}),
+         g_ok(g_sse([g_chunk([{"functionCall": {"name": "get_weather", "args": WEATHER_SF}}],
+                             "STOP", g_usage())]))),
+        (g_req({"contents": [{"role": "user"}, {"role": "model"}, {"role": "user"}]}),
+         g_error(400, "INVALID_ARGUMENT",
+                 "The input token count (1153280) exceeds the maximum number of tokens allowed "
+                 "(1048576).")),
+        (g_req({"contents": [{"role": "user"}]}),
+         g_ok(g_text("SUMMARY: the user asked for the weather in San Francisco; get_weather "
+                     "was called."))),
+        (g_req({"contents": [{"role": "user"}, {"role": "model"}, {"role": "user"}]}),
+         g_ok(g_text("It is sunny in San Francisco."))),
+    ],
+}
+
+
 def write(provider, who, cassettes):
     folder = HERE / provider
     folder.mkdir(exist_ok=True)
@@ -276,3 +381,4 @@ def write(provider, who, cassettes):
 
 write("anthropic", "Anthropic", anthropic)
 write("openai", "OpenAI", openai)
+write("gemini", "Google's Gemini API", gemini)
