@@ -291,6 +291,7 @@ pub(crate) fn estimate_messages<'a>(messages: impl IntoIterator<Item = &'a Messa
                     signature,
                 } => thinking.len() + signature.len(),
                 MessageContent::RedactedThinking { data } => data.len(),
+                MessageContent::ProviderItem { item, .. } => item.to_string().len(),
             }
         })
         .sum();

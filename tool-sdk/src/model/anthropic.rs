@@ -269,10 +269,12 @@ fn image_json(media_type: &str, data: &str) -> Value {
     })
 }
 
-/// One block as the API wants it; `None` for an empty text block, which the API rejects.
+/// One block as the API wants it; `None` for an empty text block, which the API rejects, and
+/// for another provider's item.
 fn content_json(content: &MessageContent) -> Option<Value> {
     Some(match content {
         MessageContent::Text { text } if text.is_empty() => return None,
+        MessageContent::ProviderItem { .. } => return None,
         MessageContent::Text { text } => json!({ "type": "text", "text": text }),
         MessageContent::Image { media_type, data } => image_json(media_type, data),
         MessageContent::ToolUse(tool_use) => json!({

@@ -1,18 +1,19 @@
 //! Models behind one trait: a request of messages and tool specs in, a stream of events out.
 //!
 //! Clients: [`anthropic::AnthropicModel`] (Messages API, SSE), [`openai::OpenAiModel`] (Chat
-//! Completions, SSE; any compatible server through `base_url`), [`ScriptedModel`], which
+//! Completions, SSE; any compatible server through `base_url`),
+//! [`openai_responses::OpenAiResponsesModel`] (OpenAI's Responses API, SSE, reasoning carried
+//! across turns), [`ScriptedModel`], which
 //! plays back turns for tests and offline demos, and [`TestModel`], which calls every tool it
 //! is offered with arguments made up from their schemas.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::Stream;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::ContentBlock;
 
@@ -24,10 +25,12 @@ mod fallback;
 mod history;
 mod http;
 pub mod openai;
+pub mod openai_responses;
 mod retry;
 mod sample;
 mod scripted;
 mod test_model;
+mod tool_use;
 
 pub use catalog::{Catalog, ModelInfo, Price};
 pub use error::ModelError;
@@ -36,6 +39,7 @@ pub use history::{History, Iter as HistoryIter};
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 pub use test_model::TestModel;
+pub use tool_use::{ToolInput, ToolUse};
 
 /// A boxed stream of model events.
 pub type ModelStream<'a> = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>> + Send + 'a>>;
@@ -316,178 +320,18 @@ pub enum MessageContent {
         /// The opaque data.
         data: String,
     },
-}
-
-/// A tool call in an assistant message.
-///
-/// Serialized as `{"id", "name", "input"}`, plus `"malformed": "<raw text>"` (with `input`
-/// `{}`) for a call whose arguments did not parse.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolUse {
-    /// The call's id, echoed by its result.
-    pub id: String,
-    /// The tool's name.
-    pub name: String,
-    /// The arguments, or the text the model sent when they were not a JSON object.
-    pub input: ToolInput,
-}
-
-impl ToolUse {
-    /// A call with these parsed arguments.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
-        ToolUse {
-            id: id.into(),
-            name: name.into(),
-            input: ToolInput::Parsed(input),
-        }
-    }
-
-    /// A call from the model's raw argument text (see [`ToolInput::from_raw`]).
-    pub fn from_raw(id: impl Into<String>, name: impl Into<String>, raw: &str) -> Self {
-        ToolUse {
-            id: id.into(),
-            name: name.into(),
-            input: ToolInput::from_raw(raw),
-        }
-    }
-}
-
-/// A tool call's arguments: a JSON value, or the model's text when it was not a JSON object.
-///
-/// A malformed call has no JSON to run with, so it cannot be passed to a tool by mistake; the
-/// agent answers it with an error that quotes the text.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ToolInput {
-    /// The arguments as JSON.
-    Parsed(Value),
-    /// Arguments that were not a JSON object.
-    Malformed {
-        /// The model's text, verbatim.
-        raw: String,
-        /// Why it is not a JSON object.
-        error: String,
+    /// An item of a provider's own turn kept whole, to be sent back as it came on the next
+    /// request (OpenAI Responses' `reasoning` items with their `encrypted_content`, which carry
+    /// the model's reasoning across tool calls when nothing is stored at OpenAI). It sits where
+    /// it came in the turn, before the blocks it preceded. Only the client of `provider` reads
+    /// it; every other client leaves it out, so a conversation that moves to another provider
+    /// (a fallback model) never sends it there.
+    ProviderItem {
+        /// Who issued it, as [`Model::provider_name`] says (`openai`).
+        provider: String,
+        /// The item, verbatim.
+        item: Value,
     },
-}
-
-impl ToolInput {
-    /// The model's raw argument text: empty means `{}`, a JSON object is parsed, anything else
-    /// is [`Malformed`](ToolInput::Malformed).
-    pub fn from_raw(raw: &str) -> Self {
-        if raw.trim().is_empty() {
-            return ToolInput::Parsed(Value::Object(Map::new()));
-        }
-        let error = match serde_json::from_str::<Value>(raw) {
-            Ok(value @ Value::Object(_)) => return ToolInput::Parsed(value),
-            Ok(other) => format!("a JSON {}, not an object", json_kind(&other)),
-            Err(error) => format!("not valid JSON: {error}"),
-        };
-        ToolInput::Malformed {
-            raw: raw.to_owned(),
-            error,
-        }
-    }
-
-    /// The arguments, when they parsed.
-    pub fn parsed(&self) -> Option<&Value> {
-        match self {
-            ToolInput::Parsed(value) => Some(value),
-            ToolInput::Malformed { .. } => None,
-        }
-    }
-
-    /// The model's text, when the arguments did not parse.
-    pub fn malformed(&self) -> Option<&str> {
-        match self {
-            ToolInput::Parsed(_) => None,
-            ToolInput::Malformed { raw, .. } => Some(raw),
-        }
-    }
-
-    /// Whether the arguments did not parse.
-    pub fn is_malformed(&self) -> bool {
-        matches!(self, ToolInput::Malformed { .. })
-    }
-
-    /// The arguments, or `{}` for a malformed call: what is shown, and echoed back to the
-    /// provider (which would reject text that is not JSON). Never what a tool runs with.
-    pub fn json_or_empty(&self) -> Cow<'_, Value> {
-        match self {
-            ToolInput::Parsed(value) => Cow::Borrowed(value),
-            ToolInput::Malformed { .. } => Cow::Owned(Value::Object(Map::new())),
-        }
-    }
-}
-
-impl From<Value> for ToolInput {
-    fn from(value: Value) -> Self {
-        ToolInput::Parsed(value)
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// [`ToolUse`] as it is stored: the form it had before [`ToolInput`], so saved conversations
-/// and token estimates stay as they were.
-#[derive(Serialize)]
-struct ToolUseOut<'a> {
-    id: &'a str,
-    name: &'a str,
-    input: Cow<'a, Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    malformed: Option<&'a str>,
-}
-
-#[derive(Deserialize)]
-struct ToolUseIn {
-    id: String,
-    name: String,
-    #[serde(default)]
-    input: Value,
-    #[serde(default)]
-    malformed: Option<String>,
-}
-
-impl Serialize for ToolUse {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        ToolUseOut {
-            id: &self.id,
-            name: &self.name,
-            input: self.input.json_or_empty(),
-            malformed: self.input.malformed(),
-        }
-        .serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for ToolUse {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let stored = ToolUseIn::deserialize(deserializer)?;
-        let input = match stored.malformed {
-            None => ToolInput::Parsed(stored.input),
-            Some(raw) => match ToolInput::from_raw(&raw) {
-                malformed @ ToolInput::Malformed { .. } => malformed,
-                // Marked malformed when it was received; it stays so.
-                ToolInput::Parsed(_) => ToolInput::Malformed {
-                    raw,
-                    error: "received as malformed".into(),
-                },
-            },
-        };
-        Ok(ToolUse {
-            id: stored.id,
-            name: stored.name,
-            input,
-        })
-    }
 }
 
 /// What a turn's stream yields.

@@ -283,7 +283,8 @@ fn push_user_message(out: &mut Vec<Value>, content: &[MessageContent]) {
             // Reasoning and tool calls have no place in a user message of this format.
             MessageContent::ToolUse(_)
             | MessageContent::Thinking { .. }
-            | MessageContent::RedactedThinking { .. } => {}
+            | MessageContent::RedactedThinking { .. }
+            | MessageContent::ProviderItem { .. } => {}
         }
     }
     if parts.is_empty() {
@@ -326,7 +327,8 @@ fn push_assistant_message(out: &mut Vec<Value>, content: &[MessageContent]) {
             MessageContent::Image { .. }
             | MessageContent::ToolResult { .. }
             | MessageContent::Thinking { .. }
-            | MessageContent::RedactedThinking { .. } => {}
+            | MessageContent::RedactedThinking { .. }
+            | MessageContent::ProviderItem { .. } => {}
         }
     }
     if text.is_empty() && tool_calls.is_empty() {
@@ -350,7 +352,7 @@ fn push_assistant_message(out: &mut Vec<Value>, content: &[MessageContent]) {
 
 /// A tool result as the text a `tool` message carries: text blocks joined by newlines, images
 /// noted as omitted (these messages take text only), failures prefixed with `Error: `.
-fn tool_result_text(content: &[ContentBlock], is_error: bool) -> String {
+pub(super) fn tool_result_text(content: &[ContentBlock], is_error: bool) -> String {
     let text = content
         .iter()
         .map(|block| match block {

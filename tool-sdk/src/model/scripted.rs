@@ -365,6 +365,7 @@ fn block_chars(block: &MessageContent) -> u64 {
             signature,
         } => thinking.len() + signature.len(),
         MessageContent::RedactedThinking { data } => data.len(),
+        MessageContent::ProviderItem { item, .. } => json_chars(item) as usize,
     };
     chars as u64 + FRAME
 }
