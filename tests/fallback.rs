@@ -371,7 +371,10 @@ fn model_specs_parse_from_provider_and_id() {
         .parse::<ModelSpec>()
         .unwrap_err()
         .to_string();
-    assert!(error.contains("must be `anthropic` or `openai`"), "{error}");
+    assert!(
+        error.contains("the provider must be `anthropic`, `openai`"),
+        "{error}"
+    );
     assert!("openai:".parse::<ModelSpec>().is_err());
 }
 

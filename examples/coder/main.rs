@@ -31,6 +31,7 @@ use tool_sdk::RegistryError;
 use tool_sdk::agent::{Agent, AgentConfig, ClaudeSettings, ProjectMemory, RunResult};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::openai::OpenAiModel;
+use tool_sdk::model::openai_responses::OpenAiResponsesModel;
 use tool_sdk::model::{Model, ModelError};
 use tool_sdk::permission::{CallFacts, PermissionAnswer, Rule};
 use tool_sdk::session::SqliteStore;
@@ -42,11 +43,13 @@ use ui::{Answer, RunView};
 #[derive(Parser, Debug)]
 #[command(name = "coder", version)]
 struct Args {
-    /// The model id (default: claude-sonnet-4-5 for Anthropic, gpt-4.1 for OpenAI-compatible).
+    /// The model id (default: claude-sonnet-4-5 for Anthropic, gpt-4.1 for OpenAI-compatible,
+    /// gpt-5 for openai-responses).
     #[arg(long)]
     model: Option<String>,
     /// Which provider (default: anthropic if ANTHROPIC_API_KEY is set, openai if OPENAI_API_KEY
-    /// or OPENAI_BASE_URL is, else the scripted demo).
+    /// or OPENAI_BASE_URL is, else the scripted demo). `openai` speaks Chat Completions (and
+    /// any compatible server); `openai-responses` OpenAI's Responses API, with OPENAI_API_KEY.
     #[arg(long, value_enum)]
     provider: Option<ProviderChoice>,
     /// A model a turn goes to when the model is overloaded or down, as `provider:id` (e.g.
@@ -84,6 +87,7 @@ struct Args {
 enum ProviderChoice {
     Anthropic,
     Openai,
+    OpenaiResponses,
     Demo,
 }
 
@@ -441,6 +445,9 @@ fn choose_model(
         )?),
         ProviderChoice::Openai => Arc::new(OpenAiModel::from_env(
             model_id.unwrap_or_else(|| "gpt-4.1".into()),
+        )?),
+        ProviderChoice::OpenaiResponses => Arc::new(OpenAiResponsesModel::from_env(
+            model_id.unwrap_or_else(|| "gpt-5".into()),
         )?),
         ProviderChoice::Demo => {
             if let Some(model) = &args.model {

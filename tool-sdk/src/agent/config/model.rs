@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::agent::{AgentError, ConfigError};
 use crate::model::{
     Catalog, FallbackModel, Model, ModelError, ModelInfo, PromptCache, RetryPolicy,
-    anthropic::AnthropicModel, openai::OpenAiModel,
+    anthropic::AnthropicModel, openai::OpenAiModel, openai_responses::OpenAiResponsesModel,
 };
 
 /// The model an agent talks to, and what its requests ask: the `[model]` table of a config
@@ -172,7 +172,12 @@ impl std::str::FromStr for ModelSpec {
                 let provider = match provider {
                     "anthropic" => ProviderKind::Anthropic,
                     "openai" => ProviderKind::OpenAi,
-                    _ => return Err(bad("the provider must be `anthropic` or `openai`")),
+                    "openai-responses" => ProviderKind::OpenAiResponses,
+                    _ => {
+                        return Err(bad(
+                            "the provider must be `anthropic`, `openai` or `openai-responses`",
+                        ));
+                    }
                 };
                 (provider, id)
             }
@@ -210,6 +215,10 @@ pub enum ProviderKind {
     Anthropic,
     /// OpenAI Chat Completions, or any compatible server.
     OpenAi,
+    /// OpenAI's Responses API (`provider = "openai-responses"`), reasoning carried across
+    /// turns; the key from `OPENAI_API_KEY`.
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
 }
 
 impl ModelSettings {
@@ -384,6 +393,20 @@ impl ModelSpec {
                     ))));
                 }
                 let mut model = OpenAiModel::new(&self.id, api_key).with_retry(retry);
+                if let Some(url) = &self.base_url {
+                    model = model.with_base_url(url);
+                }
+                Arc::new(model)
+            }
+            ProviderKind::OpenAiResponses => {
+                let var = self.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
+                let api_key = key("OPENAI_API_KEY").ok_or_else(|| {
+                    AgentError::Model(ModelError::MissingApiKey(format!(
+                        "set {var} to use OpenAI's {} through the Responses API",
+                        self.id
+                    )))
+                })?;
+                let mut model = OpenAiResponsesModel::new(&self.id, api_key).with_retry(retry);
                 if let Some(url) = &self.base_url {
                     model = model.with_base_url(url);
                 }
