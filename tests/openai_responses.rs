@@ -12,7 +12,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tool_sdk::agent::{Agent, AgentConfig, AgentError, AgentEvent, ModelSpec, ProviderKind};
+use tool_sdk::agent::{
+    Agent, AgentConfig, AgentError, AgentEvent, ModelSpec, ProviderKind, SessionLeasing,
+};
 use tool_sdk::model::cassette::Cassette;
 use tool_sdk::model::openai::OpenAiModel;
 use tool_sdk::model::openai_responses::{OpenAiResponsesModel, ReasoningEffort, ReasoningSummary};
@@ -91,7 +93,7 @@ fn first_reasoning(server: &ReplayServer) -> Value {
 /// Reasoning, two calls in parallel, the answer; the session saved, resumed, prompted again:
 /// each reasoning item goes back whole (its `encrypted_content` unchanged) before the calls it
 /// preceded, with every `function_call_output`, on the next request and after the resume.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn reasoning_goes_back_unchanged_across_tool_turns_and_a_resume() {
     let server = replay("reasoning_parallel_tools").await;
     let dir = tempfile::tempdir().unwrap();
@@ -100,7 +102,11 @@ async fn reasoning_goes_back_unchanged_across_tool_turns_and_a_resume() {
         .with_reasoning_effort(ReasoningEffort::Medium)
         .with_reasoning_summary(ReasoningSummary::Auto);
     let model: Arc<dyn Model> = Arc::new(model);
-    let agent = Agent::create(config(model.clone()).session(|s| s.with_store(store.clone())))
+    // No lease: the resumed agent follows this one in the same process, at once.
+    let stored = |model: Arc<dyn Model>, store: SqliteStore| {
+        config(model).session(|s| s.with_store(store).with_lease(SessionLeasing::Off))
+    };
+    let agent = Agent::create(stored(model.clone(), store.clone()))
         .await
         .unwrap();
     let (events, result) = run_agent(&agent, "Weather in SF and NY?").await;
@@ -170,12 +176,9 @@ async fn reasoning_goes_back_unchanged_across_tool_turns_and_a_resume() {
             .contains("rain")
     );
     let id = agent.session_id().to_owned();
-    // Its lease goes with it.
     drop(agent);
 
-    let resumed = Agent::resume(config(model).session(|s| s.with_store(store)), &id)
-        .await
-        .unwrap();
+    let resumed = Agent::resume(stored(model, store), &id).await.unwrap();
     let (_, again) = run_agent(&resumed, "And tomorrow?").await;
     assert!(again.error.is_none(), "{:?}", again.error);
     assert_eq!(again.text, "Tomorrow: the same.");
@@ -291,6 +294,52 @@ async fn a_prompt_too_long_is_compacted_and_sent_again() {
         "the retried request starts from the summary: {}",
         bodies[3]["input"]
     );
+}
+
+/// What the client records (every attempt, no key) replays to the same run, reasoning and all.
+#[tokio::test]
+async fn a_recorded_run_replays_the_same() {
+    let original = replay("reasoning_parallel_tools").await;
+    let dir = tempfile::tempdir().unwrap();
+    let recording = OpenAiResponsesModel::new("gpt-5", "secret-test-key")
+        .with_base_url(format!("{}/v1", original.uri()))
+        .with_reasoning_effort(ReasoningEffort::Medium)
+        .with_reasoning_summary(ReasoningSummary::Auto)
+        .with_recording(dir.path());
+    let path = recording.recording_path().unwrap().to_owned();
+    assert!(
+        path.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("openai-responses-"),
+        "{}",
+        path.display()
+    );
+    let (_, first) = run(config(recording), "Weather in SF and NY?").await;
+    assert!(first.error.is_none(), "{:?}", first.error);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        !text.contains("secret-test-key"),
+        "the key is never recorded"
+    );
+    let recorded = Cassette::parse(&text).unwrap();
+    assert_eq!(recorded.interactions.len(), 2);
+    assert!(
+        recorded.interactions[0]
+            .response
+            .body
+            .contains("event: response.output_item.done")
+    );
+
+    let again = ReplayServer::start(recorded).await;
+    let replaying = model(&again)
+        .with_reasoning_effort(ReasoningEffort::Medium)
+        .with_reasoning_summary(ReasoningSummary::Auto);
+    let (_, second) = run(config(replaying), "Weather in SF and NY?").await;
+    again.finish().unwrap();
+    assert_eq!(first.text, second.text);
+    assert_eq!(first.usage, second.usage);
+    assert_eq!(second.tool_calls, 2);
 }
 
 /// `provider = "openai-responses"` in a file and `openai-responses:<id>` on a command line

@@ -123,7 +123,8 @@ impl OpenAiResponsesModel {
     /// A client of `model_id` at OpenAI ([`DEFAULT_BASE_URL`]), the key sent as
     /// `Authorization: Bearer <key>`.
     pub fn new(model_id: impl Into<String>, api_key: impl Into<String>) -> Self {
-        let mut http = HttpClient::new("openai", DEFAULT_BASE_URL, Auth::Bearer);
+        // Named apart from the Chat client in logs and recorded cassettes' file names.
+        let mut http = HttpClient::new("openai-responses", DEFAULT_BASE_URL, Auth::Bearer);
         http.api_key = Some(api_key.into());
         http.key_hint = "pass one to OpenAiResponsesModel::new or set OPENAI_API_KEY";
         OpenAiResponsesModel {
@@ -344,13 +345,22 @@ fn push_user(out: &mut Vec<Value>, content: &[MessageContent]) {
 
 /// An assistant message, its blocks in their order: our own reasoning items back as they came,
 /// text as an assistant message, each call as a `function_call` item. Another provider's
-/// reasoning cannot be read here and is left out.
+/// reasoning cannot be read here and is left out, and so is a reasoning item that nothing
+/// followed (a turn cut off while it reasoned): the API refuses a reasoning item without the
+/// item it preceded.
 fn push_assistant(out: &mut Vec<Value>, content: &[MessageContent]) {
+    let answered = content.iter().rposition(|block| match block {
+        MessageContent::Text { text } => !text.is_empty(),
+        MessageContent::ToolUse(_) => true,
+        _ => false,
+    });
     let mut text = String::new();
-    for block in content {
+    for (position, block) in content.iter().enumerate() {
         match block {
             MessageContent::Text { text: part } => text.push_str(part),
-            MessageContent::ProviderItem { provider, item } if provider == PROVIDER => {
+            MessageContent::ProviderItem { provider, item }
+                if provider == PROVIDER && answered.is_some_and(|last| position < last) =>
+            {
                 flush_text(out, &mut text);
                 out.push(item.clone());
             }

@@ -163,6 +163,11 @@ impl TurnState {
     ) {
         let wire = WireItem::deserialize(&value).unwrap_or_default();
         let id = wire.id.clone().unwrap_or_default();
+        // An item that says neither where nor which is a new one, after the others.
+        let index = match index {
+            None if id.is_empty() => Some(self.slots.last().map_or(0, |slot| slot.index + 1)),
+            index => index,
+        };
         let new: fn() -> Item = match wire.kind.as_deref() {
             Some("reasoning") => || Item::Reasoning(None),
             Some("message") => message,

@@ -384,6 +384,47 @@ fn the_request_carries_reasoning_back_before_its_calls_and_the_results_after() {
     assert!(body.get("reasoning").is_none(), "only when asked");
 }
 
+/// A turn cut off while the model reasoned holds only its reasoning item; sent back alone, the
+/// API would refuse it for want of the item it preceded.
+#[test]
+fn a_reasoning_item_that_nothing_followed_is_not_sent_back() {
+    let reasoning = MessageContent::ProviderItem {
+        provider: "openai".into(),
+        item: reasoning_item(),
+    };
+    let messages = [
+        Message::user("Think."),
+        Message {
+            role: Role::Assistant,
+            content: vec![reasoning.clone()],
+        },
+        Message::user("Again."),
+        Message {
+            role: Role::Assistant,
+            content: vec![
+                reasoning.clone(),
+                MessageContent::Text {
+                    text: "Done.".into(),
+                },
+                reasoning,
+            ],
+        },
+    ];
+    let kinds: Vec<Value> = input_items(&messages)
+        .iter()
+        .map(|item| item["type"].clone())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            json!("message"),
+            json!("message"),
+            json!("reasoning"),
+            json!("message")
+        ]
+    );
+}
+
 #[test]
 fn typed_output_is_a_strict_json_schema_text_format() {
     let model = OpenAiResponsesModel::new("gpt-5", "test-key");
