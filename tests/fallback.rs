@@ -342,7 +342,7 @@ fn model_specs_parse_from_provider_and_id() {
         .unwrap_err()
         .to_string();
     assert!(
-        error.contains("must be `anthropic`, `openai` or `gemini`"),
+        error.contains("must be `anthropic`, `openai`, `openai-responses` or `gemini`"),
         "{error}"
     );
     assert!("openai:".parse::<ModelSpec>().is_err());

@@ -34,6 +34,7 @@ use tool_sdk::agent::{Agent, AgentConfig, ClaudeSettings, ProjectMemory, RunResu
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::gemini::GeminiModel;
 use tool_sdk::model::openai::OpenAiModel;
+use tool_sdk::model::openai_responses::OpenAiResponsesModel;
 use tool_sdk::model::{Effort, Model, ModelError, Thinking};
 use tool_sdk::permission::{CallFacts, PermissionAnswer, Rule};
 use tool_sdk::session::SqliteStore;
@@ -46,12 +47,13 @@ use ui::{Answer, RunView};
 #[command(name = "coder", version)]
 struct Args {
     /// The model id (default: claude-sonnet-4-5 for Anthropic, gpt-4.1 for OpenAI-compatible,
-    /// gemini-2.5-flash for Gemini).
+    /// gemini-2.5-flash for Gemini, gpt-5 for openai-responses).
     #[arg(long)]
     model: Option<String>,
     /// Which provider (default: anthropic if ANTHROPIC_API_KEY is set, openai if OPENAI_API_KEY
     /// or OPENAI_BASE_URL is, gemini if GEMINI_API_KEY or GOOGLE_API_KEY is, else the scripted
-    /// demo).
+    /// demo). `openai` speaks Chat Completions (and any compatible server); `openai-responses`
+    /// OpenAI's Responses API, with OPENAI_API_KEY.
     #[arg(long, value_enum)]
     provider: Option<ProviderChoice>,
     /// A model a turn goes to when the model is overloaded or down, as `provider:id` (e.g.
@@ -100,6 +102,7 @@ enum ProviderChoice {
     Anthropic,
     Openai,
     Gemini,
+    OpenaiResponses,
     Demo,
 }
 
@@ -478,6 +481,9 @@ fn choose_model(
         )?),
         ProviderChoice::Gemini => Arc::new(GeminiModel::from_env(
             model_id.unwrap_or_else(|| "gemini-2.5-flash".into()),
+        )?),
+        ProviderChoice::OpenaiResponses => Arc::new(OpenAiResponsesModel::from_env(
+            model_id.unwrap_or_else(|| "gpt-5".into()),
         )?),
         ProviderChoice::Demo => {
             if let Some(model) = &args.model {

@@ -6,7 +6,12 @@ of the providers' documented example streams: Anthropic's "Streaming Messages" p
 message_start / content_block_* / message_delta / message_stop events, its tool_use and
 thinking examples, its error shapes) and OpenAI's Chat Completions streaming reference (chat
 completion chunks, tool_calls deltas, `refusal` deltas, finish_reason, the usage chunk and
-[DONE]). Each file says so in its first line. A cassette recorded from a real API
+[DONE]), OpenAI's Responses API streaming events reference (response.created,
+response.output_item.added/.done, reasoning summary, output_text, refusal and
+function_call_arguments deltas, response.completed/.incomplete with usage, the error object)
+and Google's Gemini API reference (streamGenerateContent chunks: candidates, functionCall
+parts, thoughtSignature, thought parts, finishReason, usageMetadata; the error JSON). Each file
+says so in its first line. A cassette recorded from a real API
 (TOOL_SDK_RECORD_DIR) has the same format and replaces one of these as it is.
 
 Request bodies hold only what a test must see the client send (a replay checks every key a
@@ -369,6 +374,195 @@ gemini = {
 }
 
 
+# ---------------------------------------------------------------- OpenAI Responses
+
+R_MODEL = "gpt-5-2025-08-07"
+
+
+def r_usage(input_tokens=812, cached=0, output=146, reasoning=0):
+    return {"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": output, "output_tokens_details": {"reasoning_tokens": reasoning},
+            "total_tokens": input_tokens + output}
+
+
+def r_response(resp_id, status, output, usage=None, incomplete=None, error=None):
+    return {"id": resp_id, "object": "response", "created_at": 1756315696, "status": status,
+            "background": False, "error": error, "incomplete_details": incomplete,
+            "instructions": None, "max_output_tokens": 8192, "model": R_MODEL,
+            "output": output, "parallel_tool_calls": True, "previous_response_id": None,
+            "reasoning": {"effort": "medium", "summary": "auto"}, "store": False,
+            "temperature": 1.0, "text": {"format": {"type": "text"}, "verbosity": "medium"},
+            "tool_choice": "auto", "top_p": 1.0, "truncation": "disabled", "usage": usage,
+            "user": None, "metadata": {}}
+
+
+def r_sse(events):
+    out = []
+    for number, event in enumerate(events):
+        event = dict(event, sequence_number=number)
+        out.append(f"event: {event['type']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n")
+    return "".join(out)
+
+
+def r_words(text):
+    words = text.split(" ")
+    return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
+
+
+def r_reasoning(index, rs_id, summary, encrypted):
+    item = {"id": rs_id, "type": "reasoning", "encrypted_content": encrypted,
+            "summary": [{"type": "summary_text", "text": summary}]}
+    at = {"item_id": rs_id, "output_index": index, "summary_index": 0}
+    events = [{"type": "response.output_item.added", "output_index": index,
+               "item": {"id": rs_id, "type": "reasoning", "summary": []}},
+              dict(at, type="response.reasoning_summary_part.added",
+                   part={"type": "summary_text", "text": ""})]
+    events += [dict(at, type="response.reasoning_summary_text.delta", delta=w)
+               for w in r_words(summary)]
+    events += [dict(at, type="response.reasoning_summary_text.done", text=summary),
+               dict(at, type="response.reasoning_summary_part.done",
+                    part={"type": "summary_text", "text": summary}),
+               {"type": "response.output_item.done", "output_index": index, "item": item}]
+    return events, item
+
+
+def r_message(index, msg_id, text, refusal=False):
+    kind, field = ("refusal", "refusal") if refusal else ("output_text", "text")
+    part = {"type": kind, field: text} if refusal else \
+        {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+    empty = dict(part, **{field: ""})
+    at = {"item_id": msg_id, "output_index": index, "content_index": 0}
+    events = [{"type": "response.output_item.added", "output_index": index,
+               "item": {"id": msg_id, "type": "message", "status": "in_progress",
+                        "content": [], "role": "assistant"}},
+              dict(at, type="response.content_part.added", part=empty)]
+    events += [dict(at, type=f"response.{kind}.delta", delta=w) for w in r_words(text)]
+    item = {"id": msg_id, "type": "message", "status": "completed", "content": [part],
+            "role": "assistant"}
+    events += [dict(at, type=f"response.{kind}.done", **{field: text}),
+               dict(at, type="response.content_part.done", part=part),
+               {"type": "response.output_item.done", "output_index": index, "item": item}]
+    return events, item
+
+
+def r_call(index, fc_id, call_id, name, args):
+    raw = json.dumps(args)
+    head = {"id": fc_id, "type": "function_call", "status": "in_progress", "arguments": "",
+            "call_id": call_id, "name": name}
+    item = dict(head, status="completed", arguments=raw)
+    at = {"item_id": fc_id, "output_index": index}
+    events = [{"type": "response.output_item.added", "output_index": index, "item": head},
+              dict(at, type="response.function_call_arguments.delta", delta=raw[:9]),
+              dict(at, type="response.function_call_arguments.delta", delta=raw[9:]),
+              dict(at, type="response.function_call_arguments.done", arguments=raw),
+              {"type": "response.output_item.done", "output_index": index, "item": item}]
+    return events, item
+
+
+def r_turn(resp_id, parts, usage, incomplete=None):
+    events, output = [], []
+    for part_events, item in parts:
+        events += part_events
+        output.append(item)
+    start = r_response(resp_id, "in_progress", [])
+    status = "incomplete" if incomplete else "completed"
+    end = r_response(resp_id, status, output, usage,
+                     {"reason": incomplete} if incomplete else None)
+    return r_sse([{"type": "response.created", "response": start},
+                  {"type": "response.in_progress", "response": start}]
+                 + events + [{"type": f"response.{status}", "response": end}])
+
+
+def r_req(body=None):
+    request = {"method": "POST", "path": "/v1/responses"}
+    if body is not None:
+        request["body"] = body
+    return request
+
+
+R_USER = {"type": "message", "role": "user"}
+ENCRYPTED_1 = "gAAAAABoq-encrypted-reasoning-one-opaque-to-us"
+ENCRYPTED_2 = "gAAAAABoq-encrypted-reasoning-two-opaque-to-us"
+R_REASONING_1 = r_reasoning(0, "rs_68af1c1", "**Checking two cities**\n\nThe user wants the "
+                            "weather in both; I'll call get_weather for each.", ENCRYPTED_1)
+R_REASONING_2 = r_reasoning(0, "rs_68af1c2", "**Answering**\n\nBoth results are in.",
+                            ENCRYPTED_2)
+R_ANSWER = "Sunny in San Francisco, rain in New York."
+R_FORECAST = {"city": "Paris", "temperature_c": 21}
+
+responses = {
+    # Reasoning, then two calls in parallel; the answer after the results; then, after a
+    # resume, one more prompt: each reasoning item goes back whole, before what it preceded.
+    "reasoning_parallel_tools": [
+        (r_req({"model": "gpt-5", "stream": True, "store": False,
+                "include": ["reasoning.encrypted_content"],
+                "reasoning": {"effort": "medium", "summary": "auto"},
+                "tools": [{"type": "function", "name": "get_weather"}],
+                "input": [R_USER]}),
+         o_ok(r_turn("resp_68af1c1", [
+             R_REASONING_1,
+             r_call(1, "fc_68af1c1a", "call_abc", "get_weather", WEATHER_SF),
+             r_call(2, "fc_68af1c1b", "call_def", "get_weather", WEATHER_NY)],
+             r_usage(812, 512, 146, 64)))),
+        (r_req({"input": [R_USER, R_REASONING_1[1],
+                          {"type": "function_call", "call_id": "call_abc"},
+                          {"type": "function_call", "call_id": "call_def"},
+                          {"type": "function_call_output", "call_id": "call_abc"},
+                          {"type": "function_call_output", "call_id": "call_def"}]}),
+         o_ok(r_turn("resp_68af1c2", [R_REASONING_2, r_message(1, "msg_68af1c2", R_ANSWER)],
+                     r_usage(1024, 768, 40, 16)))),
+        (r_req({"input": [R_USER, R_REASONING_1[1],
+                          {"type": "function_call"}, {"type": "function_call"},
+                          {"type": "function_call_output"}, {"type": "function_call_output"},
+                          R_REASONING_2[1],
+                          {"type": "message", "role": "assistant",
+                           "content": [{"type": "output_text", "text": R_ANSWER}]},
+                          R_USER]}),
+         o_ok(r_turn("resp_68af1c3", [r_message(0, "msg_68af1c3", "Tomorrow: the same.")],
+                     r_usage(1100, 1024, 8)))),
+    ],
+    "refusal": [
+        (r_req({"stream": True}),
+         o_ok(r_turn("resp_68af2", [r_message(0, "msg_68af2", "I'm sorry, I can't help with "
+                                              "that.", refusal=True)], r_usage(40, 0, 9)))),
+    ],
+    "max_output_tokens": [
+        (r_req({"stream": True, "max_output_tokens": 8192}),
+         o_ok(r_turn("resp_68af3", [r_message(0, "msg_68af3",
+                                              "Here is the first part of a very long")],
+                     r_usage(40, 0, 8192, 8000), incomplete="max_output_tokens"))),
+    ],
+    "typed_output": [
+        (r_req({"text": {"format": {"type": "json_schema", "name": "Forecast",
+                                    "strict": True}}}),
+         o_ok(r_turn("resp_68af4", [r_message(0, "msg_68af4", json.dumps(R_FORECAST))],
+                     r_usage(90, 0, 12)))),
+    ],
+    "overloaded": [
+        (r_req(), o_error(503, "server_error", None,
+                          "The server is overloaded or not ready yet.")),
+        (r_req(), o_error(503, "server_error", None,
+                          "The server is overloaded or not ready yet.")),
+    ],
+    "prompt_too_long": [
+        (r_req({"input": [R_USER]}),
+         o_ok(r_turn("resp_68af5", [r_call(0, "fc_68af5", "call_41", "get_weather",
+                                           WEATHER_SF)], r_usage()))),
+        (r_req({"input": [R_USER, {"type": "function_call"}, {"type": "function_call_output"}]}),
+         o_error(400, "invalid_request_error", "context_length_exceeded",
+                 "Your input exceeds the context window of this model. Please adjust your "
+                 "input and try again.")),
+        (r_req({"input": [R_USER]}),
+         o_ok(r_turn("resp_68af6", [r_message(0, "msg_68af6", "SUMMARY: the user asked for "
+                                              "the weather in San Francisco; get_weather was "
+                                              "called.")], r_usage()))),
+        (r_req({"input": [R_USER, {"type": "function_call"}, {"type": "function_call_output"}]}),
+         o_ok(r_turn("resp_68af7", [r_message(0, "msg_68af7", "It is sunny in San Francisco.")],
+                     r_usage()))),
+    ],
+}
+
+
 def write(provider, who, cassettes):
     folder = HERE / provider
     folder.mkdir(exist_ok=True)
@@ -382,3 +576,4 @@ def write(provider, who, cassettes):
 write("anthropic", "Anthropic", anthropic)
 write("openai", "OpenAI", openai)
 write("gemini", "Google's Gemini API", gemini)
+write("openai-responses", "OpenAI Responses API", responses)

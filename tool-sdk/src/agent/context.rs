@@ -292,6 +292,7 @@ pub(crate) fn estimate_messages<'a>(messages: impl IntoIterator<Item = &'a Messa
                 } => thinking.len() + signature.len(),
                 MessageContent::RedactedThinking { data } => data.len(),
                 MessageContent::ThoughtSignature { signature, .. } => signature.len(),
+                MessageContent::ProviderItem { item, .. } => item.to_string().len(),
             }
         })
         .sum();

@@ -58,7 +58,7 @@ const BASE_URL_VAR: &str = "ANTHROPIC_BASE_URL";
 ///
 /// Each [`stream`](Model::stream) call is one streamed `POST {base_url}/v1/messages`. Failures
 /// before the response starts (429, 5xx, 529, connection errors) are retried with the
-/// [`RetryPolicy`]; failures mid-stream end the stream with an error.
+/// [`RetryPolicy`](super::RetryPolicy); failures mid-stream end the stream with an error.
 #[derive(Clone)]
 pub struct AnthropicModel {
     model_id: String,
@@ -80,7 +80,7 @@ impl fmt::Debug for AnthropicModel {
 
 impl AnthropicModel {
     /// A client of `model_id` (such as `claude-sonnet-4-5`) using this API key, talking to
-    /// [`DEFAULT_BASE_URL`] with the default [`RetryPolicy`].
+    /// [`DEFAULT_BASE_URL`] with the default [`RetryPolicy`](super::RetryPolicy).
     pub fn new(model_id: impl Into<String>, api_key: impl Into<String>) -> Self {
         let mut http = HttpClient::new("anthropic", DEFAULT_BASE_URL, Auth::Header("x-api-key"));
         http.api_key = Some(api_key.into());
@@ -335,11 +335,12 @@ fn image_json(media_type: &str, data: &str) -> Value {
 }
 
 /// One block as the API wants it; `None` for an empty text block, which the API rejects, and
-/// for another provider's signature, which is not Anthropic's to read.
+/// for another provider's signature or item, which is not Anthropic's to read.
 fn content_json(content: &MessageContent) -> Option<Value> {
     Some(match content {
         MessageContent::Text { text } if text.is_empty() => return None,
         MessageContent::ThoughtSignature { .. } => return None,
+        MessageContent::ProviderItem { .. } => return None,
         MessageContent::Text { text } => json!({ "type": "text", "text": text }),
         MessageContent::Image { media_type, data } => image_json(media_type, data),
         MessageContent::ToolUse(tool_use) => json!({

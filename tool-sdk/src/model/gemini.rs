@@ -86,7 +86,7 @@ impl fmt::Debug for GeminiModel {
 
 impl GeminiModel {
     /// A client of `model_id` (such as `gemini-2.5-flash`; a leading `models/` is dropped)
-    /// using this API key, talking to [`DEFAULT_BASE_URL`] with the default [`RetryPolicy`].
+    /// using this API key, talking to [`DEFAULT_BASE_URL`] with the default [`RetryPolicy`](super::RetryPolicy).
     pub fn new(model_id: impl Into<String>, api_key: impl Into<String>) -> Self {
         let mut http = HttpClient::new("gemini", DEFAULT_BASE_URL, Auth::Header("x-goog-api-key"));
         http.api_key = Some(api_key.into());

@@ -2,7 +2,9 @@
 //!
 //! Clients: [`anthropic::AnthropicModel`] (Messages API, SSE), [`openai::OpenAiModel`] (Chat
 //! Completions, SSE; any compatible server through `base_url`), [`gemini::GeminiModel`]
-//! (Gemini API `streamGenerateContent`, SSE), [`ScriptedModel`], which
+//! (Gemini API `streamGenerateContent`, SSE),
+//! [`openai_responses::OpenAiResponsesModel`] (OpenAI's Responses API, SSE, reasoning carried
+//! across turns), [`ScriptedModel`], which
 //! plays back turns for tests and offline demos, and [`TestModel`], which calls every tool it
 //! is offered with arguments made up from their schemas.
 
@@ -25,6 +27,7 @@ pub mod gemini;
 mod history;
 mod http;
 pub mod openai;
+pub mod openai_responses;
 mod retry;
 mod sample;
 mod scripted;
@@ -344,6 +347,18 @@ pub enum MessageContent {
         provider: String,
         /// The token, as it came.
         signature: String,
+    },
+    /// An item of a provider's own turn kept whole, to be sent back as it came on the next
+    /// request (OpenAI Responses' `reasoning` items with their `encrypted_content`, which carry
+    /// the model's reasoning across tool calls when nothing is stored at OpenAI). It sits where
+    /// it came in the turn, before the blocks it preceded. Only the client of `provider` reads
+    /// it; every other client leaves it out, so a conversation that moves to another provider
+    /// (a fallback model) never sends it there.
+    ProviderItem {
+        /// Who issued it, as [`Model::provider_name`] says (`openai`).
+        provider: String,
+        /// The item, verbatim.
+        item: Value,
     },
 }
 

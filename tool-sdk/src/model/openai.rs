@@ -294,6 +294,7 @@ fn push_user_message(out: &mut Vec<Value>, content: &[MessageContent]) {
             | MessageContent::Thinking { .. }
             | MessageContent::RedactedThinking { .. }
             | MessageContent::ThoughtSignature { .. } => {}
+            MessageContent::ProviderItem { .. } => {}
         }
     }
     if parts.is_empty() {
@@ -338,6 +339,7 @@ fn push_assistant_message(out: &mut Vec<Value>, content: &[MessageContent]) {
             | MessageContent::Thinking { .. }
             | MessageContent::RedactedThinking { .. }
             | MessageContent::ThoughtSignature { .. } => {}
+            MessageContent::ProviderItem { .. } => {}
         }
     }
     if text.is_empty() && tool_calls.is_empty() {
@@ -361,7 +363,7 @@ fn push_assistant_message(out: &mut Vec<Value>, content: &[MessageContent]) {
 
 /// A tool result as the text a `tool` message carries: text blocks joined by newlines, images
 /// noted as omitted (these messages take text only), failures prefixed with `Error: `.
-fn tool_result_text(content: &[ContentBlock], is_error: bool) -> String {
+pub(super) fn tool_result_text(content: &[ContentBlock], is_error: bool) -> String {
     let text = content
         .iter()
         .map(|block| match block {

@@ -375,6 +375,7 @@ fn block_chars(block: &MessageContent) -> u64 {
         } => thinking.len() + signature.len(),
         MessageContent::RedactedThinking { data } => data.len(),
         MessageContent::ThoughtSignature { signature, .. } => signature.len(),
+        MessageContent::ProviderItem { item, .. } => json_chars(item) as usize,
     };
     chars as u64 + FRAME
 }

@@ -12,6 +12,7 @@ use crate::model::{
     anthropic::{AnthropicModel, interleaved_thinking},
     gemini::GeminiModel,
     openai::OpenAiModel,
+    openai_responses::OpenAiResponsesModel,
 };
 
 /// The model an agent talks to, and what its requests ask: the `[model]` table of a config
@@ -186,9 +187,11 @@ impl std::str::FromStr for ModelSpec {
                     "anthropic" => ProviderKind::Anthropic,
                     "openai" => ProviderKind::OpenAi,
                     "gemini" => ProviderKind::Gemini,
+                    "openai-responses" => ProviderKind::OpenAiResponses,
                     _ => {
                         return Err(bad(
-                            "the provider must be `anthropic`, `openai` or `gemini`",
+                            "the provider must be `anthropic`, `openai`, `openai-responses` or \
+                             `gemini`",
                         ));
                     }
                 };
@@ -232,6 +235,10 @@ pub enum ProviderKind {
     OpenAi,
     /// The Gemini API (`provider = "gemini"`).
     Gemini,
+    /// OpenAI's Responses API (`provider = "openai-responses"`), reasoning carried across
+    /// turns; the key from `OPENAI_API_KEY`.
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
 }
 
 impl ModelSettings {
@@ -493,6 +500,20 @@ impl ModelSpec {
                         )))
                     })?;
                 let mut model = GeminiModel::new(&self.id, api_key).with_retry(retry);
+                if let Some(url) = &self.base_url {
+                    model = model.with_base_url(url);
+                }
+                Arc::new(model)
+            }
+            ProviderKind::OpenAiResponses => {
+                let var = self.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
+                let api_key = key("OPENAI_API_KEY").ok_or_else(|| {
+                    AgentError::Model(ModelError::MissingApiKey(format!(
+                        "set {var} to use OpenAI's {} through the Responses API",
+                        self.id
+                    )))
+                })?;
+                let mut model = OpenAiResponsesModel::new(&self.id, api_key).with_retry(retry);
                 if let Some(url) = &self.base_url {
                     model = model.with_base_url(url);
                 }
