@@ -799,7 +799,7 @@ async fn an_overloaded_error_event_mid_stream_ends_the_stream() {
     assert!(
         matches!(
             &error,
-            Some(ModelError::Overloaded { message, retry_after: None }) if message == "Overloaded"
+            Some(ModelError::Overloaded { message, retry_after: None }) if message == "Anthropic: Overloaded"
         ),
         "{error:?}"
     );
@@ -898,7 +898,7 @@ async fn a_429_without_retries_reports_the_wait() {
         matches!(
             &error,
             Some(ModelError::RateLimited { message, retry_after })
-                if message == "Slow down" && *retry_after == Some(Duration::from_secs(7))
+                if message == "Anthropic: Slow down" && *retry_after == Some(Duration::from_secs(7))
         ),
         "{error:?}"
     );
@@ -916,7 +916,7 @@ async fn server_errors_are_retried_until_the_retries_run_out() {
     assert!(
         matches!(
             &error,
-            Some(ModelError::Server { status: 500, message }) if message == "Internal server error"
+            Some(ModelError::Server { status: 500, message }) if message == "Anthropic: Internal server error"
         ),
         "{error:?}"
     );
@@ -938,7 +938,7 @@ async fn a_529_is_overloaded_and_retried() {
     assert!(
         matches!(
             &error,
-            Some(ModelError::Overloaded { message, retry_after: None }) if message == "Overloaded"
+            Some(ModelError::Overloaded { message, retry_after: None }) if message == "Anthropic: Overloaded"
         ),
         "{error:?}"
     );
@@ -959,7 +959,7 @@ async fn a_400_is_not_retried_and_keeps_the_provider_message() {
         matches!(
             &error,
             Some(ModelError::Api { status: 400, message })
-                if message == "messages.1.content.0: unexpected `tool_use_id` found in `tool_result` blocks"
+                if message == "Anthropic: messages.1.content.0: unexpected `tool_use_id` found in `tool_result` blocks"
         ),
         "{error:?}"
     );
@@ -974,7 +974,7 @@ async fn an_error_body_that_is_not_json_is_quoted() {
     assert!(
         matches!(
             &error,
-            Some(ModelError::Server { status: 502, message }) if message == "upstream connect error"
+            Some(ModelError::Server { status: 502, message }) if message == "Anthropic: upstream connect error"
         ),
         "{error:?}"
     );

@@ -113,6 +113,20 @@ impl ModelError {
         }
     }
 
+    /// The same error, its provider's message prefixed with who said it (`Anthropic: ...`),
+    /// so that a user reading it knows which provider (or which server) answered.
+    pub(crate) fn said_by(mut self, who: &str) -> Self {
+        match &mut self {
+            ModelError::RateLimited { message, .. }
+            | ModelError::Overloaded { message, .. }
+            | ModelError::Server { message, .. }
+            | ModelError::Api { message, .. }
+            | ModelError::PromptTooLong { message, .. } => *message = format!("{who}: {message}"),
+            _ => {}
+        }
+        self
+    }
+
     /// Whether trying again later may succeed: 429, 5xx, overloaded, transport failures.
     pub fn is_retryable(&self) -> bool {
         matches!(

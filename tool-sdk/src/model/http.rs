@@ -9,8 +9,6 @@ use std::time::Duration;
 use eventsource_stream::{EventStreamError, Eventsource as _};
 use futures::{Stream, StreamExt as _};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
-use serde::Deserialize;
-use serde::de::{DeserializeOwned, Deserializer};
 use serde_json::Value;
 
 use std::path::Path;
@@ -23,7 +21,11 @@ use super::retry::parse_retry_after;
 use super::{ModelError, ModelEvent, ModelRequest, ModelResponse, ModelStream, RetryPolicy};
 
 mod builders;
+mod errors;
 pub(crate) use builders::http_builders;
+pub(crate) use errors::{
+    ErrorBody, ErrorCode, ErrorObject, WireError, error_message, http_error, lenient, lenient_list,
+};
 
 /// The longest provider error text kept in a [`ModelError`] when the body is not JSON.
 pub(crate) const MAX_ERROR_BODY: usize = 1000;
@@ -153,7 +155,15 @@ impl HttpClient {
             };
             let mut events = std::pin::pin!(events);
             while let Some(event) = events.next().await {
-                let event = event?;
+                // An error event mid-stream is the provider's too (Gemini's and the Responses
+                // API's readers name theirs).
+                let event = event.map_err(|error| match self.provider {
+                    "anthropic" | "openai" => match self.who() {
+                        Some(who) => error.said_by(&who),
+                        None => error,
+                    },
+                    _ => error,
+                })?;
                 if let ModelEvent::Completed(response) = &event {
                     tracing::debug!(
                         provider = self.provider,
@@ -207,9 +217,33 @@ impl HttpClient {
             interaction.response.body = text.clone();
             writer.append(interaction);
         }
-        let error = (self.read_error)(status.as_u16(), retry_after, &text);
+        let mut error = (self.read_error)(status.as_u16(), retry_after, &text);
+        if let Some(who) = self.who() {
+            error = error.said_by(&who);
+        }
         tracing::debug!(provider = self.provider, status = status.as_u16(), %error, "model request failed");
         Err(error)
+    }
+
+    /// Who answered, as an error names it: `Anthropic`, `OpenAI`, or a Chat Completions server
+    /// that is not OpenAI's (Ollama, vLLM...) by its address. `None` for a client whose errors
+    /// name it already (Gemini's).
+    fn who(&self) -> Option<String> {
+        let host = reqwest::Url::parse(&self.base_url)
+            .ok()
+            .and_then(|url| Some(format!("{}{}", url.host_str()?, port(&url))));
+        let official = |domain: &str| host.as_deref().is_some_and(|h| h.ends_with(domain));
+        match self.provider {
+            // A proxy in front of either relays the provider's own message.
+            "anthropic" => Some("Anthropic".into()),
+            "openai-responses" => Some("OpenAI".into()),
+            "openai" if official("openai.com") => Some("OpenAI".into()),
+            "gemini" => None,
+            _ => Some(match host {
+                Some(host) => format!("the {} server at {host}", provider_label(self.provider)),
+                None => provider_label(self.provider).into(),
+            }),
+        }
     }
 
     /// An attempt as a cassette records it, its response body still to come.
@@ -276,6 +310,22 @@ impl HttpClient {
         })?;
         value.set_sensitive(true);
         Ok(Some((name, value)))
+    }
+}
+
+/// `:port`, when the URL names one.
+fn port(url: &reqwest::Url) -> String {
+    url.port()
+        .map(|port| format!(":{port}"))
+        .unwrap_or_default()
+}
+
+/// The API a client speaks, as a person names it.
+fn provider_label(provider: &str) -> &str {
+    match provider {
+        "anthropic" => "Anthropic-compatible",
+        "openai" | "openai-responses" => "OpenAI-compatible",
+        other => other,
     }
 }
 
@@ -423,157 +473,6 @@ pub(crate) fn f32_json(value: f32) -> Option<Value> {
     }
     let exact = value.to_string().parse::<f64>().unwrap_or(f64::from(value));
     serde_json::Number::from_f64(exact).map(Value::Number)
-}
-
-/// The error of a non-2xx response: 429 rate limited, 529 overloaded, other 5xx server
-/// errors, anything else an API error; the message is the provider's when the body has one.
-pub(crate) fn http_error(status: u16, retry_after: Option<Duration>, body: &str) -> ModelError {
-    let message = error_message(body).unwrap_or_else(|| {
-        let reason = reqwest::StatusCode::from_u16(status)
-            .ok()
-            .and_then(|status| status.canonical_reason())
-            .map(|reason| format!(" {reason}"))
-            .unwrap_or_default();
-        format!("HTTP {status}{reason} with an empty body")
-    });
-    if prompt_too_long(status, body, &message) {
-        return ModelError::PromptTooLong { status, message };
-    }
-    ModelError::from_status(status, message, retry_after)
-}
-
-/// Whether a 4xx says the prompt does not fit the context window: Anthropic's
-/// `invalid_request_error` "prompt is too long: N tokens > M maximum" or, when the prompt fits
-/// but not with `max_tokens` on top, "input length and `max_tokens` exceed context limit";
-/// OpenAI's `context_length_exceeded` code, its "exceeds the context window" wording, or the
-/// "maximum context length" wording compatible servers copy from it. A shorter prompt is the
-/// cure for each.
-fn prompt_too_long(status: u16, body: &str, message: &str) -> bool {
-    if !(400..500).contains(&status) {
-        return false;
-    }
-    let code = serde_json::from_str::<ErrorBody>(body)
-        .ok()
-        .and_then(|parsed| match parsed.error {
-            Some(WireError::Object(ErrorObject {
-                code: Some(ErrorCode::Text(code)),
-                ..
-            })) => Some(code),
-            _ => None,
-        });
-    let message = message.to_ascii_lowercase();
-    code.as_deref() == Some("context_length_exceeded")
-        || message.contains("prompt is too long")
-        || message.contains("maximum context length")
-        || message.contains("exceed context limit")
-        || message.contains("exceeds the context window")
-}
-
-/// The provider's message in an error body: in JSON, `error.message`, `error` as a string,
-/// `message` or `detail`; else the body itself, shortened. `None` for an empty body.
-pub(crate) fn error_message(body: &str) -> Option<String> {
-    if let Ok(parsed) = serde_json::from_str::<ErrorBody>(body)
-        && let Some(message) = parsed.message()
-    {
-        return Some(message);
-    }
-    let body = body.trim();
-    (!body.is_empty()).then(|| truncate(body, MAX_ERROR_BODY))
-}
-
-/// A JSON error body, or a streamed chunk that may be one. Every field is optional and
-/// forgiving: a server's odd error must still surface as an error.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct ErrorBody {
-    /// Any non-null `error`, whatever its shape.
-    pub(crate) error: Option<WireError>,
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) message: Option<String>,
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) detail: Option<String>,
-}
-
-impl ErrorBody {
-    /// The first non-empty message of `error`, `message`, `detail`.
-    pub(crate) fn message(&self) -> Option<String> {
-        let error = match &self.error {
-            Some(WireError::Text(text)) => Some(text),
-            Some(WireError::Object(object)) => object.message.as_ref(),
-            _ => None,
-        };
-        [error, self.message.as_ref(), self.detail.as_ref()]
-            .into_iter()
-            .flatten()
-            .find(|message| !message.is_empty())
-            .cloned()
-    }
-}
-
-/// An `error` field: a message, an object, or anything else a server sends.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub(crate) enum WireError {
-    Text(String),
-    Object(ErrorObject),
-    Other(serde::de::IgnoredAny),
-}
-
-/// An error object: `{"type", "message", "code"}`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct ErrorObject {
-    #[serde(rename = "type", deserialize_with = "lenient")]
-    pub(crate) kind: Option<String>,
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) message: Option<String>,
-    #[serde(deserialize_with = "lenient")]
-    pub(crate) code: Option<ErrorCode>,
-}
-
-/// An error `code`: a number, or text that may hold one.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub(crate) enum ErrorCode {
-    Number(u64),
-    Text(String),
-}
-
-impl ErrorCode {
-    /// The code as an HTTP error status, when it is one.
-    pub(crate) fn status(&self) -> Option<u16> {
-        let code = match self {
-            ErrorCode::Number(code) => u16::try_from(*code).ok(),
-            ErrorCode::Text(code) => code.trim().parse().ok(),
-        };
-        code.filter(|code| (400..600).contains(code))
-    }
-}
-
-/// A field that is `None` when absent, null, or not of the expected shape: compatible servers
-/// send odd things, and one odd field must not cost the rest of the event.
-pub(crate) fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: DeserializeOwned,
-{
-    let value = Value::deserialize(deserializer)?;
-    Ok(T::deserialize(value).ok())
-}
-
-/// A list whose entries of an unexpected shape are left out.
-pub(crate) fn lenient_list<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: DeserializeOwned,
-{
-    Ok(match Value::deserialize(deserializer)? {
-        Value::Array(items) => items
-            .into_iter()
-            .filter_map(|item| T::deserialize(item).ok())
-            .collect(),
-        _ => Vec::new(),
-    })
 }
 
 #[cfg(test)]

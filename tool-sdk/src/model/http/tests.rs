@@ -89,3 +89,42 @@ fn a_prompt_too_long_is_told_from_other_bad_requests() {
         ModelError::Server { .. }
     ));
 }
+
+/// A provider's error names who said it: the provider, or a compatible server by its address.
+#[test]
+fn errors_name_the_provider_or_the_server() {
+    let overloaded = || ModelError::from_status(529, "Overloaded".into(), None);
+    let client = |provider, base_url| HttpClient::new(provider, base_url, Auth::Bearer);
+    let cases = [
+        (
+            "anthropic",
+            "https://api.anthropic.com",
+            "Anthropic: Overloaded",
+        ),
+        (
+            "anthropic",
+            "http://proxy.internal:8080",
+            "Anthropic: Overloaded",
+        ),
+        ("openai", "https://api.openai.com/v1", "OpenAI: Overloaded"),
+        (
+            "openai-responses",
+            "http://127.0.0.1:9/v1",
+            "OpenAI: Overloaded",
+        ),
+        (
+            "openai",
+            "http://localhost:11434/v1",
+            "the OpenAI-compatible server at localhost:11434: Overloaded",
+        ),
+    ];
+    for (provider, base_url, said) in cases {
+        let who = client(provider, base_url).who().unwrap();
+        let ModelError::Overloaded { message, .. } = overloaded().said_by(&who) else {
+            unreachable!()
+        };
+        assert_eq!(message, said, "{provider} at {base_url}");
+    }
+    // Gemini's errors name it already.
+    assert_eq!(client("gemini", "https://example.com").who(), None);
+}
