@@ -269,7 +269,8 @@ async fn an_overloaded_server_is_retried_then_falls_back() {
         panic!("{:?}", result.error);
     };
     assert_eq!(*status, 503);
-    assert_eq!(message, "The server is overloaded or not ready yet.");
+    // OpenAI's own message, naming OpenAI.
+    assert_eq!(message, "OpenAI: The server is overloaded or not ready yet.");
 }
 
 /// `context_length_exceeded` is a prompt too long: one compaction, and the request again.
