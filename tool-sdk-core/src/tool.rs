@@ -180,7 +180,7 @@ impl PermissionPrompt {
 
 impl ResultDisplay {
     /// The default [`Tool::result_display`]: the output's text and its line count.
-    fn of_output(title: String, output: &ToolOutput) -> Self {
+    pub(crate) fn of_output(title: String, output: &ToolOutput) -> Self {
         let text = output.to_text();
         let lines = text.lines().count();
         ResultDisplay {

@@ -1,5 +1,5 @@
-//! The body of `Tool::call`, the templates of `title`/`permission`, and the checks the
-//! compiler makes on the macro's behalf.
+//! The body of the fn that starts a call, and the checks the compiler makes on the macro's
+//! behalf.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -8,10 +8,11 @@ use syn::{Ident, ReturnType};
 
 use super::{local, local_at};
 use crate::attr::{ParamKind, ToolFn};
-use crate::check::{InputShape, Piece, Plan, Template};
+use crate::check::{InputShape, Piece, Plan};
 
-/// The body of `Tool::call`: parse, inject, call, convert.
-pub fn call_body(
+/// The body of `__tool_start`: parse, inject, call; the conversion of the value comes after
+/// the fn's future, in the shared `Finish`.
+pub fn start_body(
     tool: &ToolFn,
     plan: &Plan,
     input_ty: &TokenStream,
@@ -93,34 +94,15 @@ pub fn call_body(
             ),
         }
     };
-    // Fitted to the output shape `output_shape` generates for the same return type.
-    let convert = match &tool.func.sig.output {
-        ReturnType::Default => convert,
-        ReturnType::Type(..) => quote! {
-            #private::fit_output(#convert, Self::__tool_output_shape())
-        },
-    };
+    // A closure that captures nothing, made the `fn` pointer `finish` takes: its argument's
+    // type is the fn's output, whatever the return type is written as.
     quote! {
         #parse
         #(#prelude)*
-        let #ret = #fn_ident(#(#call_args),*).await;
-        #convert
-    }
-}
-
-/// Code that builds a template's text from the JSON input.
-pub fn render(template: &Template, krate: &TokenStream) -> TokenStream {
-    let (text, input) = (local("__tool_text"), local("__tool_input"));
-    let pushes = template.pieces.iter().map(|piece| match piece {
-        Piece::Text(piece) => quote!(#text.push_str(#piece);),
-        Piece::Arg { json, .. } => {
-            quote!(#krate::__private::render_arg(&mut #text, #input, #json);)
-        }
-    });
-    quote! {
-        let mut #text = ::std::string::String::new();
-        #(#pushes)*
-        #text
+        ::core::result::Result::Ok(__TOOL_SPEC.finish(
+            #fn_ident(#(#call_args),*),
+            |#ret| #convert,
+        ))
     }
 }
 

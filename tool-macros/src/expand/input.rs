@@ -256,8 +256,14 @@ impl<'a> Field<'a> {
 
     /// Its entry in the list of property names (none if injected).
     fn name_entry(&self) -> TokenStream {
-        let (probe, name) = (self.probe(), &self.name);
-        quote!(#probe.name(#name))
+        let name = &self.name;
+        match is_data(&self.param.ty) {
+            true => quote!(::core::option::Option::Some(#name)),
+            false => {
+                let probe = self.probe();
+                quote!(#probe.name(#name))
+            }
+        }
     }
 
     /// `fn __tool_default_x() -> T` for `#[arg(default = expr)]`.

@@ -1,0 +1,198 @@
+//! The tool's table (`static __TOOL_SPEC: ToolSpec`) and its `Tool` impl, whose methods only
+//! read the table through code compiled once in `__private` (see its `spec.rs`).
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::Ident;
+
+use crate::attr::{ActsOnArg, Hint, ToolFn};
+use crate::check::{Piece, Plan, Template};
+
+/// Which of the tool's associated fns exist, for the table's optional entries.
+pub struct Fns {
+    pub output_shape: bool,
+    pub required_state: bool,
+    pub validate: bool,
+}
+
+/// `static __TOOL_SPEC: ToolSpec = ...`.
+pub fn table(
+    tool: &ToolFn,
+    plan: &Plan,
+    struct_ident: &Ident,
+    fns: &Fns,
+    krate: &TokenStream,
+) -> TokenStream {
+    let private = quote!(#krate::__private);
+    let (name, description) = (&plan.name, &plan.description);
+    let option = |present: bool, value: TokenStream| match present {
+        true => quote!(::core::option::Option::Some(#value)),
+        false => quote!(::core::option::Option::None),
+    };
+    let output_shape = option(fns.output_shape, quote!(#struct_ident::__tool_output_shape));
+    let required_state = option(
+        fns.required_state,
+        quote!(#struct_ident::__tool_required_state),
+    );
+    let validate = option(fns.validate, quote!(#struct_ident::__tool_validate));
+    let hints = hints(tool, krate);
+    let acts_on = acts_on(tool, krate);
+    let timeout = match plan.timeout_ms {
+        Some(ms) => quote!(::core::option::Option::Some(#ms)),
+        None => quote!(::core::option::Option::None),
+    };
+    let category = match &tool.args.category {
+        Some(category) => quote!(::core::option::Option::Some(#category)),
+        None => quote!(::core::option::Option::None),
+    };
+    let title = pieces(plan.title.as_ref(), krate);
+    let permission = pieces(plan.permission.as_ref(), krate);
+    quote! {
+        static __TOOL_SPEC: #private::ToolSpec = #private::ToolSpec {
+            name: #name,
+            description: #description,
+            build_input_schema: #struct_ident::__tool_input_schema,
+            input_schema: ::std::sync::OnceLock::new(),
+            build_output_shape: #output_shape,
+            output_shape: ::std::sync::OnceLock::new(),
+            hints: #hints,
+            acts_on: #acts_on,
+            timeout_ms: #timeout,
+            category: #category,
+            required_state: #required_state,
+            validate: #validate,
+            title: #title,
+            permission: #permission,
+            start: #struct_ident::__tool_start,
+        };
+    }
+}
+
+/// `impl Tool`: each method one call into the table, `#[inline]` so that it is compiled only
+/// where it is used (a registered tool is a `SpecTool`, so most crates use none of them). The
+/// trait's defaults that only call these (`is_read_only`, `result_display`) are kept.
+pub fn tool_impl(struct_ident: &Ident, krate: &TokenStream) -> TokenStream {
+    let private = quote!(#krate::__private);
+    let value = quote!(#private::serde_json::Value);
+    quote! {
+        impl #krate::Tool for #struct_ident {
+            #[inline]
+            fn name(&self) -> &str {
+                __TOOL_SPEC.name
+            }
+
+            #[inline]
+            fn description(&self) -> &str {
+                __TOOL_SPEC.description
+            }
+
+            #[inline]
+            fn input_schema(&self) -> &#value {
+                __TOOL_SPEC.input_schema()
+            }
+
+            #[inline]
+            fn output_schema(&self) -> ::core::option::Option<&#value> {
+                __TOOL_SPEC.output_schema()
+            }
+
+            #[inline]
+            fn annotations(&self) -> #krate::ToolAnnotations {
+                __TOOL_SPEC.annotations()
+            }
+
+            #[inline]
+            fn acts_on(&self) -> #krate::ActsOn {
+                __TOOL_SPEC.acts_on
+            }
+
+            #[inline]
+            fn timeout(&self) -> ::core::option::Option<::core::time::Duration> {
+                __TOOL_SPEC.timeout()
+            }
+
+            #[inline]
+            fn category(&self) -> ::core::option::Option<&str> {
+                __TOOL_SPEC.category
+            }
+
+            #[inline]
+            fn required_state(&self) -> ::std::vec::Vec<#krate::StateRequirement> {
+                __TOOL_SPEC.required_state()
+            }
+
+            #[inline]
+            fn validate_input<'__tool>(
+                &'__tool self,
+                input: &'__tool #value,
+                ctx: &'__tool #krate::ToolContext,
+            ) -> #krate::BoxFuture<'__tool, ::core::result::Result<(), #krate::ToolError>> {
+                __TOOL_SPEC.validate_input(input, ctx)
+            }
+
+            #[inline]
+            fn call<'__tool>(
+                &'__tool self,
+                input: #value,
+                ctx: &'__tool #krate::ToolContext,
+            ) -> #krate::BoxFuture<'__tool, #krate::ToolResult> {
+                __TOOL_SPEC.call(input, ctx)
+            }
+
+            #[inline]
+            fn display_title(&self, input: &#value) -> ::std::string::String {
+                __TOOL_SPEC.display_title(input)
+            }
+
+            #[inline]
+            fn permission_prompt(&self, input: &#value) -> #krate::PermissionPrompt {
+                __TOOL_SPEC.permission_prompt(input)
+            }
+        }
+    }
+}
+
+/// A template as its pieces, for the shared renderer.
+fn pieces(template: Option<&Template>, krate: &TokenStream) -> TokenStream {
+    let Some(template) = template else {
+        return quote!(::core::option::Option::None);
+    };
+    let pieces = template.pieces.iter().map(|piece| match piece {
+        Piece::Text(text) => quote!(#krate::__private::Piece::Text(#text)),
+        Piece::Arg { json, .. } => quote!(#krate::__private::Piece::Arg(#json)),
+    });
+    quote!(::core::option::Option::Some(&[#(#pieces),*]))
+}
+
+fn acts_on(tool: &ToolFn, krate: &TokenStream) -> TokenStream {
+    match &tool.args.acts_on {
+        None => quote!(#krate::ActsOn::Unspecified),
+        Some(ActsOnArg::AgentState) => quote!(#krate::ActsOn::AgentState),
+        Some(ActsOnArg::Reads(field)) => quote!(#krate::ActsOn::ReadsPath(#field)),
+        Some(ActsOnArg::Writes(field)) => quote!(#krate::ActsOn::WritesPath(#field)),
+        Some(ActsOnArg::Shell(field)) => quote!(#krate::ActsOn::ShellCommand(#field)),
+        Some(ActsOnArg::Url(field)) => quote!(#krate::ActsOn::FetchesUrl(#field)),
+    }
+}
+
+fn hints(tool: &ToolFn, krate: &TokenStream) -> TokenStream {
+    let hint = |hint: Option<Hint>| match hint {
+        Some(hint) => {
+            let value = hint.value;
+            quote!(::core::option::Option::Some(#value))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let read_only = hint(tool.args.read_only);
+    let destructive = hint(tool.args.destructive);
+    let idempotent = hint(tool.args.idempotent);
+    let open_world = hint(tool.args.open_world);
+    quote! {
+        #krate::__private::Hints {
+            read_only: #read_only,
+            destructive: #destructive,
+            idempotent: #idempotent,
+            open_world: #open_world,
+        }
+    }
+}
