@@ -34,10 +34,18 @@ pub fn start_body(
         local_at("__tool_value", return_span),
         local_at("__tool_error", return_span),
     );
+    // Each argument is bound to a local of ours, so none of them can shadow the fn being
+    // called.
+    let ctx_opt = local("__tool_context");
+    let (object, reads) = match (&plan.input, syn::parse2::<Ident>(input_ty.clone())) {
+        (InputShape::Params, Ok(input_ident)) => {
+            super::input::read_args(tool, &input_ident, krate, &ctx_opt)
+        }
+        _ => (TokenStream::new(), Vec::new()),
+    };
+    let mut reads = reads.into_iter();
     let mut prelude = Vec::new();
     let mut call_args = Vec::new();
-    // The user's parameter names are only field names here; each value is bound to a local
-    // of ours, so none of them can shadow the fn being called.
     let mut fields = Vec::new();
     for (index, param) in tool.params.iter().enumerate() {
         let value = local(&format!("__tool_param{index}"));
@@ -58,8 +66,8 @@ pub fn start_body(
         match (&param.kind, &plan.input) {
             (ParamKind::Input, _) => call_args.push(quote!(#args)),
             (ParamKind::Arg { .. }, InputShape::Params) => {
-                let field = &param.ident;
-                fields.push(quote!(#field: #value));
+                let read = reads.next().expect("one read a by-value parameter");
+                fields.push(quote!(let #value = #read;));
                 call_args.push(quote!(#value));
             }
             (ParamKind::Arg { .. }, InputShape::Struct(_)) => {
@@ -73,10 +81,13 @@ pub fn start_body(
         }
     }
     let parse = match plan.input {
-        InputShape::Params => quote! {
-            let #input_ty { #(#fields),* } =
-                #input_ty::__tool_parse(#input, ::core::option::Option::Some(#ctx))?;
-        },
+        InputShape::Params => {
+            quote! {
+                let #ctx_opt = ::core::option::Option::Some(#ctx);
+                #object
+                #(#fields)*
+            }
+        }
         InputShape::Struct(_) => quote! {
             let #args: #input_ty = #private::parse_input(#input)?;
         },

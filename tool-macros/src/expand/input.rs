@@ -78,6 +78,48 @@ pub fn input_struct(
     (definition, input_impls(tool, ident, &doc, parts, krate))
 }
 
+/// `let mut __tool_object = <the input's object>?;`: unknown keys refused unless allowed.
+fn object_binding(
+    type_name: &str,
+    names: &[TokenStream],
+    deny: bool,
+    krate: &TokenStream,
+) -> TokenStream {
+    let (input, object) = (local("__tool_input"), local("__tool_object"));
+    quote! {
+        #[allow(unused_mut)]
+        let mut #object =
+            #krate::__private::input_object(#input, #type_name, &[#(#names),*], #deny)?;
+    }
+}
+
+/// The arguments read straight out of the input, for `__tool_start` (which so needs no
+/// parameter struct built and taken apart again): the object's binding, then each by-value
+/// parameter's read (`?` included), in order; `ctx` is an `Option<&ToolContext>` local.
+pub fn read_args(
+    tool: &ToolFn,
+    ident: &Ident,
+    krate: &TokenStream,
+    ctx: &Ident,
+) -> (TokenStream, Vec<TokenStream>) {
+    let mut names = Vec::new();
+    let mut reads = Vec::new();
+    for param in &tool.params {
+        if let ParamKind::Arg { .. } = param.kind {
+            let field = Field::new(param, ident, krate);
+            names.push(field.name_entry());
+            reads.push(field.take_expr(ctx));
+        }
+    }
+    let binding = object_binding(
+        &ident.to_string(),
+        &names,
+        !allow_unknown_fields(tool),
+        krate,
+    );
+    (binding, reads)
+}
+
 /// What the fields contribute to [`input_impls`].
 struct Parts {
     names: Vec<TokenStream>,
@@ -107,26 +149,27 @@ fn input_impls(
     let deny = !allow_unknown_fields(tool);
     let name = ident.to_string();
     let count = specs.len();
-    let (input, object, deserializer, ctx) = (
+    let (input, deserializer, ctx) = (
         local("__tool_input"),
-        local("__tool_object"),
         local("__tool_deserializer"),
         local("__tool_ctx"),
     );
     // Parsed field by field through shared helpers (generic only in each field's type), not
     // by a derive: serde's would compile its visitor and field enum once per tool.
+    let object_binding = object_binding(&name, &names, deny, krate);
     quote! {
         impl #ident {
             /// Reads the input the model sent: an object with these fields. Injected fields
             /// come from `ctx`.
+            // `#[inline]`: compiled only where it is used (the `Deserialize` impl, `validate`);
+            // a call reads its arguments in `__tool_start`.
             #[doc(hidden)]
+            #[inline]
             fn __tool_parse(
                 #input: #private::serde_json::Value,
                 #ctx: ::core::option::Option<&#krate::ToolContext>,
             ) -> ::core::result::Result<Self, #krate::ToolError> {
-                #[allow(unused_mut)]
-                let mut #object =
-                    #private::input_object(#input, #name, &[#(#names),*], #deny)?;
+                #object_binding
                 ::core::result::Result::Ok(Self { #(#takes),* })
             }
 
@@ -224,19 +267,26 @@ impl<'a> Field<'a> {
 
     /// `field: <read from the input or the context>?`.
     fn take(&self) -> TokenStream {
-        let (field, ty, name) = (&self.param.ident, &self.param.ty, &self.name);
+        let field = &self.param.ident;
+        let take = self.take_expr(&local("__tool_ctx"));
+        quote!(#field: #take)
+    }
+
+    /// `<read from the input or the context>?`, with `ctx` the context if there is one.
+    fn take_expr(&self, ctx: &Ident) -> TokenStream {
+        let (ty, name) = (&self.param.ty, &self.name);
         let probe = self.probe();
-        let (object, ctx) = (local("__tool_object"), local("__tool_ctx"));
+        let object = local("__tool_object");
         let input_ident = self.input_ident;
         // At the type, so that an argument that is not `Deserialize` is reported there alone.
         let take = quote_spanned!(ty.span()=> take);
         let take_or = quote_spanned!(ty.span()=> take_or);
         match &self.options.default {
             None => quote! {
-                #field: #probe.#take::<#ty>(&mut #object, #name, #ctx)?
+                #probe.#take::<#ty>(&mut #object, #name, #ctx)?
             },
             Some(darling::util::Override::Inherit) => quote! {
-                #field: #probe.#take_or::<#ty>(
+                #probe.#take_or::<#ty>(
                     &mut #object,
                     #name,
                     <#ty as ::core::default::Default>::default,
@@ -246,7 +296,7 @@ impl<'a> Field<'a> {
             Some(darling::util::Override::Explicit(_)) => {
                 let default_fn = self.default_fn_ident();
                 quote! {
-                    #field: #probe.#take_or::<#ty>(
+                    #probe.#take_or::<#ty>(
                         &mut #object, #name, #input_ident::#default_fn, #ctx,
                     )?
                 }

@@ -1,5 +1,5 @@
-//! The tool's table (`static __TOOL_SPEC: ToolSpec`) and its `Tool` impl, whose methods only
-//! read the table through code compiled once in `__private` (see its `spec.rs`).
+//! The tool's table (`static __TOOL_SPEC: ToolSpec`), and the one-line impl that makes the
+//! struct a `Tool` through the blanket impl in `__private` (see its `spec.rs`).
 
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -68,85 +68,15 @@ pub fn table(
     }
 }
 
-/// `impl Tool`: each method one call into the table, `#[inline]` so that it is compiled only
-/// where it is used (a registered tool is a `SpecTool`, so most crates use none of them). The
-/// trait's defaults that only call these (`is_read_only`, `result_display`) are kept.
+/// The struct's `Tool` impl is `__private`'s blanket one over `HasSpec`: nothing per tool but
+/// the table's address.
 pub fn tool_impl(struct_ident: &Ident, krate: &TokenStream) -> TokenStream {
     let private = quote!(#krate::__private);
-    let value = quote!(#private::serde_json::Value);
     quote! {
-        impl #krate::Tool for #struct_ident {
+        impl #private::HasSpec for #struct_ident {
             #[inline]
-            fn name(&self) -> &str {
-                __TOOL_SPEC.name
-            }
-
-            #[inline]
-            fn description(&self) -> &str {
-                __TOOL_SPEC.description
-            }
-
-            #[inline]
-            fn input_schema(&self) -> &#value {
-                __TOOL_SPEC.input_schema()
-            }
-
-            #[inline]
-            fn output_schema(&self) -> ::core::option::Option<&#value> {
-                __TOOL_SPEC.output_schema()
-            }
-
-            #[inline]
-            fn annotations(&self) -> #krate::ToolAnnotations {
-                __TOOL_SPEC.annotations()
-            }
-
-            #[inline]
-            fn acts_on(&self) -> #krate::ActsOn {
-                __TOOL_SPEC.acts_on
-            }
-
-            #[inline]
-            fn timeout(&self) -> ::core::option::Option<::core::time::Duration> {
-                __TOOL_SPEC.timeout()
-            }
-
-            #[inline]
-            fn category(&self) -> ::core::option::Option<&str> {
-                __TOOL_SPEC.category
-            }
-
-            #[inline]
-            fn required_state(&self) -> ::std::vec::Vec<#krate::StateRequirement> {
-                __TOOL_SPEC.required_state()
-            }
-
-            #[inline]
-            fn validate_input<'__tool>(
-                &'__tool self,
-                input: &'__tool #value,
-                ctx: &'__tool #krate::ToolContext,
-            ) -> #krate::BoxFuture<'__tool, ::core::result::Result<(), #krate::ToolError>> {
-                __TOOL_SPEC.validate_input(input, ctx)
-            }
-
-            #[inline]
-            fn call<'__tool>(
-                &'__tool self,
-                input: #value,
-                ctx: &'__tool #krate::ToolContext,
-            ) -> #krate::BoxFuture<'__tool, #krate::ToolResult> {
-                __TOOL_SPEC.call(input, ctx)
-            }
-
-            #[inline]
-            fn display_title(&self, input: &#value) -> ::std::string::String {
-                __TOOL_SPEC.display_title(input)
-            }
-
-            #[inline]
-            fn permission_prompt(&self, input: &#value) -> #krate::PermissionPrompt {
-                __TOOL_SPEC.permission_prompt(input)
+            fn spec(&self) -> &'static #private::ToolSpec {
+                &__TOOL_SPEC
             }
         }
     }

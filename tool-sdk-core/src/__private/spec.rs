@@ -194,49 +194,63 @@ fn render(pieces: &[Piece], input: &Value) -> String {
     text
 }
 
-/// The tool a registration makes: one `Tool` impl, compiled once, for every `#[tool]`.
+/// Has a tool's table: a `#[tool]`'s struct, or a [`SpecTool`]. Their whole `Tool` impl is
+/// the blanket one below, so a crate of tools has nothing of `Tool` to type-check or compile
+/// per tool; a method is compiled only where it is used on that struct.
+pub trait HasSpec {
+    /// The tool's table.
+    fn spec(&self) -> &'static ToolSpec;
+}
+
+/// The tool a registration makes: the same `Tool` impl, compiled once, for every `#[tool]`.
 #[derive(Clone, Copy)]
 pub struct SpecTool(pub &'static ToolSpec);
 
-impl Tool for SpecTool {
+impl HasSpec for SpecTool {
+    fn spec(&self) -> &'static ToolSpec {
+        self.0
+    }
+}
+
+impl<T: HasSpec + Send + Sync + 'static> Tool for T {
     fn name(&self) -> &str {
-        self.0.name
+        self.spec().name
     }
 
     fn description(&self) -> &str {
-        self.0.description
+        self.spec().description
     }
 
     fn input_schema(&self) -> &Value {
-        self.0.input_schema()
+        self.spec().input_schema()
     }
 
     fn output_schema(&self) -> Option<&Value> {
-        self.0.output_schema()
+        self.spec().output_schema()
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        self.0.annotations()
+        self.spec().annotations()
     }
 
     fn is_read_only(&self) -> bool {
-        self.0.is_read_only()
+        self.spec().is_read_only()
     }
 
     fn acts_on(&self) -> ActsOn {
-        self.0.acts_on
+        self.spec().acts_on
     }
 
     fn timeout(&self) -> Option<Duration> {
-        self.0.timeout()
+        self.spec().timeout()
     }
 
     fn category(&self) -> Option<&str> {
-        self.0.category
+        self.spec().category
     }
 
     fn required_state(&self) -> Vec<StateRequirement> {
-        self.0.required_state()
+        self.spec().required_state()
     }
 
     fn validate_input<'a>(
@@ -244,23 +258,23 @@ impl Tool for SpecTool {
         input: &'a Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<(), ToolError>> {
-        self.0.validate_input(input, ctx)
+        self.spec().validate_input(input, ctx)
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
-        self.0.call(input, ctx)
+        self.spec().call(input, ctx)
     }
 
     fn display_title(&self, input: &Value) -> String {
-        self.0.display_title(input)
+        self.spec().display_title(input)
     }
 
     fn permission_prompt(&self, input: &Value) -> PermissionPrompt {
-        self.0.permission_prompt(input)
+        self.spec().permission_prompt(input)
     }
 
     fn result_display(&self, input: &Value, output: &ToolOutput) -> ResultDisplay {
-        self.0.result_display(input, output)
+        self.spec().result_display(input, output)
     }
 }
 
