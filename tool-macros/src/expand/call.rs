@@ -6,12 +6,12 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, ReturnType};
 
-use super::{local, local_at};
+use super::{local, local_at, try_ok};
 use crate::attr::{ParamKind, ToolFn};
 use crate::check::{InputShape, Piece, Plan};
 
-/// The body of `__tool_start`: parse, inject, call; the conversion of the value comes after
-/// the fn's future, in the shared `Finish`.
+/// The body of `__tool_start`: parse, inject, call; the conversion of the value
+/// ([`convert_fn`]) comes after the fn's future, in the shared `Finish`.
 pub fn start_body(
     tool: &ToolFn,
     plan: &Plan,
@@ -24,15 +24,6 @@ pub fn start_body(
         local("__tool_input"),
         local("__tool_ctx"),
         local("__tool_args"),
-    );
-    let return_span = match &tool.func.sig.output {
-        ReturnType::Default => fn_ident.span(),
-        ReturnType::Type(_, ty) => ty.span(),
-    };
-    let (ret, value, error) = (
-        local_at("__tool_return", return_span),
-        local_at("__tool_value", return_span),
-        local_at("__tool_error", return_span),
     );
     // Each argument is bound to a local of ours, so none of them can shadow the fn being
     // called.
@@ -57,11 +48,12 @@ pub fn start_body(
                 local_at(&value.to_string(), span),
                 local_at("__tool_ctx", span),
             );
-            quote_spanned! {span=>
-                let #value = (&&#private::Tag::<#ty>::of_type())
+            let taken = try_ok(quote_spanned! {span=>
+                (&&#private::Tag::<#ty>::of_type())
                     .__tool_param_tag()
-                    .#method::<#ty>(#ctx)?;
-            }
+                    .#method::<#ty>(#ctx)
+            });
+            quote!(let #value = #taken;)
         };
         match (&param.kind, &plan.input) {
             (ParamKind::Input, _) => call_args.push(quote!(#args)),
@@ -80,6 +72,7 @@ pub fn start_body(
             }
         }
     }
+    let parsed = try_ok(quote!(#private::parse_input(#input)));
     let parse = match plan.input {
         InputShape::Params => {
             quote! {
@@ -89,9 +82,34 @@ pub fn start_body(
             }
         }
         InputShape::Struct(_) => quote! {
-            let #args: #input_ty = #private::parse_input(#input)?;
+            let #args: #input_ty = #parsed;
         },
     };
+    quote! {
+        #parse
+        #(#prelude)*
+        ::core::result::Result::Ok(__TOOL_SPEC.finish(
+            #fn_ident(#(#call_args),*),
+            Self::__tool_convert,
+        ))
+    }
+}
+
+/// `fn __tool_convert(value: <the fn's return type>) -> ToolResult`: a named fn, not a
+/// closure (a closure made a fn pointer compiles a shim besides). The return type can be
+/// written as the parameter's: `check` refused `impl Trait`, lifetime parameters and
+/// receivers, and an elided lifetime is a fresh one in that position.
+pub fn convert_fn(tool: &ToolFn, krate: &TokenStream) -> TokenStream {
+    let fn_ident = &tool.func.sig.ident;
+    let (return_span, return_ty) = match &tool.func.sig.output {
+        ReturnType::Default => (fn_ident.span(), quote!(())),
+        ReturnType::Type(_, ty) => (ty.span(), quote!(#ty)),
+    };
+    let (ret, value, error) = (
+        local_at("__tool_return", return_span),
+        local_at("__tool_value", return_span),
+        local_at("__tool_error", return_span),
+    );
     // `identity(x)` rather than `x`: the compiler reports an unsatisfied bound at the argument,
     // and a hygienic local is reported at the macro call whatever its location; the call
     // expression carries the return type's span, so the error points there.
@@ -105,15 +123,13 @@ pub fn start_body(
             ),
         }
     };
-    // A closure that captures nothing, made the `fn` pointer `finish` takes: its argument's
-    // type is the fn's output, whatever the return type is written as.
+    // A tool returning `()` passes it to `identity`.
     quote! {
-        #parse
-        #(#prelude)*
-        ::core::result::Result::Ok(__TOOL_SPEC.finish(
-            #fn_ident(#(#call_args),*),
-            |#ret| #convert,
-        ))
+        #[doc(hidden)]
+        #[allow(clippy::unit_arg)]
+        fn __tool_convert(#ret: #return_ty) -> #krate::ToolResult {
+            #convert
+        }
     }
 }
 

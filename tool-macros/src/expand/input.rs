@@ -6,7 +6,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, Lit};
 
-use super::{allow_unknown_fields, local};
+use super::{allow_unknown_fields, local, try_ok};
 use crate::attr::{DefaultExpr, Param, ParamKind, ToolFn, is_data, unraw};
 
 /// `struct ReadToolInput { ... }` for the parameter form, and its impls (to go where the
@@ -55,6 +55,7 @@ pub fn input_struct(
         names.push(field.name_entry());
         specs.push(field.spec());
         defaults.extend(field.default_fn());
+        defaults.extend(field.default_json_fn());
         let (name, ty, doc) = (&param.ident, &param.ty, field.doc);
         let doc = doc.map(|doc| quote!(#[doc = #doc]));
         fields.push(quote! {
@@ -86,10 +87,12 @@ fn object_binding(
     krate: &TokenStream,
 ) -> TokenStream {
     let (input, object) = (local("__tool_input"), local("__tool_object"));
+    let object_of = try_ok(quote! {
+        #krate::__private::input_object(#input, #type_name, &[#(#names),*], #deny)
+    });
     quote! {
         #[allow(unused_mut)]
-        let mut #object =
-            #krate::__private::input_object(#input, #type_name, &[#(#names),*], #deny)?;
+        let mut #object = #object_of;
     }
 }
 
@@ -281,9 +284,9 @@ impl<'a> Field<'a> {
         // At the type, so that an argument that is not `Deserialize` is reported there alone.
         let take = quote_spanned!(ty.span()=> take);
         let take_or = quote_spanned!(ty.span()=> take_or);
-        match &self.options.default {
+        let read = match &self.options.default {
             None => quote! {
-                #probe.#take::<#ty>(&mut #object, #name, #ctx)?
+                #probe.#take::<#ty>(&mut #object, #name, #ctx)
             },
             Some(darling::util::Override::Inherit) => quote! {
                 #probe.#take_or::<#ty>(
@@ -291,17 +294,18 @@ impl<'a> Field<'a> {
                     #name,
                     <#ty as ::core::default::Default>::default,
                     #ctx,
-                )?
+                )
             },
             Some(darling::util::Override::Explicit(_)) => {
                 let default_fn = self.default_fn_ident();
                 quote! {
                     #probe.#take_or::<#ty>(
                         &mut #object, #name, #input_ident::#default_fn, #ctx,
-                    )?
+                    )
                 }
             }
-        }
+        };
+        try_ok(read)
     }
 
     /// Its entry in the list of property names (none if injected).
@@ -314,6 +318,34 @@ impl<'a> Field<'a> {
                 quote!(#probe.name(#name))
             }
         }
+    }
+
+    fn default_json_fn_ident(&self) -> Ident {
+        format_ident!("__tool_default_json_{}", unraw(&self.param.ident))
+    }
+
+    /// `fn __tool_default_json_x() -> Option<Value>` for `#[arg(default)]`: the default in
+    /// the schema, when it is `Serialize`. A named fn: a closure made a fn pointer compiles a
+    /// shim besides.
+    fn default_json_fn(&self) -> Option<TokenStream> {
+        let private = &self.private;
+        let value = match self.options.default.as_ref()? {
+            darling::util::Override::Inherit => {
+                let ty = &self.param.ty;
+                quote!(<#ty as ::core::default::Default>::default())
+            }
+            darling::util::Override::Explicit(_) => {
+                let default_fn = self.default_fn_ident();
+                quote!(Self::#default_fn())
+            }
+        };
+        let json_fn = self.default_json_fn_ident();
+        Some(quote! {
+            #[doc(hidden)]
+            fn #json_fn() -> ::core::option::Option<#private::serde_json::Value> {
+                #private::schemars::_schemars_maybe_to_value!(#value)
+            }
+        })
     }
 
     /// `fn __tool_default_x() -> T` for `#[arg(default = expr)]`.
@@ -358,16 +390,9 @@ impl<'a> Field<'a> {
         };
         let default = match &self.options.default {
             None => quote!(::core::option::Option::None),
-            Some(darling::util::Override::Inherit) => quote!(::core::option::Option::Some(|| {
-                #private::schemars::_schemars_maybe_to_value!(
-                    <#ty as ::core::default::Default>::default()
-                )
-            })),
-            Some(darling::util::Override::Explicit(_)) => {
-                let default_fn = self.default_fn_ident();
-                quote!(::core::option::Option::Some(|| {
-                    #private::schemars::_schemars_maybe_to_value!(#input_ident::#default_fn())
-                }))
+            Some(_) => {
+                let json_fn = self.default_json_fn_ident();
+                quote!(::core::option::Option::Some(#input_ident::#json_fn))
             }
         };
         // The probes are checked where they are used: one look-up of each per field.

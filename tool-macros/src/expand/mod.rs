@@ -35,6 +35,18 @@ fn local_at(name: &str, span: Span) -> Ident {
     Ident::new(name, Span::mixed_site().located_at(span))
 }
 
+/// What `expr?` does where the error is a `ToolError` already, without the two generic calls
+/// into `Try` a debug build makes for each `?`.
+fn try_ok(expr: TokenStream) -> TokenStream {
+    let (value, error) = (local("__tool_ok"), local("__tool_err"));
+    quote! {
+        match #expr {
+            ::core::result::Result::Ok(#value) => #value,
+            ::core::result::Result::Err(#error) => return ::core::result::Result::Err(#error),
+        }
+    }
+}
+
 /// Everything generated for one tool, after the fn itself.
 pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     let func = &tool.func;
@@ -53,6 +65,7 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     );
 
     let start = call::start_body(tool, plan, &input_ty, krate);
+    let convert = call::convert_fn(tool, krate);
     let output_shape = crate::output::output_shape(tool, krate);
     let required_state = required_state(tool, plan, &input_ty, krate);
     let validate = validate(tool, plan, &input_ty, krate);
@@ -94,11 +107,11 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
                 #required_state
                 #validate
 
+                #convert
+
                 /// Reads the arguments and takes the injected values, then returns the fn's
                 /// future in the one call future all tools share (`__private::Finish`).
-                // A tool returning `()` passes it to `identity` (see `start_body`).
                 #[doc(hidden)]
-                #[allow(clippy::unit_arg)]
                 fn __tool_start<'__tool>(
                     #input: #private::serde_json::Value,
                     #ctx: &'__tool #krate::ToolContext,
