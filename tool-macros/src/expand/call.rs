@@ -123,10 +123,11 @@ pub fn convert_fn(tool: &ToolFn, krate: &TokenStream) -> TokenStream {
             ),
         }
     };
-    // A tool returning `()` passes it to `identity`.
+    // A tool returning `()` passes it to `identity`; a plain value's error is `Infallible`,
+    // whose arm is unreachable.
     quote! {
         #[doc(hidden)]
-        #[allow(clippy::unit_arg)]
+        #[allow(clippy::unit_arg, unreachable_code)]
         fn __tool_convert(#ret: #return_ty) -> #krate::ToolResult {
             #convert
         }
