@@ -369,24 +369,15 @@ impl<'a> Field<'a> {
         let (private, ty, name) = (&self.private, &self.param.ty, &self.name);
         let input_ident = self.input_ident;
         // Title and description as schemars' derive takes them from `#[doc = ...]`: one
-        // leading space dropped, then split by its (const) rule.
-        let split = |part| {
-            let doc = self
-                .doc
-                .map(|doc| doc.strip_prefix(' ').unwrap_or(doc.as_str()));
-            match doc {
-                Some(doc) => quote!({
-                    const PART: &str =
-                        #private::schemars::_private::get_title_and_description(#doc).#part;
-                    PART
-                }),
-                None => quote!(""),
-            }
-        };
-        let title = split(syn::Index::from(0));
+        // leading space dropped, then split by its rule, here rather than by its const fn
+        // (evaluated twice a field by the compiler's interpreter).
+        let (title, doc_description) = self
+            .doc
+            .map(|doc| title_and_description(doc.strip_prefix(' ').unwrap_or(doc.as_str())))
+            .unwrap_or_default();
         let description = match &self.options.description {
             Some(description) => quote!(#description),
-            None => split(syn::Index::from(1)),
+            None => quote!(#doc_description),
         };
         let default = match &self.options.default {
             None => quote!(::core::option::Option::None),
@@ -422,6 +413,21 @@ impl<'a> Field<'a> {
     }
 }
 
+/// schemars' `_private::get_title_and_description`: a doc comment whose first line is a
+/// markdown heading (`# Title`) is that title and the rest; any other is all description.
+fn title_and_description(doc: &str) -> (&str, &str) {
+    let doc = doc.trim_matches(|c: char| c.is_ascii_whitespace());
+    if !doc.starts_with('#') {
+        return ("", doc);
+    }
+    let end = doc.find('\n').unwrap_or(doc.len());
+    let title = doc[..end]
+        .trim_start_matches('#')
+        .trim_matches(|c: char| c.is_ascii_whitespace());
+    let description = doc[end..].trim_matches(|c: char| c.is_ascii_whitespace());
+    (title, description)
+}
+
 /// A default expression as a value of the field's type: string literals become `String`s.
 fn default_value(expr: &Expr) -> TokenStream {
     match expr {
@@ -429,5 +435,30 @@ fn default_value(expr: &Expr) -> TokenStream {
             quote!(::core::convert::Into::into(#expr))
         }
         _ => quote!(#expr),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::title_and_description;
+
+    #[test]
+    fn a_doc_splits_as_schemars_splits_it() {
+        // Cases of schemars' own rule (`_private::rustdoc`): only a leading `#` makes a title.
+        let cases = [
+            ("The path to look at.", ("", "The path to look at.")),
+            ("  Padded.\n", ("", "Padded.")),
+            (
+                "# Title\nThe rest,\n\nin two paragraphs.",
+                ("Title", "The rest,\n\nin two paragraphs."),
+            ),
+            ("## Only a title", ("Only a title", "")),
+            ("#Tight\n  body  ", ("Tight", "body")),
+            ("Not # a title", ("", "Not # a title")),
+            ("", ("", "")),
+        ];
+        for (doc, expected) in cases {
+            assert_eq!(title_and_description(doc), expected, "doc: {doc:?}");
+        }
     }
 }
