@@ -400,11 +400,8 @@ impl<'a> Field<'a> {
         quote! {{
             let #param = #probe;
             let #schema = (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag();
-            // Type-checked, never called: nothing to compile for the checks themselves.
-            let _ = || {
-                #checked
-                #attr_checked
-            };
+            #checked
+            #attr_checked
             #param.spec::<#ty>(#private::FieldSchema {
                 name: #name,
                 title: #title,
