@@ -391,6 +391,25 @@ impl<'a> Field<'a> {
         let checked = quote_spanned! {ty.span()=>
             #param.assert_schema::<#ty, _>(#schema);
         };
+        let field = quote! {
+            #private::FieldSchema {
+                name: #name,
+                title: #title,
+                description: #description,
+                fns: #schema.fns::<#ty>(),
+                default: #default,
+            }
+        };
+        // A std type is an argument, without a probe (see `probe`): `#[arg]` applies to it,
+        // and its entry is an argument's.
+        if is_data(ty) {
+            return quote! {{
+                let #param = #private::ArgTag;
+                let #schema = (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag();
+                #checked
+                #private::ParamSpec::Arg(#field)
+            }};
+        }
         let attr_checked = self.attr.map(|span| {
             quote_spanned! {span=>
                 #private::assert_arg_attribute::<#ty, _>(#param);
@@ -402,13 +421,7 @@ impl<'a> Field<'a> {
             let #schema = (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag();
             #checked
             #attr_checked
-            #param.spec::<#ty>(#private::FieldSchema {
-                name: #name,
-                title: #title,
-                description: #description,
-                fns: #schema.fns::<#ty>(),
-                default: #default,
-            })
+            #param.spec::<#ty>(#field)
         }}
     }
 }
