@@ -10,8 +10,8 @@ use crate::attr::ToolFn;
 /// The output shape of a tool whose return type carries `Json<T>` (probed by type, so that a
 /// renamed import or a type alias still counts), built by `__tool_output_shape` for the tool's
 /// table. Other return types probe to no shape; a fn without a return type gets no fn.
-pub fn output_shape(tool: &ToolFn, krate: &TokenStream) -> Option<TokenStream> {
-    let private = quote!(#krate::__private);
+pub fn output_shape(tool: &ToolFn) -> Option<TokenStream> {
+    let private = quote!(__tool_private);
     let ReturnType::Type(_, ty) = &tool.func.sig.output else {
         return None;
     };

@@ -12,13 +12,8 @@ use crate::check::{InputShape, Piece, Plan};
 
 /// The body of `__tool_start`: parse, inject, call; the conversion of the value
 /// ([`convert_fn`]) comes after the fn's future, in the shared `Finish`.
-pub fn start_body(
-    tool: &ToolFn,
-    plan: &Plan,
-    input_ty: &TokenStream,
-    krate: &TokenStream,
-) -> TokenStream {
-    let private = quote!(#krate::__private);
+pub fn start_body(tool: &ToolFn, plan: &Plan, input_ty: &TokenStream) -> TokenStream {
+    let private = quote!(__tool_private);
     let fn_ident = &tool.func.sig.ident;
     let (input, ctx, args) = (
         local("__tool_input"),
@@ -30,7 +25,7 @@ pub fn start_body(
     let ctx_opt = local("__tool_context");
     let (object, reads) = match (&plan.input, syn::parse2::<Ident>(input_ty.clone())) {
         (InputShape::Params, Ok(input_ident)) => {
-            super::input::read_args(tool, &input_ident, krate, &ctx_opt)
+            super::input::read_args(tool, &input_ident, &ctx_opt)
         }
         _ => (TokenStream::new(), Vec::new()),
     };
@@ -114,12 +109,12 @@ pub fn convert_fn(tool: &ToolFn, krate: &TokenStream) -> TokenStream {
     // and a hygienic local is reported at the macro call whatever its location; the call
     // expression carries the return type's span, so the error points there.
     let convert = quote_spanned! {return_span=>
-        match (&&#krate::__private::Tag::of(&#ret)).__tool_return_tag().split(#ret) {
+        match (&&__tool_private::Tag::of(&#ret)).__tool_return_tag().split(#ret) {
             ::core::result::Result::Ok(#value) => {
-                (&&#krate::__private::Tag::of(&#value)).__tool_output_tag().convert(::core::convert::identity(#value))
+                (&&__tool_private::Tag::of(&#value)).__tool_output_tag().convert(::core::convert::identity(#value))
             }
             ::core::result::Result::Err(#error) => ::core::result::Result::Err(
-                (&&#krate::__private::Tag::of(&#error)).__tool_error_tag().convert(::core::convert::identity(#error)),
+                (&&__tool_private::Tag::of(&#error)).__tool_error_tag().convert(::core::convert::identity(#error)),
             ),
         }
     };
@@ -135,8 +130,8 @@ pub fn convert_fn(tool: &ToolFn, krate: &TokenStream) -> TokenStream {
 }
 
 /// Checks the compiler makes on our behalf, each pointing at the user's tokens.
-pub fn assertions(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
-    let private = quote!(#krate::__private);
+pub fn assertions(tool: &ToolFn, plan: &Plan) -> TokenStream {
+    let private = quote!(__tool_private);
     let mut checks = Vec::new();
     for param in &tool.params {
         let ty = &param.ty;

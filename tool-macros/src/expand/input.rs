@@ -28,7 +28,7 @@ pub fn input_struct(
     struct_ident: &Ident,
     krate: &TokenStream,
 ) -> (TokenStream, TokenStream) {
-    let private = quote!(#krate::__private);
+    let private = quote!(__tool_private);
     let vis = &tool.func.vis;
     let doc = format!("The input of [`{struct_ident}`]: the arguments the model sends.");
     let mut fields = Vec::new();
@@ -50,7 +50,7 @@ pub fn input_struct(
             }
             ParamKind::Input => continue,
         }
-        let field = Field::new(param, ident, krate);
+        let field = Field::new(param, ident);
         takes.push(field.take());
         names.push(field.name_entry());
         specs.push(field.spec());
@@ -80,15 +80,10 @@ pub fn input_struct(
 }
 
 /// `let mut __tool_object = <the input's object>?;`: unknown keys refused unless allowed.
-fn object_binding(
-    type_name: &str,
-    names: &[TokenStream],
-    deny: bool,
-    krate: &TokenStream,
-) -> TokenStream {
+fn object_binding(type_name: &str, names: &[TokenStream], deny: bool) -> TokenStream {
     let (input, object) = (local("__tool_input"), local("__tool_object"));
     let object_of = try_ok(quote! {
-        #krate::__private::input_object(#input, #type_name, &[#(#names),*], #deny)
+        __tool_private::input_object(#input, #type_name, &[#(#names),*], #deny)
     });
     quote! {
         #[allow(unused_mut)]
@@ -99,27 +94,17 @@ fn object_binding(
 /// The arguments read straight out of the input, for `__tool_start` (which so needs no
 /// parameter struct built and taken apart again): the object's binding, then each by-value
 /// parameter's read (`?` included), in order; `ctx` is an `Option<&ToolContext>` local.
-pub fn read_args(
-    tool: &ToolFn,
-    ident: &Ident,
-    krate: &TokenStream,
-    ctx: &Ident,
-) -> (TokenStream, Vec<TokenStream>) {
+pub fn read_args(tool: &ToolFn, ident: &Ident, ctx: &Ident) -> (TokenStream, Vec<TokenStream>) {
     let mut names = Vec::new();
     let mut reads = Vec::new();
     for param in &tool.params {
         if let ParamKind::Arg { .. } = param.kind {
-            let field = Field::new(param, ident, krate);
+            let field = Field::new(param, ident);
             names.push(field.name_entry());
             reads.push(field.take_expr(ctx));
         }
     }
-    let binding = object_binding(
-        &ident.to_string(),
-        &names,
-        !allow_unknown_fields(tool),
-        krate,
-    );
+    let binding = object_binding(&ident.to_string(), &names, !allow_unknown_fields(tool));
     (binding, reads)
 }
 
@@ -140,7 +125,7 @@ fn input_impls(
     parts: Parts,
     krate: &TokenStream,
 ) -> TokenStream {
-    let private = quote!(#krate::__private);
+    let private = quote!(__tool_private);
     let Parts {
         names,
         takes,
@@ -159,7 +144,7 @@ fn input_impls(
     );
     // Parsed field by field through shared helpers (generic only in each field's type), not
     // by a derive: serde's would compile its visitor and field enum once per tool.
-    let object_binding = object_binding(&name, &names, deny, krate);
+    let object_binding = object_binding(&name, &names, deny);
     quote! {
         impl #ident {
             /// Reads the input the model sent: an object with these fields. Injected fields
@@ -235,7 +220,7 @@ struct Field<'a> {
 }
 
 impl<'a> Field<'a> {
-    fn new(param: &'a Param, input_ident: &'a Ident, krate: &TokenStream) -> Self {
+    fn new(param: &'a Param, input_ident: &'a Ident) -> Self {
         let ParamKind::Arg { doc, options, attr } = &param.kind else {
             unreachable!("only by-value parameters are fields");
         };
@@ -247,7 +232,7 @@ impl<'a> Field<'a> {
         Field {
             param,
             input_ident,
-            private: quote!(#krate::__private),
+            private: quote!(__tool_private),
             name,
             doc: doc.as_ref(),
             options,

@@ -53,7 +53,7 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     let vis = &func.vis;
     let fn_ident = &func.sig.ident;
     let struct_ident = Ident::new(&plan.struct_name, fn_ident.span());
-    let private = quote!(#krate::__private);
+    let private = quote!(__tool_private);
 
     let (input_ty, input_struct, input_impls, input_schema) =
         input_parts(tool, plan, &struct_ident, krate);
@@ -64,9 +64,9 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
         krate_doc = krate.to_string().replace(' ', "")
     );
 
-    let start = call::start_body(tool, plan, &input_ty, krate);
+    let start = call::start_body(tool, plan, &input_ty);
     let convert = call::convert_fn(tool, krate);
-    let output_shape = crate::output::output_shape(tool, krate);
+    let output_shape = crate::output::output_shape(tool);
     let required_state = required_state(tool, plan, &input_ty, krate);
     let validate = validate(tool, plan, &input_ty, krate);
     let fns = spec::Fns {
@@ -75,10 +75,10 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
         validate: validate.is_some(),
     };
     let table = spec::table(tool, plan, &struct_ident, &fns, krate);
-    let tool_impl = spec::tool_impl(&struct_ident, krate);
+    let tool_impl = spec::tool_impl(&struct_ident);
     let (input, ctx) = (local("__tool_input"), local("__tool_ctx"));
-    let assertions = call::assertions(tool, plan, krate);
-    let registration = registration(tool, plan, krate);
+    let assertions = call::assertions(tool, plan);
+    let registration = registration(tool, plan);
 
     quote! {
         #[doc = #struct_doc]
@@ -89,6 +89,8 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
 
         #[allow(non_local_definitions)]
         const _: () = {
+            // One short name for the support code, at every use below: less to emit and parse.
+            use #krate::__private as __tool_private;
             #[allow(unused_imports)]
             use #private::{ViaDisplay as _, ViaPlain as _, ViaResult as _, ViaSerialize as _,
                 ViaToolError as _, ViaToolOutput as _, ViaJsonSchema as _, ViaNoSchema as _,
@@ -139,7 +141,7 @@ fn input_parts(
     struct_ident: &Ident,
     krate: &TokenStream,
 ) -> (TokenStream, TokenStream, TokenStream, TokenStream) {
-    let private = quote!(#krate::__private);
+    let private = quote!(__tool_private);
     match plan.input {
         InputShape::Params => {
             let ident = format_ident!("{}Input", struct_ident);
@@ -175,7 +177,7 @@ fn required_state(
     input_ty: &TokenStream,
     krate: &TokenStream,
 ) -> Option<TokenStream> {
-    let private = quote!(#krate::__private);
+    let private = quote!(__tool_private);
     let requirements = match plan.input {
         // Arguments of std data types need no state: only other types may be extractors.
         InputShape::Params
@@ -223,7 +225,7 @@ fn validate(
     input_ty: &TokenStream,
     krate: &TokenStream,
 ) -> Option<TokenStream> {
-    let private = quote!(#krate::__private);
+    let private = quote!(__tool_private);
     let path = tool.args.validate.as_ref()?;
     let span = path.span();
     let (input, ctx) = (local_at("__tool_input", span), local_at("__tool_ctx", span));
@@ -261,11 +263,11 @@ fn validate(
 }
 
 /// The tool's entry in the global registry, unless `register = false`.
-fn registration(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> Option<TokenStream> {
+fn registration(tool: &ToolFn, plan: &Plan) -> Option<TokenStream> {
     if !tool.args.register.is_none_or(|hint| hint.value) {
         return None;
     }
-    let private = quote!(#krate::__private);
+    let private = quote!(__tool_private);
     let name = &plan.name;
     let fn_name = unraw(&tool.func.sig.ident);
     // The table, not a constructor: the registry makes every `#[tool]` the one `SpecTool`.

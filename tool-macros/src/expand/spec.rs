@@ -23,7 +23,7 @@ pub fn table(
     fns: &Fns,
     krate: &TokenStream,
 ) -> TokenStream {
-    let private = quote!(#krate::__private);
+    let private = quote!(__tool_private);
     let (name, description) = (&plan.name, &plan.description);
     let option = |present: bool, value: TokenStream| match present {
         true => quote!(::core::option::Option::Some(#value)),
@@ -35,7 +35,7 @@ pub fn table(
         quote!(#struct_ident::__tool_required_state),
     );
     let validate = option(fns.validate, quote!(#struct_ident::__tool_validate));
-    let hints = hints(tool, krate);
+    let hints = hints(tool);
     let acts_on = acts_on(tool, krate);
     let timeout = match plan.timeout_ms {
         Some(ms) => quote!(::core::option::Option::Some(#ms)),
@@ -45,8 +45,8 @@ pub fn table(
         Some(category) => quote!(::core::option::Option::Some(#category)),
         None => quote!(::core::option::Option::None),
     };
-    let title = pieces(plan.title.as_ref(), krate);
-    let permission = pieces(plan.permission.as_ref(), krate);
+    let title = pieces(plan.title.as_ref());
+    let permission = pieces(plan.permission.as_ref());
     quote! {
         static __TOOL_SPEC: #private::ToolSpec = #private::ToolSpec {
             name: #name,
@@ -70,8 +70,8 @@ pub fn table(
 
 /// The struct's `Tool` impl is `__private`'s blanket one over `HasSpec`: nothing per tool but
 /// the table's address.
-pub fn tool_impl(struct_ident: &Ident, krate: &TokenStream) -> TokenStream {
-    let private = quote!(#krate::__private);
+pub fn tool_impl(struct_ident: &Ident) -> TokenStream {
+    let private = quote!(__tool_private);
     quote! {
         impl #private::HasSpec for #struct_ident {
             #[inline]
@@ -83,13 +83,13 @@ pub fn tool_impl(struct_ident: &Ident, krate: &TokenStream) -> TokenStream {
 }
 
 /// A template as its pieces, for the shared renderer.
-fn pieces(template: Option<&Template>, krate: &TokenStream) -> TokenStream {
+fn pieces(template: Option<&Template>) -> TokenStream {
     let Some(template) = template else {
         return quote!(::core::option::Option::None);
     };
     let pieces = template.pieces.iter().map(|piece| match piece {
-        Piece::Text(text) => quote!(#krate::__private::Piece::Text(#text)),
-        Piece::Arg { json, .. } => quote!(#krate::__private::Piece::Arg(#json)),
+        Piece::Text(text) => quote!(__tool_private::Piece::Text(#text)),
+        Piece::Arg { json, .. } => quote!(__tool_private::Piece::Arg(#json)),
     });
     quote!(::core::option::Option::Some(&[#(#pieces),*]))
 }
@@ -105,7 +105,7 @@ fn acts_on(tool: &ToolFn, krate: &TokenStream) -> TokenStream {
     }
 }
 
-fn hints(tool: &ToolFn, krate: &TokenStream) -> TokenStream {
+fn hints(tool: &ToolFn) -> TokenStream {
     let hint = |hint: Option<Hint>| match hint {
         Some(hint) => {
             let value = hint.value;
@@ -118,7 +118,7 @@ fn hints(tool: &ToolFn, krate: &TokenStream) -> TokenStream {
     let idempotent = hint(tool.args.idempotent);
     let open_world = hint(tool.args.open_world);
     quote! {
-        #krate::__private::Hints {
+        __tool_private::Hints {
             read_only: #read_only,
             destructive: #destructive,
             idempotent: #idempotent,
