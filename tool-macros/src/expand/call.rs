@@ -119,10 +119,11 @@ pub fn convert_fn(tool: &ToolFn, krate: &TokenStream) -> TokenStream {
         }
     };
     // A tool returning `()` passes it to `identity`; a plain value's error is `Infallible`,
-    // whose arm is unreachable.
+    // whose arm is unreachable; the probes borrow the value whatever its type (`&&str` for a
+    // `&'static str`).
     quote! {
         #[doc(hidden)]
-        #[allow(clippy::unit_arg, unreachable_code)]
+        #[allow(clippy::unit_arg, clippy::needless_borrow, unreachable_code)]
         fn __tool_convert(#ret: #return_ty) -> #krate::ToolResult {
             #convert
         }
