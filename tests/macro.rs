@@ -270,8 +270,12 @@ async fn shapes(
     mode: Mode,
     #[arg(default = 3)] nights: u32,
     #[arg(rename = "type", description = "The kind.")] kind: String,
+    /// # Pace
+    ///
+    /// Kilometres a day: a heading is the title, the rest the description.
+    pace: u32,
 ) -> String {
-    format!("{} {stops:?} {mode:?} {nights} {kind}", stop.name)
+    format!("{} {stops:?} {mode:?} {nights} {kind} {pace}", stop.name)
 }
 
 #[derive(schemars::JsonSchema)]
@@ -287,6 +291,10 @@ struct ShapesByHand {
     #[serde(rename = "type")]
     #[schemars(description = "The kind.")]
     kind: String,
+    /// # Pace
+    ///
+    /// Kilometres a day: a heading is the title, the rest the description.
+    pace: u32,
 }
 
 fn three() -> u32 {
@@ -301,7 +309,13 @@ fn parameter_schema_is_the_one_schemars_derives_for_the_same_struct() {
     );
     assert_eq!(
         ShapesTool.input_schema()["required"],
-        json!(["stop", "mode", "type"])
+        json!(["stop", "mode", "type", "pace"])
+    );
+    let pace = &ShapesTool.input_schema()["properties"]["pace"];
+    assert_eq!(pace["title"], "Pace");
+    assert_eq!(
+        pace["description"],
+        "Kilometres a day: a heading is the title, the rest the description."
     );
 }
 
@@ -695,7 +709,7 @@ fn the_generated_input_struct_deserialises_through_serde() {
         ("q".to_owned(), "fn".to_owned(), "all".to_owned(), false)
     );
     let input: ShapesToolInput = serde_json::from_value(json!({
-        "stop": {"name": "Lisbon"}, "mode": "train", "type": "trip"
+        "stop": {"name": "Lisbon"}, "mode": "train", "type": "trip", "pace": 80
     }))
     .unwrap();
     assert!(input.stops.is_none());

@@ -2,22 +2,18 @@
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
+use syn::ReturnType;
 use syn::spanned::Spanned;
-use syn::{Ident, ReturnType};
 
 use crate::attr::ToolFn;
 
 /// The output shape of a tool whose return type carries `Json<T>` (probed by type, so that a
-/// renamed import or a type alias still counts), and the `output_schema` method that reads it.
-/// Other return types probe to no shape; a fn without a return type gets neither.
-pub fn output_shape(
-    tool: &ToolFn,
-    struct_ident: &Ident,
-    krate: &TokenStream,
-) -> (TokenStream, TokenStream) {
-    let private = quote!(#krate::__private);
+/// renamed import or a type alias still counts), built by `__tool_output_shape` for the tool's
+/// table. Other return types probe to no shape; a fn without a return type gets no fn.
+pub fn output_shape(tool: &ToolFn) -> Option<TokenStream> {
+    let private = quote!(__tool_private);
     let ReturnType::Type(_, ty) = &tool.func.sig.output else {
-        return (TokenStream::new(), TokenStream::new());
+        return None;
     };
     // A `T` that is not `JsonSchema` is reported at the return type.
     let shape = quote_spanned! {ty.span()=>
@@ -27,20 +23,10 @@ pub fn output_shape(
             tag.shape(probe)
         }
     };
-    let shape_fn = quote! {
-        impl #struct_ident {
-            fn __tool_output_shape() -> ::core::option::Option<&'static #private::OutputShape> {
-                static SHAPE: ::std::sync::OnceLock<
-                    ::core::option::Option<#private::OutputShape>,
-                > = ::std::sync::OnceLock::new();
-                #private::output_shape_once(&SHAPE, || #shape)
-            }
+    Some(quote! {
+        #[doc(hidden)]
+        fn __tool_output_shape() -> ::core::option::Option<#private::OutputShape> {
+            #shape
         }
-    };
-    let method = quote! {
-        fn output_schema(&self) -> ::core::option::Option<&#private::serde_json::Value> {
-            Self::__tool_output_shape().map(|shape| &shape.schema)
-        }
-    };
-    (shape_fn, method)
+    })
 }

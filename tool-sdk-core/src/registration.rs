@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::__private::{SpecTool, ToolSpec};
 use crate::Tool;
 
 /// A `#[tool]`'s entry in the global registry. Generated code builds these; apps do not.
@@ -12,7 +13,15 @@ pub struct ToolRegistration {
     path: &'static str,
     file: &'static str,
     line: u32,
-    make: fn() -> Arc<dyn Tool>,
+    make: Make,
+}
+
+/// How a registration makes its tool.
+enum Make {
+    /// A hand-written tool's constructor.
+    Fn(fn() -> Arc<dyn Tool>),
+    /// A `#[tool]`'s table, made into the one `Tool` impl every `#[tool]` shares.
+    Spec(&'static ToolSpec),
 }
 
 impl ToolRegistration {
@@ -29,7 +38,25 @@ impl ToolRegistration {
             path,
             file,
             line,
-            make,
+            make: Make::Fn(make),
+        }
+    }
+
+    /// The registration of a `#[tool]`: its table.
+    #[doc(hidden)]
+    pub const fn from_spec(
+        name: &'static str,
+        path: &'static str,
+        file: &'static str,
+        line: u32,
+        spec: &'static ToolSpec,
+    ) -> Self {
+        ToolRegistration {
+            name,
+            path,
+            file,
+            line,
+            make: Make::Spec(spec),
         }
     }
 
@@ -45,7 +72,10 @@ impl ToolRegistration {
 
     /// A new instance of the tool.
     pub fn make(&self) -> Arc<dyn Tool> {
-        (self.make)()
+        match self.make {
+            Make::Fn(make) => make(),
+            Make::Spec(spec) => Arc::new(SpecTool(spec)),
+        }
     }
 
     /// Every registration linked into this program, in no particular order.

@@ -148,7 +148,7 @@ pub trait Tool: Send + Sync + 'static {
 // `#[tool]`s has 100 copies of each), so their bodies only call out to these, compiled once.
 
 /// The default [`Tool::validate_input`]: every schema-valid input passes.
-fn no_check<'a>() -> BoxFuture<'a, Result<(), ToolError>> {
+pub(crate) fn no_check<'a>() -> BoxFuture<'a, Result<(), ToolError>> {
     // A unit struct: boxing it allocates nothing.
     Box::pin(Passed)
 }
@@ -180,7 +180,7 @@ impl PermissionPrompt {
 
 impl ResultDisplay {
     /// The default [`Tool::result_display`]: the output's text and its line count.
-    fn of_output(title: String, output: &ToolOutput) -> Self {
+    pub(crate) fn of_output(title: String, output: &ToolOutput) -> Self {
         let text = output.to_text();
         let lines = text.lines().count();
         ResultDisplay {

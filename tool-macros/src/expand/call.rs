@@ -1,42 +1,37 @@
-//! The body of `Tool::call`, the templates of `title`/`permission`, and the checks the
-//! compiler makes on the macro's behalf.
+//! The body of the fn that starts a call, and the checks the compiler makes on the macro's
+//! behalf.
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, ReturnType};
 
-use super::{local, local_at};
+use super::{local, local_at, try_ok};
 use crate::attr::{ParamKind, ToolFn};
-use crate::check::{InputShape, Piece, Plan, Template};
+use crate::check::{InputShape, Piece, Plan};
 
-/// The body of `Tool::call`: parse, inject, call, convert.
-pub fn call_body(
-    tool: &ToolFn,
-    plan: &Plan,
-    input_ty: &TokenStream,
-    krate: &TokenStream,
-) -> TokenStream {
-    let private = quote!(#krate::__private);
+/// The body of `__tool_start`: parse, inject, call; the conversion of the value
+/// ([`convert_fn`]) comes after the fn's future, in the shared `Finish`.
+pub fn start_body(tool: &ToolFn, plan: &Plan, input_ty: &TokenStream) -> TokenStream {
+    let private = quote!(__tool_private);
     let fn_ident = &tool.func.sig.ident;
     let (input, ctx, args) = (
         local("__tool_input"),
         local("__tool_ctx"),
         local("__tool_args"),
     );
-    let return_span = match &tool.func.sig.output {
-        ReturnType::Default => fn_ident.span(),
-        ReturnType::Type(_, ty) => ty.span(),
+    // Each argument is bound to a local of ours, so none of them can shadow the fn being
+    // called.
+    let ctx_opt = local("__tool_context");
+    let (object, reads) = match (&plan.input, syn::parse2::<Ident>(input_ty.clone())) {
+        (InputShape::Params, Ok(input_ident)) => {
+            super::input::read_args(tool, &input_ident, &ctx_opt)
+        }
+        _ => (TokenStream::new(), Vec::new()),
     };
-    let (ret, value, error) = (
-        local_at("__tool_return", return_span),
-        local_at("__tool_value", return_span),
-        local_at("__tool_error", return_span),
-    );
+    let mut reads = reads.into_iter();
     let mut prelude = Vec::new();
     let mut call_args = Vec::new();
-    // The user's parameter names are only field names here; each value is bound to a local
-    // of ours, so none of them can shadow the fn being called.
     let mut fields = Vec::new();
     for (index, param) in tool.params.iter().enumerate() {
         let value = local(&format!("__tool_param{index}"));
@@ -48,17 +43,18 @@ pub fn call_body(
                 local_at(&value.to_string(), span),
                 local_at("__tool_ctx", span),
             );
-            quote_spanned! {span=>
-                let #value = (&&#private::Tag::<#ty>::of_type())
+            let taken = try_ok(quote_spanned! {span=>
+                (&&#private::Tag::<#ty>::of_type())
                     .__tool_param_tag()
-                    .#method::<#ty>(#ctx)?;
-            }
+                    .#method::<#ty>(#ctx)
+            });
+            quote!(let #value = #taken;)
         };
         match (&param.kind, &plan.input) {
             (ParamKind::Input, _) => call_args.push(quote!(#args)),
             (ParamKind::Arg { .. }, InputShape::Params) => {
-                let field = &param.ident;
-                fields.push(quote!(#field: #value));
+                let read = reads.next().expect("one read a by-value parameter");
+                fields.push(quote!(let #value = #read;));
                 call_args.push(quote!(#value));
             }
             (ParamKind::Arg { .. }, InputShape::Struct(_)) => {
@@ -71,62 +67,72 @@ pub fn call_body(
             }
         }
     }
+    let parsed = try_ok(quote!(#private::parse_input(#input)));
     let parse = match plan.input {
-        InputShape::Params => quote! {
-            let #input_ty { #(#fields),* } =
-                #input_ty::__tool_parse(#input, ::core::option::Option::Some(#ctx))?;
-        },
-        InputShape::Struct(_) => quote! {
-            let #args: #input_ty = #private::parse_input(#input)?;
-        },
-    };
-    // `identity(x)` rather than `x`: the compiler reports an unsatisfied bound at the argument,
-    // and a hygienic local is reported at the macro call whatever its location; the call
-    // expression carries the return type's span, so the error points there.
-    let convert = quote_spanned! {return_span=>
-        match (&&#krate::__private::Tag::of(&#ret)).__tool_return_tag().split(#ret) {
-            ::core::result::Result::Ok(#value) => {
-                (&&#krate::__private::Tag::of(&#value)).__tool_output_tag().convert(::core::convert::identity(#value))
+        InputShape::Params => {
+            quote! {
+                let #ctx_opt = ::core::option::Option::Some(#ctx);
+                #object
+                #(#fields)*
             }
-            ::core::result::Result::Err(#error) => ::core::result::Result::Err(
-                (&&#krate::__private::Tag::of(&#error)).__tool_error_tag().convert(::core::convert::identity(#error)),
-            ),
         }
-    };
-    // Fitted to the output shape `output_shape` generates for the same return type.
-    let convert = match &tool.func.sig.output {
-        ReturnType::Default => convert,
-        ReturnType::Type(..) => quote! {
-            #private::fit_output(#convert, Self::__tool_output_shape())
+        InputShape::Struct(_) => quote! {
+            let #args: #input_ty = #parsed;
         },
     };
     quote! {
         #parse
         #(#prelude)*
-        let #ret = #fn_ident(#(#call_args),*).await;
-        #convert
+        ::core::result::Result::Ok(__TOOL_SPEC.finish(
+            #fn_ident(#(#call_args),*),
+            Self::__tool_convert,
+        ))
     }
 }
 
-/// Code that builds a template's text from the JSON input.
-pub fn render(template: &Template, krate: &TokenStream) -> TokenStream {
-    let (text, input) = (local("__tool_text"), local("__tool_input"));
-    let pushes = template.pieces.iter().map(|piece| match piece {
-        Piece::Text(piece) => quote!(#text.push_str(#piece);),
-        Piece::Arg { json, .. } => {
-            quote!(#krate::__private::render_arg(&mut #text, #input, #json);)
+/// `fn __tool_convert(value: <the fn's return type>) -> ToolResult`: a named fn, not a
+/// closure (a closure made a fn pointer compiles a shim besides). The return type can be
+/// written as the parameter's: `check` refused `impl Trait`, lifetime parameters and
+/// receivers, and an elided lifetime is a fresh one in that position.
+pub fn convert_fn(tool: &ToolFn, krate: &TokenStream) -> TokenStream {
+    let fn_ident = &tool.func.sig.ident;
+    let (return_span, return_ty) = match &tool.func.sig.output {
+        ReturnType::Default => (fn_ident.span(), quote!(())),
+        ReturnType::Type(_, ty) => (ty.span(), quote!(#ty)),
+    };
+    let (ret, value, error) = (
+        local_at("__tool_return", return_span),
+        local_at("__tool_value", return_span),
+        local_at("__tool_error", return_span),
+    );
+    // `identity(x)` rather than `x`: the compiler reports an unsatisfied bound at the argument,
+    // and a hygienic local is reported at the macro call whatever its location; the call
+    // expression carries the return type's span, so the error points there.
+    let convert = quote_spanned! {return_span=>
+        match (&&__tool_private::Tag::of(&#ret)).__tool_return_tag().split(#ret) {
+            ::core::result::Result::Ok(#value) => {
+                (&&__tool_private::Tag::of(&#value)).__tool_output_tag().convert(::core::convert::identity(#value))
+            }
+            ::core::result::Result::Err(#error) => ::core::result::Result::Err(
+                (&&__tool_private::Tag::of(&#error)).__tool_error_tag().convert(::core::convert::identity(#error)),
+            ),
         }
-    });
+    };
+    // A tool returning `()` passes it to `identity`; a plain value's error is `Infallible`,
+    // whose arm is unreachable; the probes borrow the value whatever its type (`&&str` for a
+    // `&'static str`).
     quote! {
-        let mut #text = ::std::string::String::new();
-        #(#pushes)*
-        #text
+        #[doc(hidden)]
+        #[allow(clippy::unit_arg, clippy::needless_borrow, unreachable_code)]
+        fn __tool_convert(#ret: #return_ty) -> #krate::ToolResult {
+            #convert
+        }
     }
 }
 
 /// Checks the compiler makes on our behalf, each pointing at the user's tokens.
-pub fn assertions(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
-    let private = quote!(#krate::__private);
+pub fn assertions(tool: &ToolFn, plan: &Plan) -> TokenStream {
+    let private = quote!(__tool_private);
     let mut checks = Vec::new();
     for param in &tool.params {
         let ty = &param.ty;

@@ -6,7 +6,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident, Lit};
 
-use super::{allow_unknown_fields, local};
+use super::{allow_unknown_fields, local, try_ok};
 use crate::attr::{DefaultExpr, Param, ParamKind, ToolFn, is_data, unraw};
 
 /// `struct ReadToolInput { ... }` for the parameter form, and its impls (to go where the
@@ -28,7 +28,7 @@ pub fn input_struct(
     struct_ident: &Ident,
     krate: &TokenStream,
 ) -> (TokenStream, TokenStream) {
-    let private = quote!(#krate::__private);
+    let private = quote!(__tool_private);
     let vis = &tool.func.vis;
     let doc = format!("The input of [`{struct_ident}`]: the arguments the model sends.");
     let mut fields = Vec::new();
@@ -50,11 +50,12 @@ pub fn input_struct(
             }
             ParamKind::Input => continue,
         }
-        let field = Field::new(param, ident, krate);
+        let field = Field::new(param, ident);
         takes.push(field.take());
         names.push(field.name_entry());
         specs.push(field.spec());
         defaults.extend(field.default_fn());
+        defaults.extend(field.default_json_fn());
         let (name, ty, doc) = (&param.ident, &param.ty, field.doc);
         let doc = doc.map(|doc| quote!(#[doc = #doc]));
         fields.push(quote! {
@@ -78,6 +79,35 @@ pub fn input_struct(
     (definition, input_impls(tool, ident, &doc, parts, krate))
 }
 
+/// `let mut __tool_object = <the input's object>?;`: unknown keys refused unless allowed.
+fn object_binding(type_name: &str, names: &[TokenStream], deny: bool) -> TokenStream {
+    let (input, object) = (local("__tool_input"), local("__tool_object"));
+    let object_of = try_ok(quote! {
+        __tool_private::input_object(#input, #type_name, &[#(#names),*], #deny)
+    });
+    quote! {
+        #[allow(unused_mut)]
+        let mut #object = #object_of;
+    }
+}
+
+/// The arguments read straight out of the input, for `__tool_start` (which so needs no
+/// parameter struct built and taken apart again): the object's binding, then each by-value
+/// parameter's read (`?` included), in order; `ctx` is an `Option<&ToolContext>` local.
+pub fn read_args(tool: &ToolFn, ident: &Ident, ctx: &Ident) -> (TokenStream, Vec<TokenStream>) {
+    let mut names = Vec::new();
+    let mut reads = Vec::new();
+    for param in &tool.params {
+        if let ParamKind::Arg { .. } = param.kind {
+            let field = Field::new(param, ident);
+            names.push(field.name_entry());
+            reads.push(field.take_expr(ctx));
+        }
+    }
+    let binding = object_binding(&ident.to_string(), &names, !allow_unknown_fields(tool));
+    (binding, reads)
+}
+
 /// What the fields contribute to [`input_impls`].
 struct Parts {
     names: Vec<TokenStream>,
@@ -95,7 +125,7 @@ fn input_impls(
     parts: Parts,
     krate: &TokenStream,
 ) -> TokenStream {
-    let private = quote!(#krate::__private);
+    let private = quote!(__tool_private);
     let Parts {
         names,
         takes,
@@ -107,26 +137,27 @@ fn input_impls(
     let deny = !allow_unknown_fields(tool);
     let name = ident.to_string();
     let count = specs.len();
-    let (input, object, deserializer, ctx) = (
+    let (input, deserializer, ctx) = (
         local("__tool_input"),
-        local("__tool_object"),
         local("__tool_deserializer"),
         local("__tool_ctx"),
     );
     // Parsed field by field through shared helpers (generic only in each field's type), not
     // by a derive: serde's would compile its visitor and field enum once per tool.
+    let object_binding = object_binding(&name, &names, deny);
     quote! {
         impl #ident {
             /// Reads the input the model sent: an object with these fields. Injected fields
             /// come from `ctx`.
+            // `#[inline]`: compiled only where it is used (the `Deserialize` impl, `validate`);
+            // a call reads its arguments in `__tool_start`.
             #[doc(hidden)]
+            #[inline]
             fn __tool_parse(
                 #input: #private::serde_json::Value,
                 #ctx: ::core::option::Option<&#krate::ToolContext>,
             ) -> ::core::result::Result<Self, #krate::ToolError> {
-                #[allow(unused_mut)]
-                let mut #object =
-                    #private::input_object(#input, #name, &[#(#names),*], #deny)?;
+                #object_binding
                 ::core::result::Result::Ok(Self { #(#takes),* })
             }
 
@@ -189,7 +220,7 @@ struct Field<'a> {
 }
 
 impl<'a> Field<'a> {
-    fn new(param: &'a Param, input_ident: &'a Ident, krate: &TokenStream) -> Self {
+    fn new(param: &'a Param, input_ident: &'a Ident) -> Self {
         let ParamKind::Arg { doc, options, attr } = &param.kind else {
             unreachable!("only by-value parameters are fields");
         };
@@ -201,7 +232,7 @@ impl<'a> Field<'a> {
         Field {
             param,
             input_ident,
-            private: quote!(#krate::__private),
+            private: quote!(__tool_private),
             name,
             doc: doc.as_ref(),
             options,
@@ -224,40 +255,82 @@ impl<'a> Field<'a> {
 
     /// `field: <read from the input or the context>?`.
     fn take(&self) -> TokenStream {
-        let (field, ty, name) = (&self.param.ident, &self.param.ty, &self.name);
+        let field = &self.param.ident;
+        let take = self.take_expr(&local("__tool_ctx"));
+        quote!(#field: #take)
+    }
+
+    /// `<read from the input or the context>?`, with `ctx` the context if there is one.
+    fn take_expr(&self, ctx: &Ident) -> TokenStream {
+        let (ty, name) = (&self.param.ty, &self.name);
         let probe = self.probe();
-        let (object, ctx) = (local("__tool_object"), local("__tool_ctx"));
+        let object = local("__tool_object");
         let input_ident = self.input_ident;
         // At the type, so that an argument that is not `Deserialize` is reported there alone.
         let take = quote_spanned!(ty.span()=> take);
         let take_or = quote_spanned!(ty.span()=> take_or);
-        match &self.options.default {
+        let read = match &self.options.default {
             None => quote! {
-                #field: #probe.#take::<#ty>(&mut #object, #name, #ctx)?
+                #probe.#take::<#ty>(&mut #object, #name, #ctx)
             },
             Some(darling::util::Override::Inherit) => quote! {
-                #field: #probe.#take_or::<#ty>(
+                #probe.#take_or::<#ty>(
                     &mut #object,
                     #name,
                     <#ty as ::core::default::Default>::default,
                     #ctx,
-                )?
+                )
             },
             Some(darling::util::Override::Explicit(_)) => {
                 let default_fn = self.default_fn_ident();
                 quote! {
-                    #field: #probe.#take_or::<#ty>(
+                    #probe.#take_or::<#ty>(
                         &mut #object, #name, #input_ident::#default_fn, #ctx,
-                    )?
+                    )
                 }
             }
-        }
+        };
+        try_ok(read)
     }
 
     /// Its entry in the list of property names (none if injected).
     fn name_entry(&self) -> TokenStream {
-        let (probe, name) = (self.probe(), &self.name);
-        quote!(#probe.name(#name))
+        let name = &self.name;
+        match is_data(&self.param.ty) {
+            true => quote!(::core::option::Option::Some(#name)),
+            false => {
+                let probe = self.probe();
+                quote!(#probe.name(#name))
+            }
+        }
+    }
+
+    fn default_json_fn_ident(&self) -> Ident {
+        format_ident!("__tool_default_json_{}", unraw(&self.param.ident))
+    }
+
+    /// `fn __tool_default_json_x() -> Option<Value>` for `#[arg(default)]`: the default in
+    /// the schema, when it is `Serialize`. A named fn: a closure made a fn pointer compiles a
+    /// shim besides.
+    fn default_json_fn(&self) -> Option<TokenStream> {
+        let private = &self.private;
+        let value = match self.options.default.as_ref()? {
+            darling::util::Override::Inherit => {
+                let ty = &self.param.ty;
+                quote!(<#ty as ::core::default::Default>::default())
+            }
+            darling::util::Override::Explicit(_) => {
+                let default_fn = self.default_fn_ident();
+                quote!(Self::#default_fn())
+            }
+        };
+        let json_fn = self.default_json_fn_ident();
+        Some(quote! {
+            #[doc(hidden)]
+            fn #json_fn() -> ::core::option::Option<#private::serde_json::Value> {
+                #private::schemars::_schemars_maybe_to_value!(#value)
+            }
+        })
     }
 
     /// `fn __tool_default_x() -> T` for `#[arg(default = expr)]`.
@@ -281,37 +354,21 @@ impl<'a> Field<'a> {
         let (private, ty, name) = (&self.private, &self.param.ty, &self.name);
         let input_ident = self.input_ident;
         // Title and description as schemars' derive takes them from `#[doc = ...]`: one
-        // leading space dropped, then split by its (const) rule.
-        let split = |part| {
-            let doc = self
-                .doc
-                .map(|doc| doc.strip_prefix(' ').unwrap_or(doc.as_str()));
-            match doc {
-                Some(doc) => quote!({
-                    const PART: &str =
-                        #private::schemars::_private::get_title_and_description(#doc).#part;
-                    PART
-                }),
-                None => quote!(""),
-            }
-        };
-        let title = split(syn::Index::from(0));
+        // leading space dropped, then split by its rule, here rather than by its const fn
+        // (evaluated twice a field by the compiler's interpreter).
+        let (title, doc_description) = self
+            .doc
+            .map(|doc| title_and_description(doc.strip_prefix(' ').unwrap_or(doc.as_str())))
+            .unwrap_or_default();
         let description = match &self.options.description {
             Some(description) => quote!(#description),
-            None => split(syn::Index::from(1)),
+            None => quote!(#doc_description),
         };
         let default = match &self.options.default {
             None => quote!(::core::option::Option::None),
-            Some(darling::util::Override::Inherit) => quote!(::core::option::Option::Some(|| {
-                #private::schemars::_schemars_maybe_to_value!(
-                    <#ty as ::core::default::Default>::default()
-                )
-            })),
-            Some(darling::util::Override::Explicit(_)) => {
-                let default_fn = self.default_fn_ident();
-                quote!(::core::option::Option::Some(|| {
-                    #private::schemars::_schemars_maybe_to_value!(#input_ident::#default_fn())
-                }))
+            Some(_) => {
+                let json_fn = self.default_json_fn_ident();
+                quote!(::core::option::Option::Some(#input_ident::#json_fn))
             }
         };
         // The probes are checked where they are used: one look-up of each per field.
@@ -319,6 +376,25 @@ impl<'a> Field<'a> {
         let checked = quote_spanned! {ty.span()=>
             #param.assert_schema::<#ty, _>(#schema);
         };
+        let field = quote! {
+            #private::FieldSchema {
+                name: #name,
+                title: #title,
+                description: #description,
+                fns: #schema.fns::<#ty>(),
+                default: #default,
+            }
+        };
+        // A std type is an argument, without a probe (see `probe`): `#[arg]` applies to it,
+        // and its entry is an argument's.
+        if is_data(ty) {
+            return quote! {{
+                let #param = #private::ArgTag;
+                let #schema = (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag();
+                #checked
+                #private::ParamSpec::Arg(#field)
+            }};
+        }
         let attr_checked = self.attr.map(|span| {
             quote_spanned! {span=>
                 #private::assert_arg_attribute::<#ty, _>(#param);
@@ -330,15 +406,24 @@ impl<'a> Field<'a> {
             let #schema = (&&#private::Tag::<#ty>::of_type()).__tool_schema_tag();
             #checked
             #attr_checked
-            #param.spec::<#ty>(#private::FieldSchema {
-                name: #name,
-                title: #title,
-                description: #description,
-                fns: #schema.fns::<#ty>(),
-                default: #default,
-            })
+            #param.spec::<#ty>(#field)
         }}
     }
+}
+
+/// schemars' `_private::get_title_and_description`: a doc comment whose first line is a
+/// markdown heading (`# Title`) is that title and the rest; any other is all description.
+fn title_and_description(doc: &str) -> (&str, &str) {
+    let doc = doc.trim_matches(|c: char| c.is_ascii_whitespace());
+    if !doc.starts_with('#') {
+        return ("", doc);
+    }
+    let end = doc.find('\n').unwrap_or(doc.len());
+    let title = doc[..end]
+        .trim_start_matches('#')
+        .trim_matches(|c: char| c.is_ascii_whitespace());
+    let description = doc[end..].trim_matches(|c: char| c.is_ascii_whitespace());
+    (title, description)
 }
 
 /// A default expression as a value of the field's type: string literals become `String`s.
@@ -348,5 +433,30 @@ fn default_value(expr: &Expr) -> TokenStream {
             quote!(::core::convert::Into::into(#expr))
         }
         _ => quote!(#expr),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::title_and_description;
+
+    #[test]
+    fn a_doc_splits_as_schemars_splits_it() {
+        // Cases of schemars' own rule (`_private::rustdoc`): only a leading `#` makes a title.
+        let cases = [
+            ("The path to look at.", ("", "The path to look at.")),
+            ("  Padded.\n", ("", "Padded.")),
+            (
+                "# Title\nThe rest,\n\nin two paragraphs.",
+                ("Title", "The rest,\n\nin two paragraphs."),
+            ),
+            ("## Only a title", ("Only a title", "")),
+            ("#Tight\n  body  ", ("Tight", "body")),
+            ("Not # a title", ("", "Not # a title")),
+            ("", ("", "")),
+        ];
+        for (doc, expected) in cases {
+            assert_eq!(title_and_description(doc), expected, "doc: {doc:?}");
+        }
     }
 }

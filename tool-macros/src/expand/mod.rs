@@ -1,20 +1,23 @@
 //! Stage 3: turn a checked model into code.
 //!
-//! `mod.rs` writes the tool struct and its `Tool` impl, `input` the parameter struct and its
-//! schema, `call` the body of `Tool::call`, `fallback` the stand-in emitted when the
-//! attribute has errors.
+//! `mod.rs` writes the tool struct and the fns that must know the tool's types (input schema,
+//! output shape, required state, validation, and `__tool_start`, which starts a call), `spec`
+//! the `static ToolSpec` table of the tool and its `Tool` impl that reads it, `input` the
+//! parameter struct and its schema, `call` the body of `__tool_start`, `fallback` the
+//! stand-in emitted when the attribute has errors.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, ItemFn, Type};
 
-use crate::attr::{ActsOnArg, Hint, ParamKind, ToolFn, is_data, unraw};
+use crate::attr::{ParamKind, ToolFn, is_data, unraw};
 use crate::check::{InputShape, Plan};
 
 mod call;
 mod fallback;
 mod input;
+mod spec;
 
 pub use fallback::fallback;
 
@@ -32,32 +35,50 @@ fn local_at(name: &str, span: Span) -> Ident {
     Ident::new(name, Span::mixed_site().located_at(span))
 }
 
+/// What `expr?` does where the error is a `ToolError` already, without the two generic calls
+/// into `Try` a debug build makes for each `?`.
+fn try_ok(expr: TokenStream) -> TokenStream {
+    let (value, error) = (local("__tool_ok"), local("__tool_err"));
+    quote! {
+        match #expr {
+            ::core::result::Result::Ok(#value) => #value,
+            ::core::result::Result::Err(#error) => return ::core::result::Result::Err(#error),
+        }
+    }
+}
+
 /// Everything generated for one tool, after the fn itself.
 pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
     let func = &tool.func;
     let vis = &func.vis;
     let fn_ident = &func.sig.ident;
     let struct_ident = Ident::new(&plan.struct_name, fn_ident.span());
-    let private = quote!(#krate::__private);
+    let private = quote!(__tool_private);
 
     let (input_ty, input_struct, input_impls, input_schema) =
         input_parts(tool, plan, &struct_ident, krate);
 
     let name = &plan.name;
-    let description = &plan.description;
     let struct_doc = format!(
         "The `{name}` tool: implements [`Tool`]({krate_doc}::Tool) by calling [`{fn_ident}`].",
         krate_doc = krate.to_string().replace(' ', "")
     );
 
-    let call = call::call_body(tool, plan, &input_ty, krate);
-    let (output_shape, output_schema) = crate::output::output_shape(tool, &struct_ident, krate);
-    let methods = optional_methods(tool, plan, &input_ty, krate);
-    let annotations = annotations(tool, krate);
-    let read_only = tool.args.read_only.is_some_and(|hint| hint.value);
+    let start = call::start_body(tool, plan, &input_ty);
+    let convert = call::convert_fn(tool, krate);
+    let output_shape = crate::output::output_shape(tool);
+    let required_state = required_state(tool, plan, &input_ty, krate);
+    let validate = validate(tool, plan, &input_ty, krate);
+    let fns = spec::Fns {
+        output_shape: output_shape.is_some(),
+        required_state: required_state.is_some(),
+        validate: validate.is_some(),
+    };
+    let table = spec::table(tool, plan, &struct_ident, &fns, krate);
+    let tool_impl = spec::tool_impl(&struct_ident);
     let (input, ctx) = (local("__tool_input"), local("__tool_ctx"));
-    let assertions = call::assertions(tool, plan, krate);
-    let registration = registration(tool, plan, &struct_ident, krate);
+    let assertions = call::assertions(tool, plan);
+    let registration = registration(tool, plan);
 
     quote! {
         #[doc = #struct_doc]
@@ -68,52 +89,44 @@ pub fn expand(tool: &ToolFn, plan: &Plan, krate: &TokenStream) -> TokenStream {
 
         #[allow(non_local_definitions)]
         const _: () = {
+            // One short name for the support code, at every use below: less to emit and parse.
+            use #krate::__private as __tool_private;
             #[allow(unused_imports)]
             use #private::{ViaDisplay as _, ViaPlain as _, ViaResult as _, ViaSerialize as _,
                 ViaToolError as _, ViaToolOutput as _, ViaJsonSchema as _, ViaNoSchema as _,
                 ViaJsonReturn as _, ViaPlainReturn as _, ViaInjected as _, ViaArgument as _};
 
             #input_impls
-            #output_shape
 
-            impl #krate::Tool for #struct_ident {
-                fn name(&self) -> &str {
-                    #name
+            // Named fns, not closures: a closure made a fn pointer compiles a shim besides.
+            impl #struct_ident {
+                #[doc(hidden)]
+                fn __tool_input_schema() -> #private::serde_json::Value {
+                    #input_schema
                 }
 
-                fn description(&self) -> &str {
-                    #description
-                }
+                #output_shape
+                #required_state
+                #validate
 
-                fn input_schema(&self) -> &#private::serde_json::Value {
-                    static SCHEMA: ::std::sync::OnceLock<#private::serde_json::Value> =
-                        ::std::sync::OnceLock::new();
-                    #private::schema_once(&SCHEMA, || #input_schema)
-                }
+                #convert
 
-                #output_schema
-
-                fn annotations(&self) -> #krate::ToolAnnotations {
-                    #annotations
-                }
-
-                fn is_read_only(&self) -> bool {
-                    #read_only
-                }
-
-                #methods
-
-                // A tool returning `()` passes it to `identity` (see `call_body`).
-                #[allow(clippy::unit_arg)]
-                fn call<'__tool>(
-                    &'__tool self,
+                /// Reads the arguments and takes the injected values, then returns the fn's
+                /// future in the one call future all tools share (`__private::Finish`).
+                #[doc(hidden)]
+                fn __tool_start<'__tool>(
                     #input: #private::serde_json::Value,
                     #ctx: &'__tool #krate::ToolContext,
-                ) -> #krate::BoxFuture<'__tool, #krate::ToolResult> {
-                    ::std::boxed::Box::pin(async move { #call })
+                ) -> ::core::result::Result<
+                    #krate::BoxFuture<'__tool, #krate::ToolResult>,
+                    #krate::ToolError,
+                > {
+                    #start
                 }
             }
 
+            #table
+            #tool_impl
             #assertions
             #registration
         };
@@ -128,7 +141,7 @@ fn input_parts(
     struct_ident: &Ident,
     krate: &TokenStream,
 ) -> (TokenStream, TokenStream, TokenStream, TokenStream) {
-    let private = quote!(#krate::__private);
+    let private = quote!(__tool_private);
     match plan.input {
         InputShape::Params => {
             let ident = format_ident!("{}Input", struct_ident);
@@ -156,79 +169,6 @@ fn input_parts(
     }
 }
 
-/// The `Tool` methods whose defaults a key of `#[tool(...)]` (or a parameter) overrides.
-fn optional_methods(
-    tool: &ToolFn,
-    plan: &Plan,
-    input_ty: &TokenStream,
-    krate: &TokenStream,
-) -> TokenStream {
-    let private = quote!(#krate::__private);
-    let timeout = plan.timeout_ms.map(|ms| {
-        quote! {
-            fn timeout(&self) -> ::core::option::Option<::core::time::Duration> {
-                ::core::option::Option::Some(::core::time::Duration::from_millis(#ms))
-            }
-        }
-    });
-    let acts_on = tool.args.acts_on.as_ref().map(|acts_on| {
-        let value = match acts_on {
-            ActsOnArg::AgentState => quote!(#krate::ActsOn::AgentState),
-            ActsOnArg::Reads(field) => quote!(#krate::ActsOn::ReadsPath(#field)),
-            ActsOnArg::Writes(field) => quote!(#krate::ActsOn::WritesPath(#field)),
-            ActsOnArg::Shell(field) => quote!(#krate::ActsOn::ShellCommand(#field)),
-            ActsOnArg::Url(field) => quote!(#krate::ActsOn::FetchesUrl(#field)),
-        };
-        quote! {
-            fn acts_on(&self) -> #krate::ActsOn {
-                #value
-            }
-        }
-    });
-    let category = tool.args.category.as_ref().map(|category| {
-        quote! {
-            fn category(&self) -> ::core::option::Option<&str> {
-                ::core::option::Option::Some(#category)
-            }
-        }
-    });
-    let required_state = required_state(tool, plan, input_ty, krate);
-    let validate = validate(tool, plan, input_ty, krate);
-    let input = local("__tool_input");
-    let display_title = plan.title.as_ref().map(|title| {
-        let render = call::render(title, krate);
-        quote! {
-            fn display_title(&self, #input: &#private::serde_json::Value) -> ::std::string::String {
-                #render
-            }
-        }
-    });
-    let permission_prompt = plan.permission.as_ref().map(|permission| {
-        let render = call::render(permission, krate);
-        quote! {
-            fn permission_prompt(
-                &self,
-                #input: &#private::serde_json::Value,
-            ) -> #krate::PermissionPrompt {
-                #krate::PermissionPrompt {
-                    title: { #render },
-                    summary: ::core::option::Option::None,
-                    content: ::core::clone::Clone::clone(#input),
-                }
-            }
-        }
-    });
-    quote! {
-        #timeout
-        #acts_on
-        #category
-        #required_state
-        #validate
-        #display_title
-        #permission_prompt
-    }
-}
-
 /// `Tool::required_state`: what the injected parameters' extractors need. Which parameters
 /// are injected is only known to the type checker, so the parameter table says.
 fn required_state(
@@ -237,7 +177,7 @@ fn required_state(
     input_ty: &TokenStream,
     krate: &TokenStream,
 ) -> Option<TokenStream> {
-    let private = quote!(#krate::__private);
+    let private = quote!(__tool_private);
     let requirements = match plan.input {
         // Arguments of std data types need no state: only other types may be extractors.
         InputShape::Params
@@ -271,7 +211,8 @@ fn required_state(
         }
     };
     Some(quote! {
-        fn required_state(&self) -> ::std::vec::Vec<#krate::StateRequirement> {
+        #[doc(hidden)]
+        fn __tool_required_state() -> ::std::vec::Vec<#krate::StateRequirement> {
             #requirements
         }
     })
@@ -284,7 +225,7 @@ fn validate(
     input_ty: &TokenStream,
     krate: &TokenStream,
 ) -> Option<TokenStream> {
-    let private = quote!(#krate::__private);
+    let private = quote!(__tool_private);
     let path = tool.args.validate.as_ref()?;
     let span = path.span();
     let (input, ctx) = (local_at("__tool_input", span), local_at("__tool_ctx", span));
@@ -303,8 +244,8 @@ fn validate(
         InputShape::Struct(_) => quote!(#private::parse_input_ref(#input)?),
     };
     Some(quote_spanned! {span=>
-        fn validate_input<'__tool>(
-            &'__tool self,
+        #[doc(hidden)]
+        fn __tool_validate<'__tool>(
             #input: &'__tool #private::serde_json::Value,
             #ctx: &'__tool #krate::ToolContext,
         ) -> #krate::BoxFuture<'__tool, ::core::result::Result<(), #krate::ToolError>> {
@@ -322,35 +263,24 @@ fn validate(
 }
 
 /// The tool's entry in the global registry, unless `register = false`.
-fn registration(
-    tool: &ToolFn,
-    plan: &Plan,
-    struct_ident: &Ident,
-    krate: &TokenStream,
-) -> Option<TokenStream> {
+fn registration(tool: &ToolFn, plan: &Plan) -> Option<TokenStream> {
     if !tool.args.register.is_none_or(|hint| hint.value) {
         return None;
     }
-    let private = quote!(#krate::__private);
+    let private = quote!(__tool_private);
     let name = &plan.name;
     let fn_name = unraw(&tool.func.sig.ident);
-    // In a block of its own, so that `__tool_make` cannot shadow a user's fn of that name in
-    // the code around it.
+    // The table, not a constructor: the registry makes every `#[tool]` the one `SpecTool`.
     Some(quote! {
-        const _: () = {
-            fn __tool_make() -> ::std::sync::Arc<dyn #krate::Tool> {
-                ::std::sync::Arc::new(#struct_ident)
-            }
-            #private::inventory::submit! {
-                #private::ToolRegistration::new(
-                    #name,
-                    ::core::concat!(::core::module_path!(), "::", #fn_name),
-                    ::core::file!(),
-                    ::core::line!(),
-                    __tool_make,
-                )
-            }
-        };
+        #private::inventory::submit! {
+            #private::ToolRegistration::from_spec(
+                #name,
+                ::core::concat!(::core::module_path!(), "::", #fn_name),
+                ::core::file!(),
+                ::core::line!(),
+                &__TOOL_SPEC,
+            )
+        }
     })
 }
 
@@ -359,29 +289,6 @@ fn allow_unknown_fields(tool: &ToolFn) -> bool {
     tool.args
         .allow_unknown_fields
         .is_some_and(|hint| hint.value)
-}
-
-fn annotations(tool: &ToolFn, krate: &TokenStream) -> TokenStream {
-    let hint = |hint: Option<Hint>| match hint {
-        Some(hint) => {
-            let value = hint.value;
-            quote!(::core::option::Option::Some(#value))
-        }
-        None => quote!(::core::option::Option::None),
-    };
-    let read_only = hint(tool.args.read_only);
-    let destructive = hint(tool.args.destructive);
-    let idempotent = hint(tool.args.idempotent);
-    let open_world = hint(tool.args.open_world);
-    quote! {
-        #krate::ToolAnnotations {
-            read_only: #read_only,
-            destructive: #destructive,
-            idempotent: #idempotent,
-            open_world: #open_world,
-            ..::core::default::Default::default()
-        }
-    }
 }
 
 /// The fn as the user wrote it, for the error path too.

@@ -28,11 +28,13 @@ mod convert;
 mod inject;
 mod input;
 mod schema;
+mod spec;
 
 pub use convert::*;
 pub use inject::*;
 pub use input::*;
 pub use schema::*;
+pub use spec::*;
 
 /// Appends one argument of a `title`/`permission` template: strings as they are, absent or
 /// null as nothing, anything else as compact JSON.
