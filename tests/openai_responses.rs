@@ -270,7 +270,10 @@ async fn an_overloaded_server_is_retried_then_falls_back() {
     };
     assert_eq!(*status, 503);
     // OpenAI's own message, naming OpenAI.
-    assert_eq!(message, "OpenAI: The server is overloaded or not ready yet.");
+    assert_eq!(
+        message,
+        "OpenAI: The server is overloaded or not ready yet."
+    );
 }
 
 /// `context_length_exceeded` is a prompt too long: one compaction, and the request again.
