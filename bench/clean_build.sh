@@ -29,13 +29,14 @@ done
 results="$out/times.tsv"
 : >"$results"
 build() { # side round
-  local side="$1" round="$2" target="$work/target-$1-$2" start end
+  local side="$1" round="$2" target="$work/target-$1-$2" clock="$work/time-$1-$2"
   echo "== round $round: $side (${commit[$side]})" >&2
-  start="$(date +%s.%N)"
+  # Wall time, and the CPU time (user + system), which other load on the machine disturbs less.
   (cd "$work/src-$side" && CARGO_INCREMENTAL=0 CARGO_TARGET_DIR="$target" nice -n 10 \
+    /usr/bin/time -f "%e %U %S" -o "$clock" \
     cargo build --quiet --offline --locked --timings -p examples --example coder)
-  end="$(date +%s.%N)"
-  printf '%s\t%s\t%s\n' "$side" "$round" "$(echo "$end - $start" | bc)" >>"$results"
+  read -r wall user sys <"$clock"
+  printf '%s\t%s\t%s\t%s\n' "$side" "$round" "$wall" "$(echo "$user + $sys" | bc)" >>"$results"
   cp "$target"/cargo-timings/cargo-timing.html "$out/timing-$side-$round.html"
   rm -rf "$target"
 }
@@ -48,15 +49,19 @@ python3 - "$out" "${commit[before]}" "${commit[after]}" <<'EOF'
 import json, re, statistics, sys
 out, before, after = sys.argv[1:]
 times = {"before": [], "after": []}
+cpu = {"before": [], "after": []}
 for line in open(f"{out}/times.tsv"):
-    side, _, secs = line.split("\t")
+    side, _, secs, cpu_secs = line.split("\t")
     times[side].append(float(secs))
+    cpu[side].append(float(cpu_secs))
 med = {side: statistics.median(ts) for side, ts in times.items()}
-print(f"| revision | commit | clean build of the coder example (s), each run | median | ratio |")
-print("|---|---|---|---|---|")
+cpu_med = {side: statistics.median(ts) for side, ts in cpu.items()}
+print("| revision | commit | wall (s), each run | median | ratio | CPU (s), median | ratio |")
+print("|---|---|---|---|---|---|---|")
 for side, rev in (("before", before), ("after", after)):
     runs = ", ".join(f"{t:.0f}" for t in times[side])
-    print(f"| {side} | {rev} | {runs} | {med[side]:.0f} | {med[side] / med['before']:.2f}x |")
+    print(f"| {side} | {rev} | {runs} | {med[side]:.0f} | {med[side] / med['before']:.2f}x "
+          f"| {cpu_med[side]:.0f} | {cpu_med[side] / cpu_med['before']:.2f}x |")
 print()
 # The longest units of the first round's builds, from the timing page's UNIT_DATA.
 for side in ("before", "after"):
