@@ -13,6 +13,7 @@ use tool_sdk::agent::{Agent, AgentConfig};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::gemini::GeminiModel;
 use tool_sdk::model::openai::OpenAiModel;
+use tool_sdk::model::openai_responses::OpenAiResponsesModel;
 use tool_sdk::model::{Message, Model, ModelEvent, ModelRequest};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -58,6 +59,17 @@ pub const CLIENTS: &[Client] = &[
         },
         text: openai_text,
         call: openai_call,
+    },
+    Client {
+        name: "openai-responses",
+        path: "/v1/responses",
+        model: |uri| {
+            Arc::new(
+                OpenAiResponsesModel::new("gpt-5", "bench-key").with_base_url(format!("{uri}/v1")),
+            )
+        },
+        text: responses_text,
+        call: responses_call,
     },
     Client {
         name: "gemini",
@@ -211,6 +223,79 @@ fn gemini_call(_id: &str) -> String {
     gemini_chunk(
         json!([{"functionCall": {"name": "add", "args": {"a": 1, "b": 2}}}]),
         Some("STOP"),
+    )
+}
+
+fn responses_event(event: Value) -> String {
+    let name = event["type"].as_str().unwrap_or_default().to_owned();
+    sse(Some(&name), &event)
+}
+
+/// A whole Responses stream: created, the items' events, completed with the items and usage.
+fn responses_turn(events: impl FnOnce(&mut String), output: Value) -> String {
+    let response = |status: &str, output: Value| {
+        json!({"id": "resp_bench", "object": "response", "status": status, "model": "gpt-5",
+            "output": output, "usage": {"input_tokens": 100, "output_tokens": 50,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0}}})
+    };
+    let mut body = responses_event(
+        json!({"type": "response.created", "response": response("in_progress", json!([]))}),
+    );
+    events(&mut body);
+    body.push_str(&responses_event(
+        json!({"type": "response.completed", "response": response("completed", output)}),
+    ));
+    body
+}
+
+fn responses_text(n: usize) -> String {
+    let item = |text: &str| {
+        json!({"id": "msg_bench", "type": "message", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    };
+    responses_turn(
+        |body| {
+            body.push_str(&responses_event(
+                json!({"type": "response.output_item.added",
+                "output_index": 0, "item": {"id": "msg_bench", "type": "message",
+                "status": "in_progress", "role": "assistant", "content": []}}),
+            ));
+            let delta = responses_event(json!({"type": "response.output_text.delta",
+                "item_id": "msg_bench", "output_index": 0, "content_index": 0,
+                "delta": "word "}));
+            for _ in 0..n {
+                body.push_str(&delta);
+            }
+            body.push_str(&responses_event(
+                json!({"type": "response.output_item.done",
+                "output_index": 0, "item": item(&"word ".repeat(n))}),
+            ));
+        },
+        json!([item(&"word ".repeat(n))]),
+    )
+}
+
+fn responses_call(id: &str) -> String {
+    let item = json!({"id": "fc_bench", "type": "function_call", "status": "completed",
+        "call_id": id, "name": "add", "arguments": "{\"a\":1,\"b\":2}"});
+    let added = json!({"id": "fc_bench", "type": "function_call", "status": "in_progress",
+        "call_id": id, "name": "add", "arguments": ""});
+    responses_turn(
+        |body| {
+            body.push_str(&responses_event(
+                json!({"type": "response.output_item.added",
+                "output_index": 0, "item": added}),
+            ));
+            body.push_str(&responses_event(json!({"type":
+                "response.function_call_arguments.delta", "item_id": "fc_bench",
+                "output_index": 0, "delta": "{\"a\":1,\"b\":2}"})));
+            body.push_str(&responses_event(
+                json!({"type": "response.output_item.done",
+                "output_index": 0, "item": item.clone()}),
+            ));
+        },
+        json!([item]),
     )
 }
 
