@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use serde_json::{Value, json};
+use tests::script::Script;
 use tool_sdk::agent::{Agent, AgentConfig, AgentEvent, CompactDecision, CompactRequest, RunResult};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::openai::OpenAiModel;
@@ -28,27 +29,11 @@ async fn fetch(page: String) -> String {
     line.repeat(RESULT_CHARS / line.len() + 1)[..RESULT_CHARS].to_owned()
 }
 
-/// Answers the scripted responses in order; the last one again when the script runs out.
-struct Script {
-    responses: Vec<ResponseTemplate>,
-    next: AtomicUsize,
-}
-
-impl Respond for Script {
-    fn respond(&self, _: &Request) -> ResponseTemplate {
-        let index = self.next.fetch_add(1, Ordering::SeqCst);
-        self.responses[index.min(self.responses.len() - 1)].clone()
-    }
-}
-
 async fn server(responses: Vec<ResponseTemplate>) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
-        .respond_with(Script {
-            responses,
-            next: AtomicUsize::new(0),
-        })
+        .respond_with(Script::new(responses))
         .mount(&server)
         .await;
     server

@@ -5,11 +5,11 @@
 //! do not switch.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
+use tests::script::Script;
 use tool_sdk::ToolRegistry;
 use tool_sdk::agent::{Agent, AgentConfig, AgentError, AgentEvent, ModelSpec, RunResult};
 use tool_sdk::model::anthropic::AnthropicModel;
@@ -18,7 +18,7 @@ use tool_sdk::model::{ModelError, ModelInfo, Price, RetryPolicy};
 use tool_sdk::session::{Record, SessionStore, SqliteStore};
 use tool_sdk::tool;
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 /// Echoes its text.
 #[tool(name = "Echo", register = false, read_only)]
@@ -26,27 +26,11 @@ async fn echo(text: String) -> String {
     format!("echo: {text}")
 }
 
-/// Answers the scripted responses in order; the last one again when the script runs out.
-struct Script {
-    responses: Vec<ResponseTemplate>,
-    next: AtomicUsize,
-}
-
-impl Respond for Script {
-    fn respond(&self, _: &Request) -> ResponseTemplate {
-        let index = self.next.fetch_add(1, Ordering::SeqCst);
-        self.responses[index.min(self.responses.len() - 1)].clone()
-    }
-}
-
 async fn serve(at: &str, responses: Vec<ResponseTemplate>) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path(at))
-        .respond_with(Script {
-            responses,
-            next: AtomicUsize::new(0),
-        })
+        .respond_with(Script::new(responses))
         .mount(&server)
         .await;
     server

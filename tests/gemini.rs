@@ -8,12 +8,12 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tests::script::Script;
 use tool_sdk::agent::{Agent, AgentConfig, AgentEvent, ModelSpec, RunResult};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::gemini::{GeminiModel, PROVIDER_NAME};
@@ -24,7 +24,7 @@ use tool_sdk::model::{
 use tool_sdk::schema::{Provider, lower};
 use tool_sdk::{JsonSchema, ToolRegistry, schemars, tool};
 use wiremock::matchers::{method, path, query_param};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const MODEL: &str = "gemini-2.5-flash";
 const ENDPOINT: &str = "/v1beta/models/gemini-2.5-flash:streamGenerateContent";
@@ -47,28 +47,12 @@ fn google_error(status: u16, code: &str, message: &str, details: Value) -> Respo
     }))
 }
 
-/// Answers the scripted responses in order; the last one again when the script runs out.
-struct Script {
-    responses: Vec<ResponseTemplate>,
-    next: AtomicUsize,
-}
-
-impl Respond for Script {
-    fn respond(&self, _: &Request) -> ResponseTemplate {
-        let index = self.next.fetch_add(1, Ordering::SeqCst);
-        self.responses[index.min(self.responses.len() - 1)].clone()
-    }
-}
-
 async fn server(responses: Vec<ResponseTemplate>) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path(ENDPOINT))
         .and(query_param("alt", "sse"))
-        .respond_with(Script {
-            responses,
-            next: AtomicUsize::new(0),
-        })
+        .respond_with(Script::new(responses))
         .mount(&server)
         .await;
     server

@@ -3,5 +3,6 @@
 //! tests run against.
 
 pub mod mcp_peers;
+pub mod script;
 pub mod stepping;
 pub mod stream_server;

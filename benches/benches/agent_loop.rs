@@ -19,18 +19,10 @@ use rmcp::{RoleServer, ServerHandler, tool, tool_router};
 use serde::Deserialize;
 use serde_json::json;
 use tool_sdk::ToolContext;
-use tool_sdk_benches::{add_registry, ours_runs};
+use tool_sdk_benches::{add_registry, ours_runs, runtime};
 
 /// The (turns, calls per turn) shapes measured.
 const SHAPES: &[(usize, usize)] = &[(1, 1), (1, 8), (10, 1), (10, 8), (50, 1), (100, 1)];
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-}
 
 fn agent_loop(c: &mut Criterion) {
     let rt = runtime();

@@ -30,7 +30,7 @@ use tool_sdk::ToolRegistry;
 use tool_sdk::agent::{Agent, AgentConfig};
 use tool_sdk::model::ScriptedModel;
 use tool_sdk::session::{NewSession, Record, SessionStore, SqliteStore};
-use tool_sdk_benches::{add_registry, script};
+use tool_sdk_benches::{add_registry, runtime, script};
 
 /// Turns of one call in the step workload (plus a final text turn).
 const STEP_TURNS: usize = 10;
@@ -38,14 +38,6 @@ const STEP_TURNS: usize = 10;
 const RESUME_TURNS: usize = 499;
 /// Records in the session that is loaded.
 const LOAD_RECORDS: usize = 1_000;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-}
 
 /// An agent that plays `turns` turns of one `add` call then a text turn, storing its session
 /// in `store` (none: in memory only).

@@ -3,18 +3,11 @@
 //! divides: `events/<client>` by 10,000, `loop/<client>/T10` by its 11 requests.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use tool_sdk_benches::runtime;
 use tool_sdk_benches::streams::{CLIENTS, loop_runs, loop_server, read_streams, text_stream};
 
 /// Calling turns in the loop workload (then a text turn).
 const TURNS: usize = 10;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-}
 
 fn streams(c: &mut Criterion) {
     let rt = runtime();

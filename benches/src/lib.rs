@@ -15,6 +15,15 @@ use tool_sdk::agent::{Agent, AgentConfig};
 use tool_sdk::model::{ScriptedModel, ScriptedTurn};
 use tool_sdk::{ToolRegistry, tool};
 
+/// The runtime every bench drives its workloads on: two worker threads, like the machine.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
 /// Adds two numbers: the trivial tool every peer runs.
 #[tool(read_only, register = false)]
 pub async fn add(a: i64, b: i64) -> i64 {
