@@ -1,8 +1,8 @@
 //! Serves the built-in file tools over MCP, confined to one directory.
 //!
 //! ```text
-//! cargo run --example mcp_server -- DIR                  # stdio (for Claude Desktop, Claude Code, ...)
-//! cargo run --example mcp_server -- DIR --http [ADDR]    # Streamable HTTP, default 127.0.0.1:8931
+//! cargo run --example mcp_server --features mcp-server -- DIR                # stdio (for Claude Desktop, Claude Code, ...)
+//! cargo run --example mcp_server --features mcp-server -- DIR --http [ADDR]  # Streamable HTTP, default 127.0.0.1:8931
 //! ```
 //!
 //! For Claude Code: `claude mcp add files -- /path/to/mcp_server DIR`. Read, Glob and Grep are

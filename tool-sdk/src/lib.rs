@@ -95,7 +95,7 @@ extern crate self as tool_sdk;
 pub mod agent;
 pub mod builtin;
 pub mod error;
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-client")]
 pub mod mcp;
 pub mod model;
 pub mod permission;

@@ -8,7 +8,7 @@
 mod context;
 mod file;
 mod limits;
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-client")]
 mod mcp;
 mod model;
 mod permissions;
@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub use context::ContextSettings;
 pub use limits::Limits;
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-client")]
 pub use mcp::McpSettings;
 pub use model::{ModelSettings, ModelSource, ModelSpec, ProviderKind};
 pub use permissions::PermissionSettings;
@@ -91,7 +91,7 @@ pub struct AgentConfig {
     pub hooks: Hooks,
     /// MCP servers whose tools the agent gets (`mcpServers` in JSON, `[mcp_servers.NAME]`
     /// in TOML).
-    #[cfg(feature = "mcp")]
+    #[cfg(feature = "mcp-client")]
     pub mcp: McpSettings,
     /// Kinds of sub-agent the Task tool can start, by name (`[subagents.NAME]` in a file).
     pub subagents: BTreeMap<String, SubagentConfig>,
@@ -130,7 +130,7 @@ impl Default for AgentConfig {
             session: SessionSettings::default(),
             context: ContextSettings::default(),
             hooks: Hooks::default(),
-            #[cfg(feature = "mcp")]
+            #[cfg(feature = "mcp-client")]
             mcp: McpSettings::default(),
             subagents: BTreeMap::new(),
             project_memory: false,
@@ -224,7 +224,7 @@ impl AgentConfig {
     }
 
     /// Edits the [MCP servers](McpSettings).
-    #[cfg(feature = "mcp")]
+    #[cfg(feature = "mcp-client")]
     pub fn mcp(mut self, edit: impl FnOnce(McpSettings) -> McpSettings) -> Self {
         self.mcp = edit(self.mcp);
         self

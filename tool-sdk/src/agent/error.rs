@@ -130,7 +130,7 @@ pub enum AgentError {
         source: Shared<serde_json::Error>,
     },
     /// An MCP server could not be started, reached or listed.
-    #[cfg(feature = "mcp")]
+    #[cfg(feature = "mcp-client")]
     #[error(transparent)]
     Mcp(#[from] crate::mcp::McpError),
 }

@@ -13,7 +13,7 @@ use super::config::AgentConfig;
 use super::context::ContextManager;
 use super::error::{AgentError, ConfigError};
 use super::hooks::{SessionEnd, SessionEndReason, SessionSource};
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-client")]
 use super::mcp::AgentMcp;
 use super::recorder::Recorder;
 use crate::model::{History, Model, ToolSpec};
@@ -63,7 +63,7 @@ pub(crate) struct AgentInner {
     /// Costs, token totals and budgets; shared with sub-agents.
     pub(crate) ledger: Arc<Ledger>,
     /// The agent's MCP servers (none for sub-agents, which use a snapshot of the tools).
-    #[cfg(feature = "mcp")]
+    #[cfg(feature = "mcp-client")]
     pub(crate) mcp: Option<Arc<AgentMcp>>,
     /// What every call's context shares, made on the first call: each call then gets a copy
     /// (reference counts, no allocation) with its own parts set.
@@ -107,7 +107,7 @@ pub(crate) fn resolve_tools(
             if !chosen.contains(pattern) {
                 chosen.push(pattern.clone());
             }
-        } else if cfg!(feature = "mcp") && pattern.starts_with("mcp__") {
+        } else if cfg!(feature = "mcp-client") && pattern.starts_with("mcp__") {
             // An MCP server's tool: checked once the servers are connected.
         } else {
             errors.push(RegistryError::UnknownTool {
@@ -140,7 +140,7 @@ impl AgentInner {
         let tools = resolve_tools(&source, config.tools.as_deref())?;
         #[allow(unused_mut)]
         let mut inner = AgentInner::new(model, &source, tools, config, AgentId::Main)?;
-        #[cfg(feature = "mcp")]
+        #[cfg(feature = "mcp-client")]
         {
             let mcp = AgentMcp::new(
                 inner.registry.clone(),
@@ -239,7 +239,7 @@ impl AgentInner {
             messages: tokio::sync::Mutex::new(History::new()),
             session_start: std::sync::Mutex::new(session_start),
             config,
-            #[cfg(feature = "mcp")]
+            #[cfg(feature = "mcp-client")]
             mcp: None,
             call_context: std::sync::OnceLock::new(),
         })

@@ -73,7 +73,7 @@ mod hooks;
 mod inner;
 #[cfg(test)]
 mod layers_tests;
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-client")]
 mod mcp;
 mod model_table;
 mod output;
@@ -87,7 +87,7 @@ mod subagent;
 mod turn;
 
 pub use command_hooks::CommandHooks;
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-client")]
 pub use config::McpSettings;
 pub use config::{
     AgentConfig, ContextSettings, Limits, ModelSettings, ModelSource, ModelSpec,
@@ -405,7 +405,7 @@ impl Agent {
     }
 }
 
-#[cfg(feature = "mcp")]
+#[cfg(feature = "mcp-client")]
 impl Agent {
     /// Connects (or reconnects, with a new config) the MCP server `name` and offers its
     /// tools to the model from the next turn on; returns their names. On failure the old

@@ -219,7 +219,7 @@ fn agent_error_type(error: &AgentError) -> String {
         AgentError::NothingToContinue => "nothing_to_continue".into(),
         AgentError::NoTypedAnswer => "no_typed_answer".into(),
         AgentError::AnswerType { .. } => "answer_type".into(),
-        #[cfg(feature = "mcp")]
+        #[cfg(feature = "mcp-client")]
         AgentError::Mcp(_) => "mcp".into(),
     }
 }

@@ -40,12 +40,14 @@ mod client;
 mod config;
 mod error;
 mod naming;
+#[cfg(feature = "mcp-server")]
 mod server;
 
 pub use client::{McpClient, ToolsChanged};
 pub use config::{McpFileError, McpServerConfig, McpServers, McpTransport};
 pub use error::McpError;
 pub use naming::{NameMap, sanitize, tool_name};
+#[cfg(feature = "mcp-server")]
 pub use server::{McpHttpServer, McpToolServer, serve_http, serve_stdio};
 
 /// Where [`Agent::add_or_update_mcp_server`](crate::agent::Agent::add_or_update_mcp_server) and

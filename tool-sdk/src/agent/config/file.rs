@@ -42,7 +42,7 @@ pub(super) struct ConfigFile {
     claude_settings: bool,
     prompt_caching: bool,
     subagents: BTreeMap<String, SubagentConfig>,
-    #[cfg(feature = "mcp")]
+    #[cfg(feature = "mcp-client")]
     #[serde(
         rename = "mcpServers",
         alias = "mcp_servers",
@@ -214,7 +214,7 @@ impl From<ConfigFile> for AgentConfig {
             project_memory: file.project_memory,
             claude_settings: file.claude_settings,
             subagents: file.subagents,
-            #[cfg(feature = "mcp")]
+            #[cfg(feature = "mcp-client")]
             mcp: super::McpSettings {
                 servers: file.mcp_servers,
             },
@@ -242,7 +242,7 @@ impl From<AgentConfig> for ConfigFile {
             permissions,
             session,
             context,
-            #[cfg(feature = "mcp")]
+            #[cfg(feature = "mcp-client")]
             mcp,
             subagents,
             project_memory,
@@ -278,7 +278,7 @@ impl From<AgentConfig> for ConfigFile {
             claude_settings,
             prompt_caching: model.prompt_caching,
             subagents,
-            #[cfg(feature = "mcp")]
+            #[cfg(feature = "mcp-client")]
             mcp_servers: mcp.servers,
             session: SessionTable {
                 store: match session.store {
