@@ -7,12 +7,15 @@
 # of wall times and the crates that took longest (from `cargo build --timings`).
 #
 # Usage: bench/clean_build.sh [BEFORE_REV [AFTER_REV]]   (defaults: 06dcc9f and HEAD)
-# Env: ROUNDS (default 1), OUT (results directory, default target/bench/clean-build).
+# Env: ROUNDS (default 1), OUT (results directory, default target/bench/clean-build),
+# SELECT (the packages, default `-p examples`; `SELECT=` builds what the README's
+# `cargo run --example coder` builds: the workspace's default members, features and all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 before="${1:-06dcc9f}"
 after="${2:-HEAD}"
 rounds="${ROUNDS:-1}"
+select="${SELECT--p examples}"
 out="${OUT:-$PWD/target/bench/clean-build}"
 mkdir -p "$out"
 work="$(mktemp -d "${TMPDIR:-/tmp}/clean-build.XXXXXX")"
@@ -34,7 +37,7 @@ build() { # side round
   # Wall time, and the CPU time (user + system), which other load on the machine disturbs less.
   (cd "$work/src-$side" && CARGO_INCREMENTAL=0 CARGO_TARGET_DIR="$target" nice -n 10 \
     /usr/bin/time -f "%e %U %S" -o "$clock" \
-    cargo build --quiet --offline --locked --timings -p examples --example coder)
+    cargo build --quiet --offline --locked --timings $select --example coder)
   read -r wall user sys <"$clock"
   printf '%s\t%s\t%s\t%s\n' "$side" "$round" "$wall" "$(echo "$user + $sys" | bc)" >>"$results"
   cp "$target"/cargo-timings/cargo-timing.html "$out/timing-$side-$round.html"
