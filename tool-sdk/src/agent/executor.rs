@@ -4,7 +4,6 @@
 //! stores each call's start, permission question and result in the session as they happen.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -419,8 +418,9 @@ fn result_block(id: &str, output: &ToolOutput) -> MessageContent {
 }
 
 impl AgentInner {
-    /// What the calls of one turn share in their contexts: the agent's, plus the turn's file
-    /// checkpointer and sub-agent runner (made once a turn, not once a call).
+    /// What the calls of one turn share in their contexts: the agent's (with its file
+    /// checkpointer, which reads the calls' message when a file changes), plus the run's
+    /// sub-agent runner (made once a batch, not once a call).
     pub(crate) fn turn_context(self: &Arc<Self>, emit: &Emit) -> ToolContext {
         let shared = self.call_context.get_or_init(|| {
             ToolContext::new(self.working_dir.clone())
@@ -430,13 +430,13 @@ impl AgentInner {
                 .with_file_tracker(self.files.clone())
                 .with_session_values(self.session.clone())
                 .with_sandbox(self.sandbox.clone())
+                .with_file_checkpointer(Arc::new(CallCheckpointer {
+                    checkpoints: self.checkpoints.clone(),
+                    message: self.call_message.clone(),
+                }))
         });
         shared
             .clone()
-            .with_file_checkpointer(Arc::new(CallCheckpointer {
-                checkpoints: self.checkpoints.clone(),
-                message: self.call_message.load(Ordering::Relaxed),
-            }))
             .with_subagents(Arc::new(Subagents::new(self.clone(), emit.clone())))
     }
 

@@ -82,6 +82,10 @@ pub(crate) fn chat(agent: &AgentInner, request: &ModelRequest) -> Span {
 
 /// What the turn used and why it stopped, or why it failed.
 pub(crate) fn end_chat(span: &Span, response: &Result<ModelResponse, AgentError>) {
+    // Nobody listens (no subscriber, or one that filters the span out): nothing to record.
+    if span.is_disabled() {
+        return;
+    }
     let response = match response {
         Ok(response) => response,
         Err(error) => return failed(span, &agent_error_type(error), &error.to_string()),
@@ -109,11 +113,13 @@ pub(crate) fn end_chat(span: &Span, response: &Result<ModelResponse, AgentError>
         use tracing_opentelemetry::OpenTelemetrySpanExt;
         span.set_attribute(
             "gen_ai.response.finish_reasons",
-            opentelemetry::Value::Array(vec![opentelemetry::StringValue::from(reason)].into()),
+            opentelemetry::Value::Array(
+                vec![opentelemetry::StringValue::from(reason.to_owned())].into(),
+            ),
         );
     }
     #[cfg(not(feature = "otel"))]
-    span.record("gen_ai.response.finish_reasons", reason.as_str());
+    span.record("gen_ai.response.finish_reasons", reason);
 }
 
 /// One tool call: `execute_tool {name}`.
@@ -134,6 +140,9 @@ pub(crate) fn execute_tool(call: &ToolUse) -> Span {
 
 /// Why the call failed, if it did: the pipeline's error, or an error result of the tool.
 pub(crate) fn end_tool(span: &Span, error: Option<&ToolError>, output: &ToolOutput) {
+    if span.is_disabled() {
+        return;
+    }
     match error {
         Some(error) => failed(span, tool_error_type(error.kind()), &error.to_string()),
         None if output.is_error => failed(span, "tool_error", &output.to_text()),
@@ -163,14 +172,14 @@ fn int(count: u64) -> i64 {
     i64::try_from(count).unwrap_or(i64::MAX)
 }
 
-fn finish_reason(reason: &StopReason) -> String {
+fn finish_reason(reason: &StopReason) -> &str {
     match reason {
-        StopReason::EndTurn => "end_turn".into(),
-        StopReason::ToolUse => "tool_use".into(),
-        StopReason::MaxTokens => "max_tokens".into(),
-        StopReason::StopSequence => "stop_sequence".into(),
-        StopReason::Refusal => "refusal".into(),
-        StopReason::Other(other) => other.clone(),
+        StopReason::EndTurn => "end_turn",
+        StopReason::ToolUse => "tool_use",
+        StopReason::MaxTokens => "max_tokens",
+        StopReason::StopSequence => "stop_sequence",
+        StopReason::Refusal => "refusal",
+        StopReason::Other(other) => other,
     }
 }
 

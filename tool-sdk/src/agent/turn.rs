@@ -249,33 +249,36 @@ impl AgentInner {
     ) -> Result<(), AgentError> {
         let mut store_error = None;
         let mut pending = Vec::new();
-        let mut answers = Vec::with_capacity(outcomes.len());
-        for outcome in outcomes {
+        // Usually every call was answered just now, in call order: the blocks are the
+        // message as they come. Otherwise they are put in call order by id.
+        let mut in_order = known.is_empty() && outcomes.len() == calls.len();
+        let mut content = Vec::with_capacity(calls.len());
+        for (index, outcome) in outcomes.into_iter().enumerate() {
             if let Some(error) = outcome.error {
                 result.errors.push(error);
             }
             if store_error.is_none() {
                 store_error = outcome.store_error;
             }
+            let next_in_order = calls.get(index).is_some_and(|c| c.id == outcome.call_id);
+            if in_order && !(next_in_order && outcome.deferred.is_none()) {
+                // Those taken in order so far go back under their ids.
+                in_order = false;
+                for (call, block) in calls.iter().zip(content.drain(..)) {
+                    known.insert(call.id.clone(), block);
+                }
+            }
             match outcome.deferred {
                 Some(approval) => pending.push(approval),
-                None => answers.push((outcome.call_id, outcome.block)),
+                None if in_order => content.push(outcome.block),
+                None => {
+                    known.insert(outcome.call_id, outcome.block);
+                }
             }
         }
-        // Usually every call was answered just now, in call order; otherwise by id.
-        let in_order = known.is_empty()
-            && answers.len() == calls.len()
-            && answers
-                .iter()
-                .zip(calls)
-                .all(|((id, _), call)| *id == call.id);
-        let content: Vec<_> = match in_order {
-            true => answers.into_iter().map(|(_, block)| block).collect(),
-            false => {
-                known.extend(answers);
-                calls.iter().filter_map(|c| known.remove(&c.id)).collect()
-            }
-        };
+        if !in_order {
+            content.extend(calls.iter().filter_map(|c| known.remove(&c.id)));
+        }
         if let Some(error) = store_error {
             // The executor answered every call (in memory) even then: keep the history valid.
             if pending.is_empty() {
@@ -352,12 +355,21 @@ impl AgentInner {
         early: &mut EarlyCalls<'_>,
     ) -> Result<ModelResponse, AgentError> {
         let mut stream = self.model.stream(request);
+        // One waiter on the token for the whole turn, polled only while nothing else is
+        // ready: registering a fresh one for every event cost more than the event itself.
+        let cancelled = cancel.cancelled();
+        tokio::pin!(cancelled);
         loop {
+            // Checked before each event all the same: a stream that is always ready (a
+            // scripted model, a buffered body) must not outrun a cancellation.
+            if cancel.is_cancelled() {
+                return Err(AgentError::Cancelled);
+            }
             let next = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return Err(AgentError::Cancelled),
                 _ = early.next_done(), if early.is_running() => continue,
                 next = stream.next() => next,
+                _ = &mut cancelled => return Err(AgentError::Cancelled),
             };
             match next {
                 Some(Ok(ModelEvent::TextDelta(text))) => emit(AgentEvent::TextDelta(text)),

@@ -299,10 +299,12 @@ fn hash(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// The checkpointer of one tool call: the agent's checkpoints, and the message of the call.
+/// The checkpointer of an agent's tool calls: its checkpoints, and where the message of the
+/// calls now running is (the agent moves it before each batch, and no batch runs while it
+/// moves), so one checkpointer serves every call.
 pub(crate) struct CallCheckpointer {
     pub(crate) checkpoints: Arc<FileCheckpoints>,
-    pub(crate) message: usize,
+    pub(crate) message: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl FileCheckpointer for CallCheckpointer {
@@ -313,7 +315,12 @@ impl FileCheckpointer for CallCheckpointer {
         new: &[u8],
     ) -> Result<(), String> {
         self.checkpoints
-            .record_change(self.message, path, previous, new)
+            .record_change(
+                self.message.load(std::sync::atomic::Ordering::Relaxed),
+                path,
+                previous,
+                new,
+            )
             .map_err(|error| error.to_string())
     }
 }
