@@ -1,0 +1,157 @@
+//! The agent loop as a workflow: the decisions of `tool_sdk::agent::decisions`, each effect an
+//! activity.
+//!
+//! Deterministic by construction: the workflow sees only its input and its activities'
+//! results (ids, flags, counts), which the server records, and decides with pure functions.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use temporalio_common::RetryPolicy;
+use temporalio_macros::{workflow, workflow_methods};
+use temporalio_sdk::workflows::join_all;
+use temporalio_sdk::{ActivityOptions, WorkflowContext, WorkflowResult};
+use tool_sdk::agent::decisions::{AfterTurn, after_turn, before_request, next_batch};
+
+use crate::activities::{AgentActivities, CallInput, CallPlan, TurnInput};
+
+/// The result a call gets when the worker running it died and its tool may not run twice
+/// (neither read-only nor idempotent): it may have run in part.
+pub const WORKER_STOPPED_MESSAGE: &str =
+    "the worker running this call stopped; it may have partly happened";
+
+/// A run of the agent workflow: which session, from which turn, and how.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunInput {
+    /// The session, whose conversation ends with the prompt to answer.
+    pub session_id: String,
+    /// How many model turns the session held when the run started.
+    pub turns_before: u32,
+    /// The most model turns the run takes.
+    pub max_turns: u32,
+    /// How long an activity may go without a heartbeat, in milliseconds.
+    pub heartbeat_timeout_ms: u64,
+    /// How long one model turn may take, in milliseconds.
+    pub model_timeout_ms: u64,
+    /// How many times a call that may run again is attempted in all.
+    pub retry_attempts: u32,
+}
+
+/// How a run ended, as the workflow returns it (the answer's text is in the session).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// Model turns taken.
+    pub turns: u32,
+    /// Calls answered because their worker died ([`WORKER_STOPPED_MESSAGE`]).
+    pub sealed: u32,
+    /// Why the run stopped before the model finished (`max_turns` reached), if it did.
+    pub stopped: Option<String>,
+}
+
+/// The agent workflow (type `tool_sdk.agent`): model turns and tool calls as activities, in
+/// the agent's order: read-only calls of a turn together, others one at a time.
+#[workflow]
+#[derive(Default)]
+pub struct AgentWorkflow;
+
+#[workflow_methods]
+impl AgentWorkflow {
+    /// Runs the loop until the model answers without calls or `max_turns` is reached.
+    #[run(name = "tool_sdk.agent")]
+    pub async fn run(
+        ctx: &mut WorkflowContext<Self>,
+        input: RunInput,
+    ) -> WorkflowResult<RunSummary> {
+        let mut summary = RunSummary::default();
+        loop {
+            if let Err(stop) = before_request(false, summary.turns, input.max_turns, None) {
+                summary.stopped = Some(stop.to_string());
+                return Ok(summary);
+            }
+            let turn = TurnInput {
+                session_id: input.session_id.clone(),
+                index: input.turns_before + summary.turns,
+            };
+            let turn = ctx
+                .execute_activity(AgentActivities::model_turn, turn, model_options(&input))
+                .await?;
+            summary.turns += 1;
+            match after_turn(turn.calls.len(), None) {
+                AfterTurn::Finish => return Ok(summary),
+                AfterTurn::StopForBudget(stop) => {
+                    summary.stopped = Some(stop.to_string());
+                    return Ok(summary);
+                }
+                AfterTurn::RunCalls => {
+                    summary.sealed += run_calls(ctx, &input, &turn.calls).await?;
+                }
+            }
+        }
+    }
+}
+
+/// Runs a turn's calls in batches; returns how many were sealed.
+async fn run_calls(
+    ctx: &mut WorkflowContext<AgentWorkflow>,
+    input: &RunInput,
+    calls: &[CallPlan],
+) -> WorkflowResult<u32> {
+    let concurrent: Vec<bool> = calls.iter().map(|call| call.read_only).collect();
+    let (mut start, mut sealed) = (0, 0);
+    while start < calls.len() {
+        let batch = next_batch(&concurrent, start);
+        start = batch.end;
+        let runs = calls[batch].iter().map(|call| {
+            let call_input = CallInput {
+                session_id: input.session_id.clone(),
+                call_id: call.id.clone(),
+            };
+            let options = call_options(input, call);
+            ctx.execute_activity(AgentActivities::call_tool, call_input, options)
+        });
+        let ended = join_all(runs).await;
+        let batch_calls = &calls[start - ended.len()..start];
+        for (call, ended) in batch_calls.iter().zip(ended) {
+            if ended.is_ok() {
+                continue;
+            }
+            // The call's worker died (no heartbeat) or it ran out of attempts: it is
+            // answered, so that the conversation stays one the model accepts.
+            let call_input = CallInput {
+                session_id: input.session_id.clone(),
+                call_id: call.id.clone(),
+            };
+            ctx.execute_activity(AgentActivities::seal_call, call_input, store_options(input))
+                .await?;
+            sealed += 1;
+        }
+    }
+    Ok(sealed)
+}
+
+fn model_options(input: &RunInput) -> ActivityOptions {
+    ActivityOptions::with_start_to_close_timeout(Duration::from_millis(input.model_timeout_ms))
+        .heartbeat_timeout(Duration::from_millis(input.heartbeat_timeout_ms))
+        .build()
+}
+
+/// A call that may run again is retried up to `retry_attempts` attempts; another is
+/// attempted once.
+fn call_options(input: &RunInput, call: &CallPlan) -> ActivityOptions {
+    let attempts = if call.retry { input.retry_attempts } else { 1 };
+    let retry = RetryPolicy::builder()
+        .initial_interval(Duration::from_millis(100))
+        .maximum_attempts(attempts.max(1))
+        .build();
+    ActivityOptions::with_start_to_close_timeout(Duration::from_millis(call.timeout_ms))
+        .heartbeat_timeout(Duration::from_millis(input.heartbeat_timeout_ms))
+        .retry_policy(retry)
+        .build()
+}
+
+fn store_options(input: &RunInput) -> ActivityOptions {
+    ActivityOptions::with_start_to_close_timeout(Duration::from_millis(
+        input.heartbeat_timeout_ms.max(30_000),
+    ))
+    .build()
+}

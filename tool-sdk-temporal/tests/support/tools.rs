@@ -1,0 +1,54 @@
+//! The tools of the tests, shared by the test worker process and the in-process agent they are
+//! compared with. Each counts its runs in a file of `dir`, so that a test sees how often a
+//! side effect happened; `slow_ms` holds the first run (only) in the tool, with a marker file
+//! written, so that a test can kill the worker while the call runs.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use tool_sdk::tool;
+
+/// Appends `line` to `dir/<file>` and returns how many of its lines are `line` now: the
+/// runs of one call, whatever other calls ran beside it.
+fn count(dir: &Path, file: &str, line: &str) -> usize {
+    let path = dir.join(file);
+    let mut out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .expect("the count file opens");
+    writeln!(out, "{line}").expect("the count file is written");
+    drop(out);
+    std::fs::read_to_string(&path)
+        .expect("the count file is read")
+        .lines()
+        .filter(|stored| *stored == line)
+        .count()
+}
+
+/// Holds the first run of a call in the tool for `slow_ms`, with `dir/<marker>` written.
+async fn hold(dir: &Path, marker: &str, run: usize, slow_ms: u64) {
+    if slow_ms > 0 && run == 1 {
+        std::fs::write(dir.join(marker), "").expect("the marker is written");
+        tokio::time::sleep(Duration::from_millis(slow_ms)).await;
+    }
+}
+
+/// Looks at a note (read-only): counts its runs in `dir/looks`.
+#[tool(register = false, read_only)]
+pub async fn look(dir: String, note: String, slow_ms: u64) -> String {
+    let dir = Path::new(&dir);
+    let run = count(dir, "looks", &note);
+    hold(dir, "in_look", run, slow_ms).await;
+    format!("looked at {note} (run {run})")
+}
+
+/// Writes a note (mutating): counts its runs in `dir/writes`.
+#[tool(register = false)]
+pub async fn write_note(dir: String, note: String, slow_ms: u64) -> String {
+    let dir = Path::new(&dir);
+    let run = count(dir, "writes", &note);
+    hold(dir, "in_write", run, slow_ms).await;
+    format!("wrote {note}")
+}
