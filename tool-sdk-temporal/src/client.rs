@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use temporalio_client::{Client, WorkflowGetResultOptions, WorkflowHandle, WorkflowStartOptions};
+use temporalio_client::{
+    Client, WorkflowCancelOptions, WorkflowFetchHistoryOptions, WorkflowGetResultOptions,
+    WorkflowHandle, WorkflowHistory, WorkflowStartOptions,
+};
 use tool_sdk::model::{Message, Role};
 use tool_sdk::session::{NewSession, Record, SessionStore, stored_conversation};
 
@@ -134,6 +137,26 @@ impl RunHandle {
     /// The workflow's id.
     pub fn workflow_id(&self) -> &str {
         &self.workflow_id
+    }
+
+    /// Asks the server to cancel the run: its running activities are cancelled, which cancels
+    /// the running tool's `CancellationToken` (at its worker's next heartbeat), and
+    /// [`result`](Self::result) fails.
+    pub async fn cancel(&self) -> Result<(), TemporalError> {
+        self.handle
+            .cancel(WorkflowCancelOptions::default())
+            .await
+            .map_err(|error| TemporalError::Workflow {
+                workflow_id: self.workflow_id.clone(),
+                reason: error.to_string(),
+            })
+    }
+
+    /// The workflow's history as the server recorded it, event by event: to measure it, or to
+    /// replay it against the current code (`temporalio_sdk::workflow_replayer`).
+    pub fn history(&self) -> WorkflowHistory {
+        self.handle
+            .fetch_history(WorkflowFetchHistoryOptions::default())
     }
 
     /// Waits for the run to end (however many workers die meanwhile) and reads its answer

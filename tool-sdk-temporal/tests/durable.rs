@@ -12,12 +12,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
+use temporalio_client::WorkflowHistory;
+use temporalio_sdk::workflow_replayer::{WorkflowReplayer, WorkflowReplayerOptions};
 use tool_sdk::ToolRegistry;
 use tool_sdk::agent::{Agent, AgentConfig};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::{Message, MessageContent, Role};
 use tool_sdk::session::{SqliteStore, stored_conversation};
-use tool_sdk_temporal::{AgentClient, RunOptions, WORKER_STOPPED_MESSAGE};
+use tool_sdk_temporal::{AgentClient, AgentWorkflow, RunOptions, WORKER_STOPPED_MESSAGE};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
 
@@ -181,6 +183,66 @@ async fn a_ten_step_run_on_temporal_has_the_conversation_of_the_in_process_agent
     );
     assert_every_call_answered(&on_temporal);
     assert_eq!(on_temporal, in_process);
+
+    // The history carries ids and counts, never the conversation: no tool's output, no
+    // model text is in it.
+    let history = run.history().to_json().await.unwrap();
+    let text = String::from_utf8_lossy(&history);
+    assert!(
+        !text.contains("looked at") && !text.contains("wrote w"),
+        "{text}"
+    );
+    assert!(!text.contains("all ten steps done"));
+    eprintln!(
+        "history of the ten-step run: {} bytes of JSON",
+        history.len()
+    );
+    // Replayed with the current code, it makes the same decisions: no nondeterminism.
+    let replayer = WorkflowReplayer::new(
+        WorkflowReplayerOptions::new()
+            .register_workflow::<AgentWorkflow>()
+            .unwrap()
+            .build(),
+    )
+    .unwrap();
+    replayer
+        .replay_workflow(WorkflowHistory::from_json(&history).unwrap())
+        .await
+        .expect("the recorded history replays");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_run_cancels_the_running_tools_token() {
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = vec![
+        Turn::Calls(vec![call("toolu_look", "look", dir.path(), "r", 60_000)]),
+        Turn::Text("never asked for".to_owned()),
+    ];
+    let model = model_server(script).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let _worker = start_worker(&server, "cancel", &store_path, &model.uri());
+    let client = AgentClient::connect(&server.address, "cancel", store.clone())
+        .await
+        .unwrap();
+    let options = RunOptions {
+        heartbeat_timeout: Duration::from_secs(2),
+        ..RunOptions::default()
+    };
+    let run = client.start("Look for a long time", options).await.unwrap();
+    wait_for_file(&dir.path().join("in_look"), Duration::from_secs(30)).await;
+
+    run.cancel().await.unwrap();
+    // The cancellation reaches the worker with its next heartbeat (a third of the timeout).
+    wait_for_file(&dir.path().join("cancelled"), Duration::from_secs(10)).await;
+    let ended = tokio::time::timeout(RUN_LIMIT, run.result())
+        .await
+        .expect("the run ended in time");
+    let error = ended
+        .expect_err("a cancelled run has no outcome")
+        .to_string();
+    assert!(error.to_lowercase().contains("cancel"), "{error}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

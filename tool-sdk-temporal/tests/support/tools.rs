@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use tool_sdk::tool;
+use tool_sdk::{ToolContext, tool};
 
 /// Appends `line` to `dir/<file>` and returns how many of its lines are `line` now: the
 /// runs of one call, whatever other calls ran beside it.
@@ -27,28 +27,34 @@ fn count(dir: &Path, file: &str, line: &str) -> usize {
         .count()
 }
 
-/// Holds the first run of a call in the tool for `slow_ms`, with `dir/<marker>` written.
-async fn hold(dir: &Path, marker: &str, run: usize, slow_ms: u64) {
+/// Holds the first run of a call in the tool for `slow_ms`, with `dir/<marker>` written; if
+/// the call's token is cancelled meanwhile, writes `dir/cancelled` and stops holding.
+async fn hold(dir: &Path, marker: &str, run: usize, slow_ms: u64, ctx: &ToolContext) {
     if slow_ms > 0 && run == 1 {
         std::fs::write(dir.join(marker), "").expect("the marker is written");
-        tokio::time::sleep(Duration::from_millis(slow_ms)).await;
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(slow_ms)) => {}
+            () = ctx.cancellation().cancelled() => {
+                std::fs::write(dir.join("cancelled"), "").expect("the marker is written");
+            }
+        }
     }
 }
 
 /// Looks at a note (read-only): counts its runs in `dir/looks`.
 #[tool(register = false, read_only)]
-pub async fn look(dir: String, note: String, slow_ms: u64) -> String {
+pub async fn look(dir: String, note: String, slow_ms: u64, ctx: &ToolContext) -> String {
     let dir = Path::new(&dir);
     let run = count(dir, "looks", &note);
-    hold(dir, "in_look", run, slow_ms).await;
+    hold(dir, "in_look", run, slow_ms, ctx).await;
     format!("looked at {note} (run {run})")
 }
 
 /// Writes a note (mutating): counts its runs in `dir/writes`.
 #[tool(register = false)]
-pub async fn write_note(dir: String, note: String, slow_ms: u64) -> String {
+pub async fn write_note(dir: String, note: String, slow_ms: u64, ctx: &ToolContext) -> String {
     let dir = Path::new(&dir);
     let run = count(dir, "writes", &note);
-    hold(dir, "in_write", run, slow_ms).await;
+    hold(dir, "in_write", run, slow_ms, ctx).await;
     format!("wrote {note}")
 }
