@@ -125,6 +125,21 @@ fn result_of(messages: &[Message], id: &str) -> (String, bool) {
         .unwrap_or_else(|| panic!("call {id} has no result"))
 }
 
+/// Installs the pinned Temporal CLI: `.ci/run` runs it first, so that a broken registry fails
+/// loudly on its own (the other tests install it on first use as well).
+#[test]
+#[ignore = "run by .ci/run before the tests"]
+fn install_cli() {
+    let cli = server::temporal_cli();
+    let version = std::process::Command::new(cli)
+        .arg("--version")
+        .output()
+        .expect("the CLI runs");
+    let version = String::from_utf8_lossy(&version.stdout);
+    assert!(version.starts_with("temporal version"), "{version}");
+    println!("{}", version.trim());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ten_step_run_on_temporal_has_the_conversation_of_the_in_process_agent() {
     let server = DevServer::start().await;
