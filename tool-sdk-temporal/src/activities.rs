@@ -16,11 +16,15 @@ use temporalio_common::error::ApplicationFailure;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use tool_sdk::model::{
-    Message, MessageContent, ModelEvent, ModelRequest, ModelResponse, Role, ToolSpec, ToolUse,
+    Message, MessageContent, ModelEvent, ModelRequest, ModelResponse, Role, ToolInput, ToolSpec,
+    ToolUse,
+};
+use tool_sdk::permission::{
+    PermissionAnswer, PermissionHandler, PermissionPreview, PermissionQuestion,
 };
 use tool_sdk::pipeline::{RawInput, run_call};
 use tool_sdk::session::{Record, stored_conversation};
-use tool_sdk::{CancellationToken, ContentBlock, ToolContext};
+use tool_sdk::{BoxFuture, CancellationToken, ContentBlock, ToolContext};
 
 use crate::parts::{ACTIVITY_GRACE, AgentParts};
 use crate::workflow::WORKER_STOPPED_MESSAGE;
@@ -89,6 +93,20 @@ pub struct CallInput {
     pub session_id: String,
     /// The tool_use id.
     pub call_id: String,
+    /// The answer to the call's approval, once it was asked and answered.
+    #[serde(default)]
+    pub answer: Option<ApprovalAnswer>,
+}
+
+/// A person's answer to the approval a call waits for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalAnswer {
+    /// The tool_use id.
+    pub call_id: String,
+    /// Whether the call may run.
+    pub allow: bool,
+    /// What the model is told when it may not.
+    pub message: Option<String>,
 }
 
 /// How a call ended.
@@ -99,6 +117,19 @@ pub struct CallDone {
     /// Whether this attempt ran the tool (or sealed the call); `false` when the result was
     /// stored already.
     pub ran: bool,
+    /// Whether the call did not run because it waits for an approval (its question stored).
+    #[serde(default)]
+    pub waiting: bool,
+}
+
+impl CallDone {
+    fn stored(is_error: bool) -> Self {
+        CallDone {
+            is_error,
+            ran: false,
+            waiting: false,
+        }
+    }
 }
 
 #[activities]
@@ -158,10 +189,7 @@ impl AgentActivities {
         let (store, session) = (&*self.parts.store, input.session_id.as_str());
         let records = store.load(session).await.map_err(retry)?;
         if let Some(is_error) = stored_result(&records, &input.call_id) {
-            return Ok(CallDone {
-                is_error,
-                ran: false,
-            });
+            return Ok(CallDone::stored(is_error));
         }
         let call = find_call(&records, &input.call_id).ok_or_else(|| {
             fail(format!(
@@ -169,6 +197,9 @@ impl AgentActivities {
                 input.call_id
             ))
         })?;
+        if let Some(done) = self.permission(&records, call, &input).await? {
+            return Ok(done);
+        }
         if !started(&records, &call.id) {
             let start = Record::ToolStarted {
                 id: call.id.clone(),
@@ -180,14 +211,18 @@ impl AgentActivities {
         let tool_ctx = ToolContext::new(self.parts.working_dir.clone())
             .with_session_id(session)
             .with_cancellation(token.clone());
-        let (registry, policy) = (&*self.parts.registry, &self.parts.policy);
+        let policy = match &self.parts.gate {
+            Some((gate, _)) => self.parts.policy.clone().with_permission_gate(gate.clone()),
+            None => self.parts.policy.clone(),
+        };
+        let answer = Answered(input.answer.as_ref().is_some_and(|answer| answer.allow));
         let road = run_call(
-            registry,
+            &self.parts.registry,
             &call.name,
             RawInput::from(&call.input),
             &tool_ctx,
-            policy,
-            None,
+            &policy,
+            Some(&answer),
         );
         let outcome = heartbeating(&ctx, &token, async { Ok(road.await) }).await?;
         let is_error = outcome.output.is_error;
@@ -203,6 +238,7 @@ impl AgentActivities {
         Ok(CallDone {
             is_error,
             ran: true,
+            waiting: false,
         })
     }
 
@@ -217,10 +253,7 @@ impl AgentActivities {
         let (store, session) = (&*self.parts.store, input.session_id.as_str());
         let records = store.load(session).await.map_err(retry)?;
         if let Some(is_error) = stored_result(&records, &input.call_id) {
-            return Ok(CallDone {
-                is_error,
-                ran: false,
-            });
+            return Ok(CallDone::stored(is_error));
         }
         let block = MessageContent::ToolResult {
             tool_use_id: input.call_id.clone(),
@@ -234,11 +267,86 @@ impl AgentActivities {
         Ok(CallDone {
             is_error: true,
             ran: true,
+            waiting: false,
         })
     }
 }
 
 impl AgentActivities {
+    /// What the gate says of `call` before it starts: `None` when it runs, else how it ended
+    /// (it waits for an answer, with its question stored; or it was refused).
+    async fn permission(
+        &self,
+        records: &[Record],
+        call: &ToolUse,
+        input: &CallInput,
+    ) -> Result<Option<CallDone>, ActivityError> {
+        let (store, session) = (&*self.parts.store, input.session_id.as_str());
+        if let Some(answer) = &input.answer {
+            let mut add = Vec::with_capacity(2);
+            if !has(records, &call.id, |record| {
+                matches!(record, Record::PermissionAnswered { .. })
+            }) {
+                add.push(Record::PermissionAnswered {
+                    id: call.id.clone(),
+                    allowed: answer.allow,
+                    always: false,
+                    message: answer.message.clone(),
+                });
+            }
+            if !answer.allow {
+                let message = answer.message.as_deref().unwrap_or(REFUSED_MESSAGE);
+                add.push(Record::ToolResult {
+                    block: MessageContent::ToolResult {
+                        tool_use_id: call.id.clone(),
+                        content: vec![ContentBlock::text(message)],
+                        is_error: true,
+                    },
+                });
+            }
+            store.append_all(session, &add).await.map_err(retry)?;
+            return Ok((!answer.allow).then(|| CallDone {
+                is_error: true,
+                ran: true,
+                waiting: false,
+            }));
+        }
+        let Some((gate, mode)) = &self.parts.gate else {
+            return Ok(None);
+        };
+        let Some(tool) = self.parts.registry.get(&call.name) else {
+            return Ok(None);
+        };
+        let input_value = match &call.input {
+            ToolInput::Parsed(value) => value,
+            ToolInput::Malformed { .. } => return Ok(None),
+        };
+        let dir = &self.parts.working_dir;
+        if gate.preview(&*tool, input_value, dir, *mode) != PermissionPreview::Asks {
+            return Ok(None);
+        }
+        if !has(records, &call.id, |record| {
+            matches!(record, Record::PermissionAsked { .. })
+        }) {
+            let asked = [
+                Record::PermissionAsked {
+                    id: call.id.clone(),
+                    tool: call.name.clone(),
+                    title: tool.permission_prompt(input_value).title,
+                },
+                Record::ApprovalDeferred {
+                    id: call.id.clone(),
+                },
+            ];
+            store.append_all(session, &asked).await.map_err(retry)?;
+        }
+        Ok(Some(CallDone {
+            is_error: false,
+            ran: false,
+            waiting: true,
+        }))
+    }
+
     /// The calls of a stored turn, each with what its tool declares.
     fn plan(&self, turn: &Message) -> TurnOutcome {
         let calls = turn
@@ -306,6 +414,35 @@ async fn heartbeating<T>(
             () = ctx.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
         }
     }
+}
+
+/// What the model is told of a call a person refused without a message.
+const REFUSED_MESSAGE: &str = "the user refused this call";
+
+/// The gate's questions during a call: answered by the approval the call was given (the gate
+/// was previewed before the call started, so a question without one came from a hook).
+struct Answered(bool);
+
+impl PermissionHandler for Answered {
+    fn ask<'a>(&'a self, _question: &'a PermissionQuestion) -> BoxFuture<'a, PermissionAnswer> {
+        let answer = match self.0 {
+            true => PermissionAnswer::Allow,
+            false => PermissionAnswer::Deny("no approval was given for this call".to_owned()),
+        };
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+/// Whether a record of the call `id` matching `kind` is stored.
+fn has(records: &[Record], id: &str, kind: impl Fn(&Record) -> bool) -> bool {
+    records.iter().any(|record| {
+        kind(record)
+            && match record {
+                Record::PermissionAsked { id: of, .. }
+                | Record::PermissionAnswered { id: of, .. } => of == id,
+                _ => false,
+            }
+    })
 }
 
 fn model_turns(records: &[Record]) -> impl Iterator<Item = &Message> {

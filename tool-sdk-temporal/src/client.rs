@@ -5,11 +5,15 @@ use std::sync::Arc;
 
 use temporalio_client::{
     Client, WorkflowCancelOptions, WorkflowFetchHistoryOptions, WorkflowGetResultOptions,
-    WorkflowHandle, WorkflowHistory, WorkflowStartOptions,
+    WorkflowHandle, WorkflowHistory, WorkflowSignalOptions, WorkflowStartOptions,
 };
 use tool_sdk::model::{Message, Role};
-use tool_sdk::session::{NewSession, Record, SessionStore, stored_conversation};
+use tool_sdk::permission::PermissionAnswer;
+use tool_sdk::session::{
+    NewSession, PendingApproval, Record, SessionStore, pending_approvals, stored_conversation,
+};
 
+use crate::activities::ApprovalAnswer;
 use crate::error::TemporalError;
 use crate::parts::RunOptions;
 use crate::workflow::{AgentWorkflow, RunInput};
@@ -128,7 +132,61 @@ impl AgentClient {
     }
 }
 
+impl AgentClient {
+    /// The handle of the run of `session_id` started earlier, from this process or another
+    /// (`workflow_id`: the one it was started with, if not the session's).
+    pub fn attach(&self, session_id: &str, workflow_id: Option<&str>) -> RunHandle {
+        let workflow_id = workflow_id.map_or_else(|| format!("agent-{session_id}"), str::to_owned);
+        RunHandle {
+            handle: self.client.get_workflow_handle(workflow_id.clone()),
+            session_id: session_id.to_owned(),
+            workflow_id,
+            store: self.store.clone(),
+        }
+    }
+
+    /// The calls of `session_id` waiting for an approval, read from the store (no worker is
+    /// needed): answer them with [`RunHandle::answer_approval`].
+    pub async fn pending_approvals(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<PendingApproval>, TemporalError> {
+        Ok(pending_approvals(&*self.store, session_id).await?)
+    }
+}
+
 impl RunHandle {
+    /// Answers the approval the call `call_id` waits for (or will wait for): the run goes on
+    /// with it as soon as a worker takes its next task. `Allow` and `AllowAlways` let the call
+    /// run (once: "always" is not remembered on Temporal yet); `Deny` answers it with the
+    /// message as an error result.
+    pub async fn answer_approval(
+        &self,
+        call_id: &str,
+        answer: PermissionAnswer,
+    ) -> Result<(), TemporalError> {
+        let (allow, message) = match answer {
+            PermissionAnswer::Allow | PermissionAnswer::AllowAlways => (true, None),
+            PermissionAnswer::Deny(message) => (false, Some(message)),
+        };
+        let answer = ApprovalAnswer {
+            call_id: call_id.to_owned(),
+            allow,
+            message,
+        };
+        self.handle
+            .signal(
+                AgentWorkflow::answer_approval,
+                answer,
+                WorkflowSignalOptions::default(),
+            )
+            .await
+            .map_err(|error| TemporalError::Workflow {
+                workflow_id: self.workflow_id.clone(),
+                reason: error.to_string(),
+            })
+    }
+
     /// The session the run's conversation is in.
     pub fn session_id(&self) -> &str {
         &self.session_id

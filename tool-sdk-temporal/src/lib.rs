@@ -62,7 +62,9 @@ mod worker;
 #[allow(missing_docs)]
 mod workflow;
 
-pub use activities::{AgentActivities, CallDone, CallInput, CallPlan, TurnInput, TurnOutcome};
+pub use activities::{
+    AgentActivities, ApprovalAnswer, CallDone, CallInput, CallPlan, TurnInput, TurnOutcome,
+};
 pub use client::{AgentClient, RunHandle, RunOutcome};
 pub use error::TemporalError;
 pub use parts::{ACTIVITY_GRACE, AgentParts, RunOptions};

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tool_sdk::ToolRegistry;
 use tool_sdk::model::Model;
+use tool_sdk::permission::{PermissionGate, PermissionMode};
 use tool_sdk::pipeline::CallPolicy;
 use tool_sdk::session::SessionStore;
 
@@ -22,6 +23,7 @@ pub struct AgentParts {
     pub(crate) max_tokens: u32,
     pub(crate) working_dir: PathBuf,
     pub(crate) policy: CallPolicy,
+    pub(crate) gate: Option<(Arc<PermissionGate>, PermissionMode)>,
 }
 
 impl AgentParts {
@@ -40,6 +42,7 @@ impl AgentParts {
             max_tokens: 4096,
             working_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             policy: CallPolicy::default(),
+            gate: None,
         }
     }
 
@@ -65,6 +68,17 @@ impl AgentParts {
     /// timeout this policy gives its tool, plus [`ACTIVITY_GRACE`] for the store's writes.
     pub fn with_call_policy(mut self, policy: CallPolicy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// Checks each call with `gate` in `mode`, as an agent's permissions do. A call the gate
+    /// would ask about is not run: its question is stored in the session (as an agent with
+    /// deferred approvals stores it, so `tool_sdk::session::pending_approvals` lists it) and
+    /// the run waits, holding no process, until [`RunHandle::answer_approval`] answers it.
+    ///
+    /// [`RunHandle::answer_approval`]: crate::RunHandle::answer_approval
+    pub fn with_permission_gate(mut self, gate: Arc<PermissionGate>, mode: PermissionMode) -> Self {
+        self.gate = Some((gate, mode));
         self
     }
 }

@@ -4,16 +4,17 @@
 //! Deterministic by construction: the workflow sees only its input and its activities'
 //! results (ids, flags, counts), which the server records, and decides with pure functions.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::workflows::join_all;
-use temporalio_sdk::{ActivityOptions, WorkflowContext, WorkflowResult};
+use temporalio_sdk::{ActivityOptions, SyncWorkflowContext, WorkflowContext, WorkflowResult};
 use tool_sdk::agent::decisions::{AfterTurn, after_turn, before_request, next_batch};
 
-use crate::activities::{AgentActivities, CallInput, CallPlan, TurnInput};
+use crate::activities::{AgentActivities, ApprovalAnswer, CallInput, CallPlan, TurnInput};
 
 /// The result a call gets when the worker running it died and its tool may not run twice
 /// (neither read-only nor idempotent): it may have run in part.
@@ -52,7 +53,10 @@ pub struct RunSummary {
 /// the agent's order: read-only calls of a turn together, others one at a time.
 #[workflow]
 #[derive(Default)]
-pub struct AgentWorkflow;
+pub struct AgentWorkflow {
+    /// The approvals answered by signal, by call id, until their calls take them.
+    answers: HashMap<String, ApprovalAnswer>,
+}
 
 #[workflow_methods]
 impl AgentWorkflow {
@@ -88,6 +92,18 @@ impl AgentWorkflow {
             }
         }
     }
+
+    /// Answers the approval a call waits for. An answer may come before the call asks (it is
+    /// kept until then); a second answer to the same call replaces the first until it is
+    /// taken.
+    #[signal(name = "tool_sdk.answer_approval")]
+    pub fn answer_approval(
+        &mut self,
+        _ctx: &mut SyncWorkflowContext<Self>,
+        answer: ApprovalAnswer,
+    ) {
+        self.answers.insert(answer.call_id.clone(), answer);
+    }
 }
 
 /// Runs a turn's calls in batches; returns how many were sealed.
@@ -102,31 +118,47 @@ async fn run_calls(
         let batch = next_batch(&concurrent, start);
         start = batch.end;
         let runs = calls[batch].iter().map(|call| {
-            let call_input = CallInput {
-                session_id: input.session_id.clone(),
-                call_id: call.id.clone(),
-            };
+            let call_input = call_input(input, call, None);
             let options = call_options(input, call);
             ctx.execute_activity(AgentActivities::call_tool, call_input, options)
         });
         let ended = join_all(runs).await;
         let batch_calls = &calls[start - ended.len()..start];
-        for (call, ended) in batch_calls.iter().zip(ended) {
+        for (call, mut ended) in batch_calls.iter().zip(ended) {
+            if let Ok(done) = &ended
+                && done.waiting
+            {
+                // No process waits: the workflow sleeps in the server until the signal.
+                let id = call.id.clone();
+                ctx.wait_condition(|state| state.answers.contains_key(&id))
+                    .await?;
+                let answer = ctx.state_mut(|state| state.answers.remove(&call.id));
+                let call_input = call_input(input, call, answer);
+                let options = call_options(input, call);
+                ended = ctx
+                    .execute_activity(AgentActivities::call_tool, call_input, options)
+                    .await;
+            }
             if ended.is_ok() {
                 continue;
             }
             // The call's worker died (no heartbeat) or it ran out of attempts: it is
             // answered, so that the conversation stays one the model accepts.
-            let call_input = CallInput {
-                session_id: input.session_id.clone(),
-                call_id: call.id.clone(),
-            };
+            let call_input = call_input(input, call, None);
             ctx.execute_activity(AgentActivities::seal_call, call_input, store_options(input))
                 .await?;
             sealed += 1;
         }
     }
     Ok(sealed)
+}
+
+fn call_input(input: &RunInput, call: &CallPlan, answer: Option<ApprovalAnswer>) -> CallInput {
+    CallInput {
+        session_id: input.session_id.clone(),
+        call_id: call.id.clone(),
+        answer,
+    }
 }
 
 fn model_options(input: &RunInput) -> ActivityOptions {

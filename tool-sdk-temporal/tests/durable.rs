@@ -18,12 +18,13 @@ use tool_sdk::ToolRegistry;
 use tool_sdk::agent::{Agent, AgentConfig};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::{Message, MessageContent, Role};
+use tool_sdk::permission::PermissionAnswer;
 use tool_sdk::session::{SqliteStore, stored_conversation};
 use tool_sdk_temporal::{AgentClient, AgentWorkflow, RunOptions, WORKER_STOPPED_MESSAGE};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
 
-use server::{ByPosition, DevServer, Turn, start_worker, wait_for_file};
+use server::{ByPosition, DevServer, Turn, start_worker, start_worker_with, wait_for_file};
 
 /// A whole run never takes this long; past it the test fails instead of hanging.
 const RUN_LIMIT: Duration = Duration::from_secs(90);
@@ -325,4 +326,84 @@ async fn a_killed_worker_leaves_a_mutating_call_answered_once_and_a_read_run_aga
         ["r", "r"],
         "the read ran again"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_is_answered_after_every_process_was_restarted() {
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = vec![
+        Turn::Calls(vec![
+            call("toolu_look", "look", dir.path(), "r", 0),
+            call("toolu_write", "write_note", dir.path(), "w", 0),
+        ]),
+        Turn::Text("approved and written".to_owned()),
+    ];
+    let model = model_server(script).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let mut worker = start_worker_with(&server, "approvals", &store_path, &model.uri(), &["ask"]);
+    let first_client = AgentClient::connect(&server.address, "approvals", store.clone())
+        .await
+        .unwrap();
+    let run = first_client
+        .start("Look, then write", RunOptions::default())
+        .await
+        .unwrap();
+    let session = run.session_id().to_owned();
+
+    // The question reaches the store; then the run holds no process.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let pending = loop {
+        let pending = first_client.pending_approvals(&session).await.unwrap();
+        if !pending.is_empty() {
+            break pending;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no approval was asked for"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(pending.len(), 1);
+    assert_eq!(
+        (pending[0].call_id.as_str(), pending[0].tool.as_str()),
+        ("toolu_write", "write_note")
+    );
+    assert!(
+        lines(&dir.path().join("writes")).is_empty(),
+        "the write waits for its answer"
+    );
+    assert_eq!(
+        lines(&dir.path().join("looks")),
+        ["r"],
+        "the read ran unasked"
+    );
+    worker.kill();
+    drop((run, first_client));
+
+    // A new client answers with no worker alive; a new worker goes on.
+    let client = AgentClient::connect(&server.address, "approvals", store.clone())
+        .await
+        .unwrap();
+    let run = client.attach(&session, None);
+    run.answer_approval("toolu_write", PermissionAnswer::Allow)
+        .await
+        .unwrap();
+    let _worker = start_worker_with(&server, "approvals", &store_path, &model.uri(), &["ask"]);
+    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap();
+    assert_eq!(outcome.text, "approved and written");
+    assert_eq!(
+        lines(&dir.path().join("writes")),
+        ["w"],
+        "the write ran once"
+    );
+    assert!(client.pending_approvals(&session).await.unwrap().is_empty());
+    let messages = stored_conversation(&*store, &session).await.unwrap();
+    assert_every_call_answered(&messages);
+    let (written, is_error) = result_of(&messages, "toolu_write");
+    assert!(!is_error && written.contains("wrote w"), "{written}");
 }

@@ -157,11 +157,23 @@ impl DevServer {
 
 /// Starts a worker process on `task_queue`, and waits until it has connected.
 pub fn start_worker(server: &DevServer, task_queue: &str, store: &Path, model_url: &str) -> Killed {
+    start_worker_with(server, task_queue, store, model_url, &[])
+}
+
+/// [`start_worker`], with more arguments (`ask`).
+pub fn start_worker_with(
+    server: &DevServer,
+    task_queue: &str,
+    store: &Path,
+    model_url: &str,
+    more: &[&str],
+) -> Killed {
     let mut child = Command::new(env!("CARGO_BIN_EXE_temporal-test-worker"))
         .arg(&server.address)
         .arg(task_queue)
         .arg(store)
         .arg(model_url)
+        .args(more)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
