@@ -305,11 +305,12 @@ impl AgentActivities {
                 });
             }
             store.append_all(session, &add).await.map_err(retry)?;
-            return Ok((!answer.allow).then(|| CallDone {
+            let refused = CallDone {
                 is_error: true,
                 ran: true,
                 waiting: false,
-            }));
+            };
+            return Ok((!answer.allow).then_some(refused));
         }
         let Some((gate, mode)) = &self.parts.gate else {
             return Ok(None);
