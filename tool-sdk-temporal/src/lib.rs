@@ -27,24 +27,27 @@
 //! use tool_sdk::ToolRegistry;
 //! use tool_sdk_temporal::{AgentClient, AgentParts, AgentWorker, RunOptions};
 //!
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let store = Arc::new(SqliteStore::open("sessions.db")?);
-//! // In each worker process (any number, on any host that reaches the server and the store):
-//! let parts = AgentParts::new(
-//!     Arc::new(AnthropicModel::from_env("claude-sonnet-4-5")?),
-//!     Arc::new(ToolRegistry::from_inventory()?),
-//!     store.clone(),
-//! );
-//! let worker = AgentWorker::connect("127.0.0.1:7233", "agents", parts).await?;
-//! tokio::spawn(worker.run());
+//! // In each worker process (any number, on any host that reaches the server and the store).
+//! async fn worker_main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let parts = AgentParts::new(
+//!         Arc::new(AnthropicModel::from_env("claude-sonnet-4-5")?),
+//!         Arc::new(ToolRegistry::from_inventory()?),
+//!         Arc::new(SqliteStore::open("sessions.db")?),
+//!     );
+//!     let worker = AgentWorker::connect("127.0.0.1:7233", "agents", parts).await?;
+//!     worker.run().await?;
+//!     Ok(())
+//! }
 //!
 //! // Anywhere: start a run and await it.
-//! let client = AgentClient::connect("127.0.0.1:7233", "agents", store).await?;
-//! let run = client.start("Summarise README.md", RunOptions::default()).await?;
-//! let outcome = run.result().await?;
-//! println!("{}", outcome.text);
-//! # Ok(())
-//! # }
+//! async fn ask() -> Result<(), Box<dyn std::error::Error>> {
+//!     let store = Arc::new(SqliteStore::open("sessions.db")?);
+//!     let client = AgentClient::connect("127.0.0.1:7233", "agents", store).await?;
+//!     let run = client.start("Summarise README.md", RunOptions::default()).await?;
+//!     let outcome = run.result().await?;
+//!     println!("{}", outcome.text);
+//!     Ok(())
+//! }
 //! ```
 //!
 //! This first slice takes the agent's parts one by one ([`AgentParts`]), not an

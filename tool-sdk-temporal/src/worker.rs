@@ -55,7 +55,9 @@ impl AgentWorker {
         self.worker.shutdown_handle()
     }
 
-    /// Polls and runs tasks until the worker is shut down.
+    /// Polls and runs tasks until the worker is shut down. Its future is not `Send` (the
+    /// workflows it runs stay on the thread that polls them): await it where the worker was
+    /// made, such as in `main`, or in `tokio::task::spawn_local`.
     pub async fn run(mut self) -> Result<(), TemporalError> {
         self.worker
             .run()
