@@ -13,7 +13,7 @@ use crate::workflow::AgentWorkflow;
 /// How long a workflow task waits for the worker that last ran the workflow (and holds it in
 /// its cache) before any worker may take it. Short, so that a run whose worker died goes on
 /// soon elsewhere; a live worker that misses it replays the workflow from its history.
-const STICKY_TIMEOUT: Duration = Duration::from_secs(2);
+const STICKY_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A worker of the agent workflow and its activities on one task queue. Run any number, in
 /// any processes on any hosts, with the same parts: each takes whatever task comes next.

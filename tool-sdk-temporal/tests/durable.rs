@@ -279,8 +279,12 @@ async fn a_killed_worker_leaves_a_mutating_call_answered_once_and_a_read_run_aga
     let model = model_server(script).await;
     let store_path = dir.path().join("sessions.db");
     let store = Arc::new(SqliteStore::open(&store_path).unwrap());
-    let mut first = start_worker(&server, "kills", &store_path, &model.uri());
-
+    // A pool of two workers: whichever runs a call is killed while it runs, and the other
+    // goes on with the run.
+    let mut pool = vec![
+        start_worker(&server, "kills", &store_path, &model.uri()),
+        start_worker(&server, "kills", &store_path, &model.uri()),
+    ];
     let client = AgentClient::connect(&server.address, "kills", store.clone())
         .await
         .unwrap();
@@ -289,12 +293,25 @@ async fn a_killed_worker_leaves_a_mutating_call_answered_once_and_a_read_run_aga
         ..RunOptions::default()
     };
     let run = client.start("Write, then look", options).await.unwrap();
-    wait_for_file(&dir.path().join("in_write"), Duration::from_secs(30)).await;
-    first.kill();
-    let mut second = start_worker(&server, "kills", &store_path, &model.uri());
-    wait_for_file(&dir.path().join("in_look"), Duration::from_secs(30)).await;
-    second.kill();
-    let _third = start_worker(&server, "kills", &store_path, &model.uri());
+    for (marker, next) in [("in_write", "in_look"), ("in_look", "")] {
+        let marker = dir.path().join(marker);
+        wait_for_file(&marker, Duration::from_secs(30)).await;
+        let pid: u32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
+        let index = pool
+            .iter()
+            .position(|worker| worker.pid() == pid)
+            .expect("a pool worker runs it");
+        let killed_at = std::time::Instant::now();
+        pool.remove(index).kill();
+        pool.push(start_worker(&server, "kills", &store_path, &model.uri()));
+        if !next.is_empty() {
+            wait_for_file(&dir.path().join(next), Duration::from_secs(30)).await;
+            eprintln!(
+                "from the worker's death to the run's next call on another: {:?}",
+                killed_at.elapsed()
+            );
+        }
+    }
 
     let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
         .await

@@ -92,6 +92,11 @@ pub fn free_port() -> u16 {
 pub struct Killed(pub Child);
 
 impl Killed {
+    /// The process's id.
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
     /// Kills the process now (SIGKILL, as a crashed host would stop it) and reaps it.
     pub fn kill(&mut self) {
         let _ = self.0.kill();

@@ -27,11 +27,14 @@ fn count(dir: &Path, file: &str, line: &str) -> usize {
         .count()
 }
 
-/// Holds the first run of a call in the tool for `slow_ms`, with `dir/<marker>` written; if
+/// Holds the first run of a call in the tool for `slow_ms`, with `dir/<marker>` written (the
+/// worker's pid in it); if
 /// the call's token is cancelled meanwhile, writes `dir/cancelled` and stops holding.
 async fn hold(dir: &Path, marker: &str, run: usize, slow_ms: u64, ctx: &ToolContext) {
     if slow_ms > 0 && run == 1 {
-        std::fs::write(dir.join(marker), "").expect("the marker is written");
+        // The process the call runs in: the test kills that one.
+        let pid = std::process::id().to_string();
+        std::fs::write(dir.join(marker), pid).expect("the marker is written");
         tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(slow_ms)) => {}
             () = ctx.cancellation().cancelled() => {
