@@ -114,6 +114,8 @@ impl AgentClient {
             heartbeat_timeout_ms: options.heartbeat_timeout.as_millis() as u64,
             model_timeout_ms: options.model_timeout.as_millis() as u64,
             retry_attempts: options.retry_attempts.max(1),
+            continue_after: options.continue_after,
+            ..RunInput::default()
         };
         let start = WorkflowStartOptions::new(self.task_queue.clone(), workflow_id.clone()).build();
         self.client

@@ -104,19 +104,24 @@ pub struct RunOptions {
     /// How many times in all a call of a read-only or idempotent tool is attempted when the
     /// workers running it die (at least 1).
     pub retry_attempts: u32,
+    /// After how many model turns a workflow run continues as a new one, so that no history
+    /// nears Temporal's limits (about 50,000 events, 50 MB); it also does when the server
+    /// suggests it. 0: only then.
+    pub continue_after: u32,
     /// The workflow's id; `None`: `agent-<session id>`.
     pub workflow_id: Option<String>,
 }
 
 impl Default for RunOptions {
     /// 50 turns, a 10 s heartbeat timeout, 10 minutes a model turn, three attempts of a call
-    /// that may run again.
+    /// that may run again, a new workflow run every 200 turns.
     fn default() -> Self {
         RunOptions {
             max_turns: 50,
             heartbeat_timeout: Duration::from_secs(10),
             model_timeout: Duration::from_secs(600),
             retry_attempts: 3,
+            continue_after: 200,
             workflow_id: None,
         }
     }

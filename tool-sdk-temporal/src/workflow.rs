@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::workflows::join_all;
-use temporalio_sdk::{ActivityOptions, SyncWorkflowContext, WorkflowContext, WorkflowResult};
+use temporalio_sdk::{
+    ActivityOptions, ContinueAsNewOptions, SyncWorkflowContext, WorkflowContext, WorkflowResult,
+};
 use tool_sdk::agent::decisions::{AfterTurn, after_turn, before_request, next_batch};
 
 use crate::activities::{AgentActivities, ApprovalAnswer, CallInput, CallPlan, TurnInput};
@@ -36,6 +38,16 @@ pub struct RunInput {
     pub model_timeout_ms: u64,
     /// How many times a call that may run again is attempted in all.
     pub retry_attempts: u32,
+    /// After how many model turns a workflow run continues as a new one (with an empty
+    /// history); 0: only when the server suggests it (its history grew large).
+    #[serde(default)]
+    pub continue_after: u32,
+    /// What the runs this one continues did (continue-as-new).
+    #[serde(default)]
+    pub carried: RunSummary,
+    /// Approvals answered before the run continued as new, for calls yet to ask.
+    #[serde(default)]
+    pub answers: Vec<ApprovalAnswer>,
 }
 
 /// How a run ended, as the workflow returns it (the answer's text is in the session).
@@ -66,8 +78,27 @@ impl AgentWorkflow {
         ctx: &mut WorkflowContext<Self>,
         input: RunInput,
     ) -> WorkflowResult<RunSummary> {
-        let mut summary = RunSummary::default();
+        let answers = input.answers.iter().cloned();
+        ctx.state_mut(|state| {
+            state
+                .answers
+                .extend(answers.map(|a| (a.call_id.clone(), a)))
+        });
+        let mut summary = input.carried.clone();
         loop {
+            let this_run = summary.turns - input.carried.turns;
+            let full = input.continue_after > 0 && this_run >= input.continue_after;
+            if this_run > 0 && (full || ctx.continue_as_new_suggested()) {
+                // Between turns no call waits: the next run starts from the session as it is.
+                let answers = ctx.state(|state| state.answers.values().cloned().collect());
+                let next = RunInput {
+                    carried: summary,
+                    answers,
+                    ..input.clone()
+                };
+                let Err(end) = ctx.continue_as_new(next, ContinueAsNewOptions::default());
+                return Err(end);
+            }
             if let Err(stop) = before_request(false, summary.turns, input.max_turns, None) {
                 summary.stopped = Some(stop.to_string());
                 return Ok(summary);

@@ -424,3 +424,55 @@ async fn an_approval_is_answered_after_every_process_was_restarted() {
     let (written, is_error) = result_of(&messages, "toolu_write");
     assert!(!is_error && written.contains("wrote w"), "{written}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_run_continues_as_new_with_its_conversation_whole() {
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_server(ten_steps(dir.path())).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let _worker = start_worker(&server, "continue", &store_path, &model.uri());
+    let client = AgentClient::connect(&server.address, "continue", store.clone())
+        .await
+        .unwrap();
+    let options = RunOptions {
+        continue_after: 4,
+        ..RunOptions::default()
+    };
+    let run = client.start("Do the ten steps", options).await.unwrap();
+    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap();
+    assert_eq!(outcome.text, "all ten steps done");
+    assert_eq!(
+        (outcome.turns, outcome.sealed),
+        (11, 0),
+        "counted across the runs"
+    );
+    let messages = stored_conversation(&*store, run.session_id())
+        .await
+        .unwrap();
+    assert_eq!(messages.len(), 22);
+    assert_every_call_answered(&messages);
+    let writes = lines(&dir.path().join("writes"));
+    assert_eq!(
+        writes,
+        ["w1", "w2", "w4", "w5", "w7", "w8"],
+        "each write ran once, in order"
+    );
+    // The last workflow run continued an earlier one, and holds only its own turns.
+    let history = run.history().to_json().await.unwrap();
+    let text = String::from_utf8_lossy(&history);
+    assert!(text.contains("\"continued_execution_run_id\":\""), "{text}");
+    assert!(
+        !text.contains("\"continued_execution_run_id\":\"\""),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("tool_sdk.model_turn").count(),
+        3,
+        "turns 9 to 11 only"
+    );
+}
