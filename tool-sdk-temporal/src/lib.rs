@@ -50,9 +50,15 @@
 //! }
 //! ```
 //!
+//! **Approvals, cancellation, long runs.** With a permission gate
+//! ([`AgentParts::with_permission_gate`]), a call the gate would ask about waits in the server,
+//! holding no process, until [`RunHandle::answer_approval`]; its question is in the session,
+//! where [`AgentClient::pending_approvals`] finds it. [`RunHandle::cancel`] cancels the
+//! running tool's `CancellationToken`. A run continues as a new workflow run every
+//! [`RunOptions::continue_after`] turns, or when the server suggests it.
+//!
 //! This first slice takes the agent's parts one by one ([`AgentParts`]), not an
-//! `AgentConfig`: permissions, hooks, budgets, compaction and typed output are not run on
-//! Temporal yet.
+//! `AgentConfig`: hooks, budgets, compaction and typed output are not run on Temporal yet.
 
 // Temporal's macros make an undocumented associated constant of each activity and of the
 // workflow's run method (what a workflow or a client names them by): the methods have docs.
