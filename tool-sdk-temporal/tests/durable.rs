@@ -154,6 +154,7 @@ async fn a_ten_step_run_on_temporal_has_the_conversation_of_the_in_process_agent
     let client = AgentClient::connect(&server.address, "ten-steps", store.clone())
         .await
         .unwrap();
+    let started = std::time::Instant::now();
     let run = client
         .start("Do the ten steps", RunOptions::default())
         .await
@@ -162,6 +163,7 @@ async fn a_ten_step_run_on_temporal_has_the_conversation_of_the_in_process_agent
         .await
         .expect("the run ended in time")
         .unwrap();
+    let on_temporal_took = started.elapsed();
     assert_eq!(outcome.text, "all ten steps done");
     assert_eq!(
         (outcome.turns, outcome.sealed, outcome.stopped),
@@ -188,7 +190,12 @@ async fn a_ten_step_run_on_temporal_has_the_conversation_of_the_in_process_agent
         .session(|s| s.with_store(local_store))
         .permissions(|p| p.allow("write_note"));
     let agent = Agent::create(config).await.unwrap();
+    let started = std::time::Instant::now();
     let local = agent.prompt("Do the ten steps").await.unwrap();
+    eprintln!(
+        "the ten-step run took {on_temporal_took:?} on Temporal (one worker process), {:?} in process",
+        started.elapsed()
+    );
     assert_eq!(local.text, "all ten steps done");
     let in_process = agent.messages().await;
 
