@@ -86,6 +86,13 @@ mod stored;
 mod subagent;
 mod turn;
 
+/// The loop's decisions that another driver makes as the agent does (a durable engine's
+/// workflow, such as `tool-sdk-temporal`'s): pure functions of counts and flags, no IO. The
+/// rest of the agent's decisions stay internal until another driver needs them.
+pub mod decisions {
+    pub use super::step::{AfterTurn, after_turn, before_request, next_batch};
+}
+
 pub use command_hooks::CommandHooks;
 #[cfg(feature = "mcp-client")]
 pub use config::McpSettings;

@@ -62,7 +62,7 @@ pub(crate) fn start(prompt: bool, open_turn: bool, ends_with_user: bool) -> Star
 
 /// Whether the run sends its next request, `turns` taken so far: `Err` with what stops it
 /// (cancelled, `max_turns` reached, a budget spent, in that order).
-pub(crate) fn before_request(
+pub fn before_request(
     cancelled: bool,
     turns: u32,
     max_turns: u32,
@@ -106,7 +106,7 @@ impl Budget {
 
 /// What follows a model turn that has wholly arrived.
 #[derive(Debug)]
-pub(crate) enum AfterTurn {
+pub enum AfterTurn {
     /// No call is left to run: the run ends, unless a stop hook has it go on.
     Finish,
     /// The turn spent a budget: its calls that did not start are answered as not run, and
@@ -118,7 +118,7 @@ pub(crate) enum AfterTurn {
 
 /// What follows a turn that left `calls` to run, once its usage is counted (`budget`: what a
 /// spent budget stops the run with).
-pub(crate) fn after_turn(calls: usize, budget: Option<AgentError>) -> AfterTurn {
+pub fn after_turn(calls: usize, budget: Option<AgentError>) -> AfterTurn {
     match (calls, budget) {
         (0, _) => AfterTurn::Finish,
         (_, Some(error)) => AfterTurn::StopForBudget(error),
@@ -134,7 +134,7 @@ pub(crate) fn compact_and_retry(error: &AgentError, compacted_already: bool) -> 
 
 /// The batch that starts at `start`: the run of read-only calls (`concurrent`) from there, or
 /// the one call that is not. Batches run one after the other; the calls of one together.
-pub(crate) fn next_batch(concurrent: &[bool], start: usize) -> Range<usize> {
+pub fn next_batch(concurrent: &[bool], start: usize) -> Range<usize> {
     match concurrent.get(start) {
         Some(true) => start..start + concurrent[start..].iter().take_while(|c| **c).count(),
         Some(false) => start..start + 1,

@@ -1,0 +1,493 @@
+//! The activities: one model turn, one tool call, and the answer to a call whose worker died.
+//!
+//! Each takes a session id and a position in it, reads the conversation from the store, and
+//! appends what it adds; none receives or returns the conversation, so the workflow's history
+//! stays linear in the number of steps. Each is idempotent against the store: an attempt that
+//! finds its record already stored (an earlier attempt stored it, then its worker died before
+//! reporting) returns what is stored instead of asking the model or running the tool again.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use temporalio_common::error::ApplicationFailure;
+use temporalio_macros::activities;
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+use tool_sdk::model::{
+    Message, MessageContent, ModelEvent, ModelRequest, ModelResponse, Role, ToolInput, ToolSpec,
+    ToolUse,
+};
+use tool_sdk::permission::{
+    PermissionAnswer, PermissionHandler, PermissionPreview, PermissionQuestion,
+};
+use tool_sdk::pipeline::{RawInput, run_call};
+use tool_sdk::session::{Record, stored_conversation};
+use tool_sdk::{BoxFuture, CancellationToken, ContentBlock, ToolContext};
+
+use crate::parts::{ACTIVITY_GRACE, AgentParts};
+use crate::workflow::WORKER_STOPPED_MESSAGE;
+
+/// The agent's activities, registered by [`AgentWorker`](crate::AgentWorker) with the parts
+/// they run with.
+pub struct AgentActivities {
+    parts: AgentParts,
+    specs: Arc<[ToolSpec]>,
+}
+
+impl AgentActivities {
+    /// The activities of these parts.
+    pub fn new(parts: AgentParts) -> Self {
+        let specs = parts
+            .registry
+            .get_tools(None)
+            .unwrap_or_default()
+            .iter()
+            .map(|tool| ToolSpec {
+                name: tool.name().to_owned(),
+                description: tool.description().to_owned(),
+                input_schema: tool.input_schema().clone(),
+            })
+            .collect();
+        AgentActivities { parts, specs }
+    }
+}
+
+/// Which model turn of a session to take: the `index`th (from 0) of the whole session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TurnInput {
+    /// The session.
+    pub session_id: String,
+    /// How many model turns the session holds before this one.
+    pub index: u32,
+}
+
+/// What the workflow needs of a model turn: its calls, not their inputs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnOutcome {
+    /// The turn's calls, in order.
+    pub calls: Vec<CallPlan>,
+}
+
+/// One call as the workflow schedules it: from what its tool declares.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallPlan {
+    /// The tool_use id.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// Whether the tool only reads: it runs beside the turn's other read-only calls.
+    pub read_only: bool,
+    /// Whether the call may be run again when its worker dies: read-only or idempotent.
+    pub retry: bool,
+    /// How long its activity may run, in milliseconds: the tool's timeout plus
+    /// [`ACTIVITY_GRACE`].
+    pub timeout_ms: u64,
+}
+
+/// A call of a session, by its tool_use id.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallInput {
+    /// The session.
+    pub session_id: String,
+    /// The tool_use id.
+    pub call_id: String,
+    /// The answer to the call's approval, once it was asked and answered.
+    #[serde(default)]
+    pub answer: Option<ApprovalAnswer>,
+}
+
+/// A person's answer to the approval a call waits for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalAnswer {
+    /// The tool_use id.
+    pub call_id: String,
+    /// Whether the call may run.
+    pub allow: bool,
+    /// What the model is told when it may not.
+    pub message: Option<String>,
+}
+
+/// How a call ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallDone {
+    /// Whether its result is an error for the model.
+    pub is_error: bool,
+    /// Whether this attempt ran the tool (or sealed the call); `false` when the result was
+    /// stored already.
+    pub ran: bool,
+    /// Whether the call did not run because it waits for an approval (its question stored).
+    #[serde(default)]
+    pub waiting: bool,
+}
+
+impl CallDone {
+    fn stored(is_error: bool) -> Self {
+        CallDone {
+            is_error,
+            ran: false,
+            waiting: false,
+        }
+    }
+}
+
+#[activities]
+impl AgentActivities {
+    /// One model turn: the conversation so far, read from the store, goes to the model; the
+    /// whole turn and its usage are stored; the workflow gets its calls.
+    #[activity(name = "tool_sdk.model_turn")]
+    pub async fn model_turn(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: TurnInput,
+    ) -> Result<TurnOutcome, ActivityError> {
+        let store = &*self.parts.store;
+        let records = store.load(&input.session_id).await.map_err(retry)?;
+        if let Some(stored) = model_turns(&records).nth(input.index as usize) {
+            return Ok(self.plan(stored));
+        }
+        let messages = stored_conversation(store, &input.session_id)
+            .await
+            .map_err(retry)?;
+        let request = ModelRequest {
+            system: self.parts.system_prompt.clone(),
+            messages: messages.into(),
+            tools: self.specs.clone(),
+            max_tokens: self.parts.max_tokens,
+            ..ModelRequest::default()
+        };
+        let never = CancellationToken::new();
+        let response = heartbeating(&ctx, &never, complete(&*self.parts.model, &request)).await?;
+        let message = Message {
+            role: Role::Assistant,
+            content: response.content,
+        };
+        let mut add = Vec::with_capacity(2);
+        if !message.content.is_empty() {
+            add.push(Record::model_turn(message.clone()));
+        }
+        add.push(Record::Usage {
+            usage: response.usage,
+        });
+        store
+            .append_all(&input.session_id, &add)
+            .await
+            .map_err(retry)?;
+        Ok(self.plan(&message))
+    }
+
+    /// One call, down `tool_sdk::pipeline::run_call`: its start is stored before it runs, its
+    /// result as it ends. Cancelling the activity (the workflow was cancelled) cancels the
+    /// tool's `CancellationToken`.
+    #[activity(name = "tool_sdk.call_tool")]
+    pub async fn call_tool(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: CallInput,
+    ) -> Result<CallDone, ActivityError> {
+        let (store, session) = (&*self.parts.store, input.session_id.as_str());
+        let records = store.load(session).await.map_err(retry)?;
+        if let Some(is_error) = stored_result(&records, &input.call_id) {
+            return Ok(CallDone::stored(is_error));
+        }
+        let call = find_call(&records, &input.call_id).ok_or_else(|| {
+            fail(format!(
+                "session {session} has no call {} to run",
+                input.call_id
+            ))
+        })?;
+        if let Some(done) = self.permission(&records, call, &input).await? {
+            return Ok(done);
+        }
+        if !started(&records, &call.id) {
+            let start = Record::ToolStarted {
+                id: call.id.clone(),
+                name: call.name.clone(),
+            };
+            store.append(session, &start).await.map_err(retry)?;
+        }
+        let token = CancellationToken::new();
+        let tool_ctx = ToolContext::new(self.parts.working_dir.clone())
+            .with_session_id(session)
+            .with_cancellation(token.clone());
+        let policy = match &self.parts.gate {
+            Some((gate, _)) => self.parts.policy.clone().with_permission_gate(gate.clone()),
+            None => self.parts.policy.clone(),
+        };
+        let answer = Answered(input.answer.as_ref().is_some_and(|answer| answer.allow));
+        let road = run_call(
+            &self.parts.registry,
+            &call.name,
+            RawInput::from(&call.input),
+            &tool_ctx,
+            &policy,
+            Some(&answer),
+        );
+        let outcome = heartbeating(&ctx, &token, async { Ok(road.await) }).await?;
+        let is_error = outcome.output.is_error;
+        let block = MessageContent::ToolResult {
+            tool_use_id: call.id.clone(),
+            content: outcome.output.content,
+            is_error,
+        };
+        store
+            .append(session, &Record::ToolResult { block })
+            .await
+            .map_err(retry)?;
+        Ok(CallDone {
+            is_error,
+            ran: true,
+            waiting: false,
+        })
+    }
+
+    /// Answers a call that may not be run again, whose worker died: the model gets
+    /// [`WORKER_STOPPED_MESSAGE`]. A call that has a result keeps it.
+    #[activity(name = "tool_sdk.seal_call")]
+    pub async fn seal_call(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: CallInput,
+    ) -> Result<CallDone, ActivityError> {
+        let (store, session) = (&*self.parts.store, input.session_id.as_str());
+        let records = store.load(session).await.map_err(retry)?;
+        if let Some(is_error) = stored_result(&records, &input.call_id) {
+            return Ok(CallDone::stored(is_error));
+        }
+        let block = MessageContent::ToolResult {
+            tool_use_id: input.call_id.clone(),
+            content: vec![ContentBlock::text(WORKER_STOPPED_MESSAGE)],
+            is_error: true,
+        };
+        store
+            .append(session, &Record::ToolResult { block })
+            .await
+            .map_err(retry)?;
+        Ok(CallDone {
+            is_error: true,
+            ran: true,
+            waiting: false,
+        })
+    }
+}
+
+impl AgentActivities {
+    /// What the gate says of `call` before it starts: `None` when it runs, else how it ended
+    /// (it waits for an answer, with its question stored; or it was refused).
+    async fn permission(
+        &self,
+        records: &[Record],
+        call: &ToolUse,
+        input: &CallInput,
+    ) -> Result<Option<CallDone>, ActivityError> {
+        let (store, session) = (&*self.parts.store, input.session_id.as_str());
+        if let Some(answer) = &input.answer {
+            let mut add = Vec::with_capacity(2);
+            if !has(records, &call.id, |record| {
+                matches!(record, Record::PermissionAnswered { .. })
+            }) {
+                add.push(Record::PermissionAnswered {
+                    id: call.id.clone(),
+                    allowed: answer.allow,
+                    always: false,
+                    message: answer.message.clone(),
+                });
+            }
+            if !answer.allow {
+                let message = answer.message.as_deref().unwrap_or(REFUSED_MESSAGE);
+                add.push(Record::ToolResult {
+                    block: MessageContent::ToolResult {
+                        tool_use_id: call.id.clone(),
+                        content: vec![ContentBlock::text(message)],
+                        is_error: true,
+                    },
+                });
+            }
+            store.append_all(session, &add).await.map_err(retry)?;
+            let refused = CallDone {
+                is_error: true,
+                ran: true,
+                waiting: false,
+            };
+            return Ok((!answer.allow).then_some(refused));
+        }
+        let Some((gate, mode)) = &self.parts.gate else {
+            return Ok(None);
+        };
+        let Some(tool) = self.parts.registry.get(&call.name) else {
+            return Ok(None);
+        };
+        let input_value = match &call.input {
+            ToolInput::Parsed(value) => value,
+            ToolInput::Malformed { .. } => return Ok(None),
+        };
+        let dir = &self.parts.working_dir;
+        if gate.preview(&*tool, input_value, dir, *mode) != PermissionPreview::Asks {
+            return Ok(None);
+        }
+        if !has(records, &call.id, |record| {
+            matches!(record, Record::PermissionAsked { .. })
+        }) {
+            let asked = [
+                Record::PermissionAsked {
+                    id: call.id.clone(),
+                    tool: call.name.clone(),
+                    title: tool.permission_prompt(input_value).title,
+                },
+                Record::ApprovalDeferred {
+                    id: call.id.clone(),
+                },
+            ];
+            store.append_all(session, &asked).await.map_err(retry)?;
+        }
+        Ok(Some(CallDone {
+            is_error: false,
+            ran: false,
+            waiting: true,
+        }))
+    }
+
+    /// The calls of a stored turn, each with what its tool declares.
+    fn plan(&self, turn: &Message) -> TurnOutcome {
+        let calls = turn
+            .tool_uses()
+            .map(|call| {
+                let tool = self.parts.registry.get(&call.name);
+                let read_only = tool.as_ref().is_some_and(|tool| tool.is_read_only());
+                let idempotent = tool
+                    .as_ref()
+                    .is_some_and(|tool| tool.annotations().idempotent == Some(true));
+                // An unknown tool is answered at once by the pipeline, which only reads.
+                let timeout = tool.as_ref().map_or(Duration::from_secs(60), |tool| {
+                    self.parts.policy.timeout_for(&**tool)
+                });
+                CallPlan {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    read_only: read_only || tool.is_none(),
+                    retry: read_only || idempotent || tool.is_none(),
+                    timeout_ms: (timeout + ACTIVITY_GRACE).as_millis() as u64,
+                }
+            })
+            .collect();
+        TurnOutcome { calls }
+    }
+}
+
+/// The model's whole turn, from its stream.
+async fn complete(
+    model: &dyn tool_sdk::model::Model,
+    request: &ModelRequest,
+) -> Result<ModelResponse, ActivityError> {
+    let mut stream = model.stream(request);
+    while let Some(event) = stream.next().await {
+        // The client retried what can be retried: a model error fails the run.
+        match event.map_err(|error| fail(format!("the model failed: {error}")))? {
+            ModelEvent::Completed(response) => return Ok(response),
+            _ => continue,
+        }
+    }
+    Err(retry("the model's stream ended without its turn"))
+}
+
+/// Runs `work` while heartbeating at a third of the activity's heartbeat timeout; the
+/// activity's cancellation (which heartbeats bring) cancels `cancel`.
+async fn heartbeating<T>(
+    ctx: &ActivityContext,
+    cancel: &CancellationToken,
+    work: impl Future<Output = Result<T, ActivityError>>,
+) -> Result<T, ActivityError> {
+    let every = ctx
+        .info()
+        .heartbeat_timeout
+        .filter(|timeout| !timeout.is_zero())
+        .map_or(Duration::from_secs(10), |timeout| timeout / 3);
+    let mut ticker = tokio::time::interval(every);
+    let mut work = std::pin::pin!(work);
+    loop {
+        tokio::select! {
+            done = &mut work => return done,
+            _ = ticker.tick() => {
+                // A heartbeat that cannot be encoded only delays noticing a cancellation.
+                let _ = ctx.record_heartbeat(()).await;
+            }
+            () = ctx.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
+        }
+    }
+}
+
+/// What the model is told of a call a person refused without a message.
+const REFUSED_MESSAGE: &str = "the user refused this call";
+
+/// The gate's questions during a call: answered by the approval the call was given (the gate
+/// was previewed before the call started, so a question without one came from a hook).
+struct Answered(bool);
+
+impl PermissionHandler for Answered {
+    fn ask<'a>(&'a self, _question: &'a PermissionQuestion) -> BoxFuture<'a, PermissionAnswer> {
+        let answer = match self.0 {
+            true => PermissionAnswer::Allow,
+            false => PermissionAnswer::Deny("no approval was given for this call".to_owned()),
+        };
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+/// Whether a record of the call `id` matching `kind` is stored.
+fn has(records: &[Record], id: &str, kind: impl Fn(&Record) -> bool) -> bool {
+    records.iter().any(|record| {
+        kind(record)
+            && match record {
+                Record::PermissionAsked { id: of, .. }
+                | Record::PermissionAnswered { id: of, .. } => of == id,
+                _ => false,
+            }
+    })
+}
+
+fn model_turns(records: &[Record]) -> impl Iterator<Item = &Message> {
+    records.iter().filter_map(|record| match record {
+        Record::ModelTurn { message } => Some(message),
+        _ => None,
+    })
+}
+
+/// Whether the call `id` has a stored result, and whether it is an error.
+fn stored_result(records: &[Record], id: &str) -> Option<bool> {
+    records.iter().rev().find_map(|record| match record {
+        Record::ToolResult {
+            block:
+                MessageContent::ToolResult {
+                    tool_use_id,
+                    is_error,
+                    ..
+                },
+        } if tool_use_id == id => Some(*is_error),
+        _ => None,
+    })
+}
+
+fn find_call<'r>(records: &'r [Record], id: &str) -> Option<&'r ToolUse> {
+    model_turns(records)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .find_map(|turn| turn.tool_uses().find(|call| call.id == id))
+}
+
+fn started(records: &[Record], call: &str) -> bool {
+    records
+        .iter()
+        .any(|record| matches!(record, Record::ToolStarted { id, .. } if id == call))
+}
+
+/// An error another attempt may not have (the store was busy, the stream was cut).
+fn retry(error: impl std::fmt::Display) -> ActivityError {
+    ActivityError::application(ApplicationFailure::new(error.to_string()))
+}
+
+/// An error every attempt would have.
+fn fail(message: String) -> ActivityError {
+    ActivityError::application(ApplicationFailure::non_retryable(message))
+}

@@ -1,0 +1,247 @@
+//! The client: starts runs and awaits them, from any process.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use temporalio_client::{
+    Client, WorkflowCancelOptions, WorkflowFetchHistoryOptions, WorkflowGetResultOptions,
+    WorkflowHandle, WorkflowHistory, WorkflowSignalOptions, WorkflowStartOptions,
+};
+use tool_sdk::model::{Message, Role};
+use tool_sdk::permission::PermissionAnswer;
+use tool_sdk::session::{
+    NewSession, PendingApproval, Record, SessionStore, pending_approvals, stored_conversation,
+};
+
+use crate::activities::ApprovalAnswer;
+use crate::error::TemporalError;
+use crate::parts::RunOptions;
+use crate::workflow::{AgentWorkflow, RunInput};
+
+/// Starts agent runs on a task queue and awaits them. The conversation is written to and read
+/// from `store`, the store the workers share.
+#[derive(Clone)]
+pub struct AgentClient {
+    client: Client,
+    task_queue: String,
+    store: Arc<dyn SessionStore>,
+    working_dir: PathBuf,
+}
+
+/// A run on Temporal: its session, its workflow.
+pub struct RunHandle {
+    handle: WorkflowHandle<Client, AgentWorkflow>,
+    session_id: String,
+    workflow_id: String,
+    store: Arc<dyn SessionStore>,
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunOutcome {
+    /// The session the conversation is in.
+    pub session_id: String,
+    /// The model's last answer, read from the session.
+    pub text: String,
+    /// Model turns taken.
+    pub turns: u32,
+    /// Calls answered because the worker running them died and they may not run twice.
+    pub sealed: u32,
+    /// Why the run stopped before the model finished (`max_turns` reached), if it did.
+    pub stopped: Option<String>,
+}
+
+impl AgentClient {
+    /// A client of `task_queue` on the server at `address` (`host:port` or a URL), whose
+    /// sessions are in `store`. New sessions work in the process's working directory.
+    pub async fn connect(
+        address: &str,
+        task_queue: &str,
+        store: Arc<dyn SessionStore>,
+    ) -> Result<AgentClient, TemporalError> {
+        Ok(AgentClient {
+            client: crate::worker::connect(address).await?,
+            task_queue: task_queue.to_owned(),
+            store,
+            working_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        })
+    }
+
+    /// The directory new sessions work in.
+    pub fn with_working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.working_dir = dir.into();
+        self
+    }
+
+    /// Starts a run in a new session: the prompt is stored, then the workflow started.
+    pub async fn start(
+        &self,
+        prompt: impl Into<String>,
+        options: RunOptions,
+    ) -> Result<RunHandle, TemporalError> {
+        let session = self
+            .store
+            .create(NewSession::new(self.working_dir.clone()))
+            .await?;
+        self.continue_session(&session.id, prompt, options).await
+    }
+
+    /// Starts a run that goes on with the conversation of `session_id` (one run at a time per
+    /// session: the workflow id is the session's unless `options` names another).
+    pub async fn continue_session(
+        &self,
+        session_id: &str,
+        prompt: impl Into<String>,
+        options: RunOptions,
+    ) -> Result<RunHandle, TemporalError> {
+        let store = &*self.store;
+        let records = store.load(session_id).await?;
+        let turns_before = records
+            .iter()
+            .filter(|record| matches!(record, Record::ModelTurn { .. }))
+            .count() as u32;
+        store
+            .append(session_id, &Record::user(Message::user(prompt)))
+            .await?;
+        let workflow_id = options
+            .workflow_id
+            .clone()
+            .unwrap_or_else(|| format!("agent-{session_id}"));
+        let input = RunInput {
+            session_id: session_id.to_owned(),
+            turns_before,
+            max_turns: options.max_turns,
+            heartbeat_timeout_ms: options.heartbeat_timeout.as_millis() as u64,
+            model_timeout_ms: options.model_timeout.as_millis() as u64,
+            retry_attempts: options.retry_attempts.max(1),
+            continue_after: options.continue_after,
+            ..RunInput::default()
+        };
+        let start = WorkflowStartOptions::new(self.task_queue.clone(), workflow_id.clone()).build();
+        self.client
+            .start_workflow(AgentWorkflow::run, input, start)
+            .await
+            .map_err(|error| TemporalError::Workflow {
+                workflow_id: workflow_id.clone(),
+                reason: error.to_string(),
+            })?;
+        Ok(RunHandle {
+            handle: self.client.get_workflow_handle(workflow_id.clone()),
+            session_id: session_id.to_owned(),
+            workflow_id,
+            store: self.store.clone(),
+        })
+    }
+}
+
+impl AgentClient {
+    /// The handle of the run of `session_id` started earlier, from this process or another
+    /// (`workflow_id`: the one it was started with, if not the session's).
+    pub fn attach(&self, session_id: &str, workflow_id: Option<&str>) -> RunHandle {
+        let workflow_id = workflow_id.map_or_else(|| format!("agent-{session_id}"), str::to_owned);
+        RunHandle {
+            handle: self.client.get_workflow_handle(workflow_id.clone()),
+            session_id: session_id.to_owned(),
+            workflow_id,
+            store: self.store.clone(),
+        }
+    }
+
+    /// The calls of `session_id` waiting for an approval, read from the store (no worker is
+    /// needed): answer them with [`RunHandle::answer_approval`].
+    pub async fn pending_approvals(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<PendingApproval>, TemporalError> {
+        Ok(pending_approvals(&*self.store, session_id).await?)
+    }
+}
+
+impl RunHandle {
+    /// Answers the approval the call `call_id` waits for (or will wait for): the run goes on
+    /// with it as soon as a worker takes its next task. `Allow` and `AllowAlways` let the call
+    /// run (once: "always" is not remembered on Temporal yet); `Deny` answers it with the
+    /// message as an error result.
+    pub async fn answer_approval(
+        &self,
+        call_id: &str,
+        answer: PermissionAnswer,
+    ) -> Result<(), TemporalError> {
+        let (allow, message) = match answer {
+            PermissionAnswer::Allow | PermissionAnswer::AllowAlways => (true, None),
+            PermissionAnswer::Deny(message) => (false, Some(message)),
+        };
+        let answer = ApprovalAnswer {
+            call_id: call_id.to_owned(),
+            allow,
+            message,
+        };
+        self.handle
+            .signal(
+                AgentWorkflow::answer_approval,
+                answer,
+                WorkflowSignalOptions::default(),
+            )
+            .await
+            .map_err(|error| TemporalError::Workflow {
+                workflow_id: self.workflow_id.clone(),
+                reason: error.to_string(),
+            })
+    }
+
+    /// The session the run's conversation is in.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The workflow's id.
+    pub fn workflow_id(&self) -> &str {
+        &self.workflow_id
+    }
+
+    /// Asks the server to cancel the run: its running activities are cancelled, which cancels
+    /// the running tool's `CancellationToken` (at its worker's next heartbeat), and
+    /// [`result`](Self::result) fails.
+    pub async fn cancel(&self) -> Result<(), TemporalError> {
+        self.handle
+            .cancel(WorkflowCancelOptions::default())
+            .await
+            .map_err(|error| TemporalError::Workflow {
+                workflow_id: self.workflow_id.clone(),
+                reason: error.to_string(),
+            })
+    }
+
+    /// The workflow's history as the server recorded it, event by event: to measure it, or to
+    /// replay it against the current code (`temporalio_sdk::workflow_replayer`).
+    pub fn history(&self) -> WorkflowHistory {
+        self.handle
+            .fetch_history(WorkflowFetchHistoryOptions::default())
+    }
+
+    /// Waits for the run to end (however many workers die meanwhile) and reads its answer
+    /// from the session.
+    pub async fn result(&self) -> Result<RunOutcome, TemporalError> {
+        let summary = self
+            .handle
+            .get_result(WorkflowGetResultOptions::default())
+            .await
+            .map_err(|error| TemporalError::Workflow {
+                workflow_id: self.workflow_id.clone(),
+                reason: error.to_string(),
+            })?;
+        let messages = stored_conversation(&*self.store, &self.session_id).await?;
+        let text = messages
+            .last()
+            .filter(|message| message.role == Role::Assistant)
+            .map(Message::text)
+            .unwrap_or_default();
+        Ok(RunOutcome {
+            session_id: self.session_id.clone(),
+            text,
+            turns: summary.turns,
+            sealed: summary.sealed,
+            stopped: summary.stopped,
+        })
+    }
+}

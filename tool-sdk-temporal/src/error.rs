@@ -1,0 +1,39 @@
+//! What can go wrong between an app, the Temporal server and the session store.
+
+use tool_sdk::session::SessionError;
+
+/// An error of a worker or a client.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TemporalError {
+    /// The server's address is not one (`host:port`, or a URL).
+    #[error("`{address}` is not a Temporal server address: {reason}")]
+    Address {
+        /// The address given.
+        address: String,
+        /// Why it is not one.
+        reason: String,
+    },
+    /// The server could not be reached, or refused the worker or the client.
+    #[error("cannot connect to the Temporal server at {address}: {reason}")]
+    Connect {
+        /// The address given.
+        address: String,
+        /// What the SDK said.
+        reason: String,
+    },
+    /// The worker could not be made or stopped with an error.
+    #[error("the Temporal worker failed: {0}")]
+    Worker(String),
+    /// Starting the workflow, or awaiting it, failed.
+    #[error("the agent workflow {workflow_id} failed: {reason}")]
+    Workflow {
+        /// The workflow's id.
+        workflow_id: String,
+        /// What the server said.
+        reason: String,
+    },
+    /// The session store failed.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}

