@@ -213,6 +213,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = args
         .next()
         .ok_or("usage: mcp-test-server ROOT [--http ADDR]")?;
+    // tests/otel.rs: this server's spans go to its receiver, to be joined with the client's.
+    let _telemetry = match std::env::var("MCP_TEST_OTLP_ENDPOINT") {
+        Ok(endpoint) => Some(tool_sdk::telemetry::init_otlp(
+            &endpoint,
+            "mcp-test-server",
+        )?),
+        Err(_) => None,
+    };
     let registry = Arc::new(ToolRegistry::new());
     registry.register(Arc::new(ReadTool))?;
     registry.register(Arc::new(WriteTool))?;

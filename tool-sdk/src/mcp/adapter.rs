@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use rmcp::model::CallToolResult;
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::client::ClientInner;
 use crate::schema::{self, Provider};
@@ -176,7 +177,19 @@ impl Tool for McpTool {
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
-        Box::pin(self.client.call(self, input, ctx))
+        Box::pin(async move {
+            // Made on the first poll, so that its parent is the span the call runs in.
+            let span = tracing::info_span!(
+                "tools/call",
+                otel.name = format!("tools/call {}", self.server_name).as_str(),
+                otel.kind = "client",
+                mcp.method.name = "tools/call",
+                gen_ai.operation.name = "execute_tool",
+                gen_ai.tool.name = self.server_name.as_str(),
+                mcp.server.name = self.client.name.as_str(),
+            );
+            self.client.call(self, input, ctx).instrument(span).await
+        })
     }
 
     fn display_title(&self, _input: &Value) -> String {

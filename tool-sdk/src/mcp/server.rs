@@ -16,6 +16,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::McpError;
 use crate::error::{ErrorSource, source};
@@ -263,6 +264,25 @@ pub async fn serve_http(
     McpToolServer::new(registry).serve_http(addr).await
 }
 
+/// The span of one call, `tools/call {name}`: a child of the client's span when the request's
+/// `_meta` carries its W3C trace context.
+fn call_span(name: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
+    let span = tracing::info_span!(
+        "tools/call",
+        otel.name = format!("tools/call {name}").as_str(),
+        otel.kind = "server",
+        mcp.method.name = "tools/call",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = name,
+        jsonrpc.request.id = context.id.to_string().as_str(),
+    );
+    #[cfg(feature = "otel")]
+    if let Some(parent) = context.meta.get_traceparent() {
+        crate::telemetry::set_remote_parent(&span, parent, context.meta.get_tracestate());
+    }
+    span
+}
+
 fn to_result(output: ToolOutput) -> CallToolResult {
     let content = output
         .content
@@ -335,6 +355,7 @@ impl ServerHandler for McpToolServer {
         let output = self
             .registry
             .call_with(&name, input, &ctx, &self.policy)
+            .instrument(call_span(&name, &context))
             .await
             .output;
         if self.registry.names() != before {
