@@ -52,6 +52,8 @@ async fn http_client(which: &str) -> (Client, tokio::process::Child) {
         .await
         .expect("the server prints its URL")
         .expect("a URL line");
+    // Fails only when one is installed already, which does as well.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let transport = StreamableHttpClientTransport::from_uri(url);
     let client = ().serve(transport).await.expect("the handshake succeeds");
     (client, child)
