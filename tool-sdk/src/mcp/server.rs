@@ -283,6 +283,25 @@ fn call_span(name: &str, context: &RequestContext<RoleServer>) -> tracing::Span 
     span
 }
 
+/// A resource link or an embedded resource as MCP's `resource_link` or `resource` block.
+fn resource_block(block: ContentBlock) -> rmcp::model::ContentBlock {
+    let mut json = serde_json::to_value(&block).unwrap_or_default();
+    // Ours are snake case and flat; MCP's camel case, an embedded one's contents nested.
+    if let Some(mime_type) = json.as_object_mut().and_then(|o| o.remove("mime_type")) {
+        json["mimeType"] = mime_type;
+    }
+    if json["type"] == "resource" {
+        let mut contents = json.take();
+        if let Some(object) = contents.as_object_mut() {
+            object.remove("type");
+        }
+        json = serde_json::json!({"type": "resource", "resource": contents});
+    }
+    serde_json::from_value(json).unwrap_or_else(|_| {
+        rmcp::model::ContentBlock::text(block.readable().unwrap_or_default().into_owned())
+    })
+}
+
 fn to_result(output: ToolOutput) -> CallToolResult {
     let content = output
         .content
@@ -292,6 +311,7 @@ fn to_result(output: ToolOutput) -> CallToolResult {
             ContentBlock::Image { media_type, data } => {
                 rmcp::model::ContentBlock::image(data, media_type)
             }
+            resource => resource_block(resource),
         })
         .collect();
     let mut result = if output.is_error {
