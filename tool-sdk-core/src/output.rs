@@ -338,3 +338,36 @@ fn humanize(duration: Duration) -> String {
         format!("{:.1}s", duration.as_secs_f64())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sessions store results as JSON: every kind of block comes back as it went.
+    #[test]
+    fn resource_blocks_round_trip_through_json() {
+        let blocks = vec![
+            ContentBlock::resource_link("file:///a.md", "a.md"),
+            ContentBlock::resource_text("file:///b.md", Some("text/markdown".into()), "# b"),
+            ContentBlock::resource_blob("file:///c", None, &[0, 255]),
+        ];
+        let json = serde_json::to_value(&blocks).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!([
+                {"type": "resource_link", "uri": "file:///a.md", "name": "a.md"},
+                {"type": "resource", "uri": "file:///b.md", "mime_type": "text/markdown",
+                    "text": "# b"},
+                {"type": "resource", "uri": "file:///c", "blob": "AP8="},
+            ])
+        );
+        let back: Vec<ContentBlock> = serde_json::from_value(json).unwrap();
+        assert_eq!(back, blocks);
+        let output = ToolOutput::blocks(back);
+        assert_eq!(
+            output.to_text(),
+            "[resource link file:///a.md (a.md)]\n[resource file:///b.md]\n# b\n\
+             [binary resource file:///c (unknown type)]"
+        );
+    }
+}
