@@ -25,7 +25,10 @@ async fn call(client: &Client) {
     let mut params = CallToolRequestParams::new("add");
     params.arguments = json!({"a": 2, "b": 3}).as_object().cloned();
     let result = client.call_tool(params).await.expect("the call succeeds");
-    debug_assert_eq!(result.content[0].as_text().map(|t| t.text.as_str()), Some("5"));
+    debug_assert_eq!(
+        result.content[0].as_text().map(|t| t.text.as_str()),
+        Some("5")
+    );
     black_box(result);
 }
 
