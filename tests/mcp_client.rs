@@ -4,12 +4,15 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
 use serde_json::{Value, json};
 use tests::mcp_peers::{free_port, peers};
 use tool_sdk::agent::{Agent, AgentConfig, AgentEvent};
 use tool_sdk::mcp::{McpClient, McpScope, McpServerConfig};
 use tool_sdk::model::{ScriptedModel, ScriptedTurn};
-use tool_sdk::{ContentBlock, Tool, ToolContext, ToolError, ToolOutput, ToolUpdateKind};
+use tool_sdk::{
+    ContentBlock, ResourceContents, Tool, ToolContext, ToolError, ToolOutput, ToolUpdateKind,
+};
 
 fn everything() -> McpServerConfig {
     McpServerConfig::stdio(
@@ -106,7 +109,7 @@ async fn everything_over_stdio() {
         "{out:?}"
     );
 
-    // Embedded resources and resource links become text the model can read.
+    // Embedded resources and resource links are kept as such; the model reads them as text.
     let out = call(
         &client,
         "mcp__everything__get-resource-reference",
@@ -114,7 +117,51 @@ async fn everything_over_stdio() {
     )
     .await
     .unwrap();
-    assert!(out.to_text().contains("[resource "), "{out:?}");
+    assert!(
+        out.to_text()
+            .contains("[resource demo://resource/dynamic/text/1]\nResource 1: ")
+    );
+    match &out.content[1] {
+        ContentBlock::Resource {
+            uri,
+            mime_type,
+            contents: ResourceContents::Text { text },
+        } => {
+            assert_eq!(uri, "demo://resource/dynamic/text/1");
+            assert_eq!(mime_type.as_deref(), Some("text/plain"));
+            assert!(
+                text.starts_with("Resource 1: This is a plaintext resource"),
+                "{text}"
+            );
+        }
+        other => panic!("not an embedded text resource: {other:?}"),
+    }
+    let out = call(
+        &client,
+        "mcp__everything__get-resource-reference",
+        json!({"resourceType": "Blob", "resourceId": 3}),
+    )
+    .await
+    .unwrap();
+    match &out.content[1] {
+        ContentBlock::Resource {
+            uri,
+            contents: ResourceContents::Blob { blob },
+            ..
+        } => {
+            assert_eq!(uri, "demo://resource/dynamic/blob/3");
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(blob)
+                .unwrap();
+            assert!(bytes.starts_with(b"Resource 3: This is a base64 blob"));
+        }
+        other => panic!("not an embedded blob: {other:?}"),
+    }
+    assert!(
+        out.to_text()
+            .contains("[binary resource demo://resource/dynamic/blob/3 (text/plain)]"),
+        "{out:?}"
+    );
     let out = call(
         &client,
         "mcp__everything__get-resource-links",
@@ -122,7 +169,26 @@ async fn everything_over_stdio() {
     )
     .await
     .unwrap();
-    assert!(out.to_text().contains("[resource link "), "{out:?}");
+    let links: Vec<&ContentBlock> = out
+        .content
+        .iter()
+        .filter(|b| matches!(b, ContentBlock::ResourceLink { .. }))
+        .collect();
+    assert_eq!(links.len(), 2, "{out:?}");
+    assert_eq!(
+        links[1],
+        &ContentBlock::ResourceLink {
+            uri: "demo://resource/dynamic/text/2".into(),
+            name: "Text Resource 2".into(),
+            description: Some("Resource 2: plaintext resource".into()),
+            mime_type: Some("text/plain".into()),
+        }
+    );
+    assert!(
+        out.to_text()
+            .contains("[resource link demo://resource/dynamic/text/2 (Text Resource 2)]"),
+        "{out:?}"
+    );
 
     // Invalid arguments: the TypeScript SDK answers with an isError result quoting -32602.
     let out = call(&client, "mcp__everything__get-sum", json!({"a": "two"}))

@@ -87,6 +87,22 @@ fn check_report(report: &Value) {
         report["count"]["progress"],
         json!(["step 1 of 3", "step 2 of 3", "step 3 of 3"])
     );
+    // A resource link and embedded resources, as the SDK's own types.
+    assert_eq!(
+        report["resources"],
+        json!([
+            {"class": "TextContent", "type": "text", "text": "three resources:"},
+            {"class": "ResourceLink", "type": "resource_link", "uri": "file:///notes/todo.md",
+                "name": "todo.md", "description": "what is left to do",
+                "mimeType": "text/markdown"},
+            {"class": "EmbeddedResource", "type": "resource", "resource": {
+                "uri": "file:///notes/done.md", "mimeType": "text/markdown", "text": "- bench"}},
+            {"class": "EmbeddedResource", "type": "resource", "resource": {
+                "uri": "file:///logo.bin", "mimeType": "application/octet-stream",
+                "blob": "AAEC/w=="}},
+        ]),
+        "{report}"
+    );
 }
 
 #[test]

@@ -439,3 +439,87 @@ fn a_bad_endpoint_is_a_clear_error() {
         assert!(message.contains("http://localhost:4318"), "{message}");
     }
 }
+
+/// The MCP server the MCP tests run (tests/bin/mcp_test_server.rs).
+const MCP_SERVER: &str = env!("CARGO_BIN_EXE_mcp-test-server");
+
+/// W3C trace context in `_meta`: our client's `tools/call` span sends its `traceparent`, and
+/// our server, another process exporting to the same receiver, makes its span of the call a
+/// child of it. The subscriber is this thread's (the other test sets the global one), so the
+/// runtime is single-threaded.
+#[tokio::test(flavor = "current_thread")]
+async fn an_mcp_call_and_the_servers_span_of_it_are_one_trace() {
+    use tool_sdk::mcp::{McpClient, McpServerConfig};
+    use tracing::Instrument;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let receiver = Receiver::start();
+    let (layer, guard) =
+        tool_sdk::telemetry::otlp_layer(&receiver.address, "mcp-client-test").unwrap();
+    let _subscriber = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+
+    let root = tempfile::tempdir().unwrap();
+    let config = McpServerConfig::stdio(MCP_SERVER, [root.path().to_str().unwrap()])
+        .with_env("MCP_TEST_OTLP_ENDPOINT", &receiver.address)
+        // Its spans leave in batches: a short delay, so they arrive while the test waits.
+        .with_env("OTEL_BSP_SCHEDULE_DELAY", "50");
+    let client = McpClient::connect("ours", config).await.unwrap();
+    let add = client
+        .tools()
+        .into_iter()
+        .find(|t| t.name() == "mcp__ours__add")
+        .expect("the server's add tool");
+    let ctx = tool_sdk::ToolContext::new(root.path());
+    let output = add
+        .call(json!({"a": 2, "b": 3}), &ctx)
+        .instrument(tracing::info_span!("the caller"))
+        .await
+        .unwrap();
+    assert_eq!(output.to_text(), "5");
+
+    // The server's span arrives from its process; ours when the guard flushes.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let server_span = loop {
+        let found = receiver.exports.lock().unwrap().iter().find_map(|export| {
+            export
+                .request
+                .resource_spans
+                .iter()
+                .flat_map(|r| r.scope_spans.iter().flat_map(|s| s.spans.iter()))
+                .find(|s| s.kind == SpanKind::Server as i32)
+                .cloned()
+        });
+        if let Some(span) = found {
+            break span;
+        }
+        assert!(std::time::Instant::now() < deadline, "no server span came");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    client.close().await;
+    guard.flush().unwrap();
+
+    let spans = receiver.spans();
+    let of = |service: &str, name: &str| -> Span {
+        let found: Vec<&Span> = spans
+            .iter()
+            .filter(|(s, span)| s == service && span.name == name)
+            .map(|(_, span)| span)
+            .collect();
+        assert_eq!(found.len(), 1, "{service}: {name}");
+        found[0].clone()
+    };
+    let caller = of("mcp-client-test", "the caller");
+    let call = of("mcp-client-test", "tools/call add");
+    let served = of("mcp-test-server", "tools/call add");
+    assert_eq!(served, server_span);
+    assert_eq!(call.kind, SpanKind::Client as i32);
+    assert_eq!(call.parent_span_id, caller.span_id);
+    assert_eq!(str_of(&call, "mcp.server.name"), "ours");
+    // The join: the server's span is in the client's trace, under the client's call span.
+    assert_eq!(served.trace_id, caller.trace_id);
+    assert_eq!(served.parent_span_id, call.span_id);
+    assert_eq!(str_of(&served, "mcp.method.name"), "tools/call");
+    assert_eq!(str_of(&served, "gen_ai.tool.name"), "add");
+    assert!(served.start_time_unix_nano >= call.start_time_unix_nano);
+    assert!(served.end_time_unix_nano <= call.end_time_unix_nano);
+}

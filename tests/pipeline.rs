@@ -144,10 +144,7 @@ fn results(messages: &[Message]) -> Vec<(String, bool)> {
             } => Some((
                 content
                     .iter()
-                    .map(|c| match c {
-                        ContentBlock::Text { text } => text.clone(),
-                        ContentBlock::Image { .. } => String::new(),
-                    })
+                    .map(|c| c.readable().unwrap_or_default().into_owned())
                     .collect::<Vec<_>>()
                     .join("\n"),
                 *is_error,

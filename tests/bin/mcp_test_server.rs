@@ -160,6 +160,31 @@ async fn test_simple_text() -> String {
     "This is a simple text response for testing.".to_owned()
 }
 
+/// Returns a resource link, an embedded text resource and an embedded binary one.
+#[tool(read_only, register = false)]
+async fn resources() -> Vec<tool_sdk::ContentBlock> {
+    use tool_sdk::ContentBlock;
+    vec![
+        ContentBlock::text("three resources:"),
+        ContentBlock::ResourceLink {
+            uri: "file:///notes/todo.md".into(),
+            name: "todo.md".into(),
+            description: Some("what is left to do".into()),
+            mime_type: Some("text/markdown".into()),
+        },
+        ContentBlock::resource_text(
+            "file:///notes/done.md",
+            Some("text/markdown".into()),
+            "- bench",
+        ),
+        ContentBlock::resource_blob(
+            "file:///logo.bin",
+            Some("application/octet-stream".into()),
+            &[0, 1, 2, 255],
+        ),
+    ]
+}
+
 /// Conformance suite: returns an image (a 1x1 red PNG).
 #[tool(read_only, register = false)]
 async fn test_image_content() -> tool_sdk::ContentBlock {
@@ -213,6 +238,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = args
         .next()
         .ok_or("usage: mcp-test-server ROOT [--http ADDR]")?;
+    // tests/otel.rs: this server's spans go to its receiver, to be joined with the client's.
+    let _telemetry = match std::env::var("MCP_TEST_OTLP_ENDPOINT") {
+        Ok(endpoint) => Some(tool_sdk::telemetry::init_otlp(
+            &endpoint,
+            "mcp-test-server",
+        )?),
+        Err(_) => None,
+    };
     let registry = Arc::new(ToolRegistry::new());
     registry.register(Arc::new(ReadTool))?;
     registry.register(Arc::new(WriteTool))?;
@@ -228,6 +261,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry.register(Arc::new(PrimesTool))?;
     registry.register(Arc::new(TestSimpleTextTool))?;
     registry.register(Arc::new(TestImageContentTool))?;
+    registry.register(Arc::new(ResourcesTool))?;
     registry.register(Arc::new(TestErrorHandlingTool))?;
     registry.register(Arc::new(TestToolWithProgressTool))?;
     registry.register(Arc::new(JsonSchema2020Tool(json!({

@@ -50,6 +50,15 @@ async def main() -> None:
                 "text": result.content[0].text,
                 "structured": result.structured_content,
             }
+        # The SDK parses each block into its type (ResourceLink, EmbeddedResource...).
+        result = await client.call_tool("resources", {})
+        report["resources"] = [
+            {
+                "class": type(block).__name__,
+                **block.model_dump(mode="json", by_alias=True, exclude_none=True),
+            }
+            for block in result.content
+        ]
         after = await client.call_tool("add", {"a": 1, "b": 1})
         report["after"] = {"is_error": bool(after.is_error), "text": after.content[0].text}
     print(json.dumps(report))

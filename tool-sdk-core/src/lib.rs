@@ -60,7 +60,7 @@ pub use context::{
 };
 pub use extract::FromToolContext;
 pub use json::Json;
-pub use output::{ContentBlock, ToolError, ToolErrorKind, ToolOutput};
+pub use output::{ContentBlock, ResourceContents, ToolError, ToolErrorKind, ToolOutput};
 #[cfg(feature = "process")]
 pub use process::{ToolChild, ToolCommand};
 #[doc(hidden)]

@@ -22,12 +22,111 @@ pub enum ContentBlock {
         /// The base64 of its bytes.
         data: String,
     },
+    /// A link to a resource the client can read, not its contents (MCP's `resource_link`).
+    /// Models get [`ContentBlock::readable`] text for it.
+    ResourceLink {
+        /// The resource's URI.
+        uri: String,
+        /// Its name.
+        name: String,
+        /// What it is, for the model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// Its MIME type, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+    },
+    /// A resource's contents, embedded in the result (MCP's `resource`): text, or bytes as
+    /// base64. Models get [`ContentBlock::readable`] text for it.
+    Resource {
+        /// The resource's URI.
+        uri: String,
+        /// Its MIME type, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// Its contents.
+        #[serde(flatten)]
+        contents: ResourceContents,
+    },
+}
+
+/// The contents of an embedded resource ([`ContentBlock::Resource`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ResourceContents {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Bytes.
+    Blob {
+        /// The base64 of the bytes.
+        blob: String,
+    },
 }
 
 impl ContentBlock {
     /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text { text: text.into() }
+    }
+
+    /// A link to the resource at `uri`, called `name`.
+    pub fn resource_link(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        ContentBlock::ResourceLink {
+            uri: uri.into(),
+            name: name.into(),
+            description: None,
+            mime_type: None,
+        }
+    }
+
+    /// The text of the resource at `uri`, embedded.
+    pub fn resource_text(
+        uri: impl Into<String>,
+        mime_type: Option<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        ContentBlock::Resource {
+            uri: uri.into(),
+            mime_type,
+            contents: ResourceContents::Text { text: text.into() },
+        }
+    }
+
+    /// The bytes of the resource at `uri`, embedded (as base64).
+    pub fn resource_blob(uri: impl Into<String>, mime_type: Option<String>, bytes: &[u8]) -> Self {
+        use base64::Engine as _;
+        ContentBlock::Resource {
+            uri: uri.into(),
+            mime_type,
+            contents: ResourceContents::Blob {
+                blob: base64::engine::general_purpose::STANDARD.encode(bytes),
+            },
+        }
+    }
+
+    /// What a model that has no block of this kind reads: the text of a text block, a line
+    /// naming a resource link, an embedded text resource's URI and text, an embedded binary
+    /// resource's URI and type; `None` for an image.
+    pub fn readable(&self) -> Option<Cow<'_, str>> {
+        match self {
+            ContentBlock::Text { text } => Some(Cow::Borrowed(text)),
+            ContentBlock::Image { .. } => None,
+            ContentBlock::ResourceLink { uri, name, .. } => {
+                Some(Cow::Owned(format!("[resource link {uri} ({name})]")))
+            }
+            ContentBlock::Resource {
+                uri,
+                contents: ResourceContents::Text { text },
+                ..
+            } => Some(Cow::Owned(format!("[resource {uri}]\n{text}"))),
+            ContentBlock::Resource { uri, mime_type, .. } => Some(Cow::Owned(format!(
+                "[binary resource {uri} ({})]",
+                mime_type.as_deref().unwrap_or("unknown type")
+            ))),
+        }
     }
 
     /// An image block from raw bytes.
@@ -93,20 +192,18 @@ impl ToolOutput {
         }
     }
 
-    /// The text blocks joined by newlines (images are left out).
+    /// The blocks' [readable](ContentBlock::readable) text joined by newlines (images are
+    /// left out).
     pub fn to_text(&self) -> Cow<'_, str> {
-        let mut texts = self.content.iter().filter_map(|block| match block {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            ContentBlock::Image { .. } => None,
-        });
+        let mut texts = self.content.iter().filter_map(ContentBlock::readable);
         match (texts.next(), texts.next()) {
             (None, _) => Cow::Borrowed(""),
-            (Some(only), None) => Cow::Borrowed(only),
+            (Some(only), None) => only,
             (Some(first), Some(second)) => {
                 let mut joined = format!("{first}\n{second}");
                 for text in texts {
                     joined.push('\n');
-                    joined.push_str(text);
+                    joined.push_str(&text);
                 }
                 Cow::Owned(joined)
             }
@@ -239,5 +336,38 @@ fn humanize(duration: Duration) -> String {
         format!("{}s", millis / 1000)
     } else {
         format!("{:.1}s", duration.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sessions store results as JSON: every kind of block comes back as it went.
+    #[test]
+    fn resource_blocks_round_trip_through_json() {
+        let blocks = vec![
+            ContentBlock::resource_link("file:///a.md", "a.md"),
+            ContentBlock::resource_text("file:///b.md", Some("text/markdown".into()), "# b"),
+            ContentBlock::resource_blob("file:///c", None, &[0, 255]),
+        ];
+        let json = serde_json::to_value(&blocks).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!([
+                {"type": "resource_link", "uri": "file:///a.md", "name": "a.md"},
+                {"type": "resource", "uri": "file:///b.md", "mime_type": "text/markdown",
+                    "text": "# b"},
+                {"type": "resource", "uri": "file:///c", "blob": "AP8="},
+            ])
+        );
+        let back: Vec<ContentBlock> = serde_json::from_value(json).unwrap();
+        assert_eq!(back, blocks);
+        let output = ToolOutput::blocks(back);
+        assert_eq!(
+            output.to_text(),
+            "[resource link file:///a.md (a.md)]\n[resource file:///b.md]\n# b\n\
+             [binary resource file:///c (unknown type)]"
+        );
     }
 }

@@ -30,7 +30,7 @@ use serde_json::Value;
 use crate::model::ToolInput;
 use crate::permission::{PermissionGate, PermissionHandler, PostToolUse};
 use crate::registry::{Entry, ToolRegistry};
-use crate::tool::{ContentBlock, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tool::{ContentBlock, ResourceContents, Tool, ToolContext, ToolError, ToolOutput};
 
 /// How long a cancelled call may go on to finish on its own before it is dropped.
 const CANCEL_GRACE: Duration = Duration::from_millis(500);
@@ -472,21 +472,28 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "no message".to_owned())
 }
 
-/// Cuts a whole result to the policy's budget: all text blocks together keep their head and
-/// tail; images past the image budget are replaced by a note.
+/// Cuts a whole result to the policy's budget: all text blocks (and embedded text resources,
+/// in their readable form) together keep their head and tail; images and embedded binary
+/// resources past the image budget are replaced by a note.
 pub(crate) fn cap(mut output: ToolOutput, policy: &CallPolicy) -> ToolOutput {
     let mut image_bytes = 0usize;
     for block in &mut output.content {
-        if let ContentBlock::Image { media_type, data } = block {
-            image_bytes += data.len();
-            if image_bytes > policy.max_result_image_bytes {
-                *block = ContentBlock::text(format!(
-                    "[{media_type} image of {} bytes (base64) left out: the result's images \
-                     passed the limit of {} bytes]",
-                    data.len(),
-                    policy.max_result_image_bytes
-                ));
-            }
+        let (what, size) = match block {
+            ContentBlock::Image { media_type, data } => (format!("{media_type} image"), data.len()),
+            ContentBlock::Resource {
+                uri,
+                contents: ResourceContents::Blob { blob },
+                ..
+            } => (format!("binary resource {uri}"), blob.len()),
+            _ => continue,
+        };
+        image_bytes += size;
+        if image_bytes > policy.max_result_image_bytes {
+            *block = ContentBlock::text(format!(
+                "[{what} of {size} bytes (base64) left out: the result's images passed the \
+                 limit of {} bytes]",
+                policy.max_result_image_bytes
+            ));
         }
     }
     let total = |count: fn(&str) -> usize| -> usize {
@@ -495,7 +502,11 @@ pub(crate) fn cap(mut output: ToolOutput, policy: &CallPolicy) -> ToolOutput {
             .iter()
             .map(|block| match block {
                 ContentBlock::Text { text } => count(text),
-                ContentBlock::Image { .. } => 0,
+                ContentBlock::Resource {
+                    contents: ResourceContents::Text { .. },
+                    ..
+                } => block.readable().map_or(0, |text| count(&text)),
+                _ => 0,
             })
             .sum()
     };
@@ -515,7 +526,16 @@ pub(crate) fn cap(mut output: ToolOutput, policy: &CallPolicy) -> ToolOutput {
                 }
                 text.push_str(&part);
             }
-            image => images.push(image),
+            resource @ ContentBlock::Resource {
+                contents: ResourceContents::Text { .. },
+                ..
+            } => {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&resource.readable().unwrap_or_default());
+            }
+            other => images.push(other),
         }
     }
     output.content = std::iter::once(ContentBlock::text(cut_text(&text, policy.max_result_chars)))
@@ -557,6 +577,37 @@ mod tests {
 
     fn policy(chars: usize) -> CallPolicy {
         CallPolicy::new().with_max_result_chars(chars)
+    }
+
+    #[test]
+    fn cap_counts_embedded_resources() {
+        let link = ContentBlock::resource_link("file:///a", "a");
+        let output = ToolOutput::blocks(vec![
+            ContentBlock::resource_text("file:///long", None, "x".repeat(500)),
+            link.clone(),
+            ContentBlock::resource_blob("file:///bin", Some("image/x".into()), &[7; 300]),
+        ]);
+        let policy = policy(1000).with_max_result_image_bytes(100);
+        let capped = cap(output.clone(), &policy);
+        // The blob past the byte budget becomes a note; the rest fits.
+        assert_eq!(capped.content[..2], output.content[..2]);
+        assert_eq!(
+            capped.to_text().lines().last(),
+            Some(
+                "[binary resource file:///bin of 400 bytes (base64) left out: the result's \
+                 images passed the limit of 100 bytes]"
+            )
+        );
+        // Over the character budget, the text resource joins the text and is cut with it;
+        // the link stays as it is.
+        let capped = cap(output, &policy.with_max_result_chars(100));
+        assert_eq!(capped.content.len(), 2, "{capped:?}");
+        let ContentBlock::Text { text } = &capped.content[0] else {
+            panic!("{capped:?}")
+        };
+        assert!(text.starts_with("[resource file:///long]\nxxx"), "{text}");
+        assert!(text.contains("characters cut"), "{text}");
+        assert_eq!(capped.content[1], link);
     }
 
     #[test]

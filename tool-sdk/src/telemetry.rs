@@ -8,6 +8,13 @@
 //! | `invoke_agent {gen_ai.agent.name}` (internal) | one run: [`prompt`], [`run`], [`continue_run`]; a sub-agent's run is a child of the Task call that started it | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.agent.name` (when [named]), `gen_ai.agent.id` (`main`, `task-N`), `gen_ai.conversation.id` (the session), `gen_ai.request.model`, `gen_ai.usage.input_tokens` and `output_tokens` (the run's totals) |
 //! | `chat {gen_ai.request.model}` (client) | one model turn | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.request.max_tokens`, `gen_ai.request.temperature`, `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens` (cached ones included), `output_tokens`, `cache_read.input_tokens`, `cache_creation.input_tokens` |
 //! | `execute_tool {gen_ai.tool.name}` (internal) | one tool call, a child of its run even when read-only calls run together | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type` |
+//! | `tools/call {gen_ai.tool.name}` (client) | one call of an MCP server's tool, a child of the call's `execute_tool` | `mcp.method.name`, `gen_ai.operation.name`, `gen_ai.tool.name`, `mcp.server.name` (the server's name in the config) |
+//! | `tools/call {gen_ai.tool.name}` (server) | one call our MCP server ran | `mcp.method.name`, `gen_ai.operation.name`, `gen_ai.tool.name`, `jsonrpc.request.id` |
+//!
+//! MCP calls carry [W3C trace context](https://www.w3.org/TR/trace-context/) in the request's
+//! `_meta` (`traceparent`, `tracestate`), as the protocol's SEP-414 has it: with the `otel`
+//! feature, our client sends its `tools/call` span's, and our server makes the span of a call
+//! whose request carries one a child of it, so the two processes' spans are one trace.
 //!
 //! A span that failed has the status error, with the message, and `error.type`: for a tool
 //! call the [`ToolErrorKind`](crate::ToolErrorKind) in snake case (`timeout`,
@@ -29,6 +36,54 @@
 
 #[cfg(feature = "otel")]
 pub use otlp::{OtlpGuard, TelemetryError, init_otlp, otlp_layer};
+
+/// The W3C `traceparent` and `tracestate` of `span`, when it is an OpenTelemetry span (the
+/// `otel` layer is installed) with a valid context.
+#[cfg(feature = "otel")]
+pub(crate) fn trace_context(span: &tracing::Span) -> Option<(String, Option<String>)> {
+    use opentelemetry::propagation::TextMapPropagator;
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+    let context = span.context();
+    if !context.span().span_context().is_valid() {
+        return None;
+    }
+    let mut fields = std::collections::HashMap::new();
+    opentelemetry_sdk::propagation::TraceContextPropagator::new()
+        .inject_context(&context, &mut fields);
+    let parent = fields.remove("traceparent")?;
+    Some((
+        parent,
+        fields.remove("tracestate").filter(|s| !s.is_empty()),
+    ))
+}
+
+/// Makes `span` a child of the remote span a W3C `traceparent` (and `tracestate`) names; a
+/// malformed `traceparent` is ignored, as the W3C specification asks, and `span` stays where
+/// it was.
+#[cfg(feature = "otel")]
+pub(crate) fn set_remote_parent(span: &tracing::Span, traceparent: &str, tracestate: Option<&str>) {
+    use opentelemetry::propagation::TextMapPropagator;
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+    let mut fields = std::collections::HashMap::new();
+    fields.insert("traceparent".to_owned(), traceparent.to_owned());
+    if let Some(state) = tracestate {
+        fields.insert("tracestate".to_owned(), state.to_owned());
+    }
+    let remote = opentelemetry_sdk::propagation::TraceContextPropagator::new().extract(&fields);
+    if remote.span().span_context().is_valid() {
+        // Fails only when the span is not an OpenTelemetry one: nothing to join then.
+        let _ = span.set_parent(remote);
+    } else {
+        tracing::debug!(
+            traceparent,
+            "a malformed traceparent in an MCP request was ignored"
+        );
+    }
+}
 
 #[cfg(feature = "otel")]
 mod otlp {

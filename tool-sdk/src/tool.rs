@@ -3,9 +3,10 @@
 
 pub use tool_sdk_core::{
     ActsOn, AgentId, BoxFuture, ContentBlock, FileCheckpointer, FileRead, FileStateTracker,
-    FromToolContext, Json, PermissionPrompt, ResultDisplay, SessionValues, State, StateMap,
-    StateRequirement, SubagentReport, SubagentRequest, SubagentRunner, Tool, ToolAnnotations,
-    ToolContext, ToolError, ToolErrorKind, ToolOutput, ToolResult, ToolUpdate, ToolUpdateKind,
+    FromToolContext, Json, PermissionPrompt, ResourceContents, ResultDisplay, SessionValues, State,
+    StateMap, StateRequirement, SubagentReport, SubagentRequest, SubagentRunner, Tool,
+    ToolAnnotations, ToolContext, ToolError, ToolErrorKind, ToolOutput, ToolResult, ToolUpdate,
+    ToolUpdateKind,
 };
 
 #[cfg(test)]

@@ -263,6 +263,7 @@ pub(crate) fn content_chars(content: &[crate::ContentBlock]) -> usize {
         .map(|block| match block {
             crate::ContentBlock::Text { text } => text.len(),
             crate::ContentBlock::Image { .. } => IMAGE_TOKENS as usize * 4,
+            other => other.readable().map_or(0, |text| text.len()),
         })
         .sum()
 }

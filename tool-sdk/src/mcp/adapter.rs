@@ -7,11 +7,13 @@ use std::time::Duration;
 
 use rmcp::model::CallToolResult;
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::client::ClientInner;
 use crate::schema::{self, Provider};
 use crate::tool::{
-    BoxFuture, ContentBlock, Tool, ToolAnnotations, ToolContext, ToolOutput, ToolResult,
+    BoxFuture, ContentBlock, ResourceContents, Tool, ToolAnnotations, ToolContext, ToolOutput,
+    ToolResult,
 };
 use crate::validate::{InputValidator, ValidationOptions};
 
@@ -89,22 +91,34 @@ impl McpTool {
                     media_type: block["mimeType"].as_str().unwrap_or("image/png").to_owned(),
                     data: block["data"].as_str().unwrap_or_default().to_owned(),
                 }),
+                // Kept as resources; models read them through `ContentBlock::readable`.
                 Some("resource") => {
                     let resource = &block["resource"];
-                    let uri = resource["uri"].as_str().unwrap_or_default();
-                    match resource["text"].as_str() {
-                        Some(body) => content.push(text(&format!("[resource {uri}]\n{body}"))),
-                        None => content.push(text(&format!(
-                            "[binary resource {uri} ({})]",
-                            resource["mimeType"].as_str().unwrap_or("unknown type")
-                        ))),
-                    }
+                    let uri = resource["uri"].as_str().unwrap_or_default().to_owned();
+                    let mime_type = resource["mimeType"].as_str().map(str::to_owned);
+                    let contents = match (resource["text"].as_str(), resource["blob"].as_str()) {
+                        (Some(text), _) => ResourceContents::Text {
+                            text: text.to_owned(),
+                        },
+                        (None, blob) => ResourceContents::Blob {
+                            blob: blob.unwrap_or_default().to_owned(),
+                        },
+                    };
+                    content.push(ContentBlock::Resource {
+                        uri,
+                        mime_type,
+                        contents,
+                    });
                 }
-                Some("resource_link") => content.push(text(&format!(
-                    "[resource link {} ({})]",
-                    block["uri"].as_str().unwrap_or_default(),
-                    block["name"].as_str().unwrap_or_default()
-                ))),
+                Some("resource_link") => {
+                    let field = |key: &str| block[key].as_str().map(str::to_owned);
+                    content.push(ContentBlock::ResourceLink {
+                        uri: field("uri").unwrap_or_default(),
+                        name: field("name").unwrap_or_default(),
+                        description: field("description"),
+                        mime_type: field("mimeType"),
+                    });
+                }
                 Some("audio") => content.push(text(&format!(
                     "[audio ({}), not shown]",
                     block["mimeType"].as_str().unwrap_or("unknown type")
@@ -176,7 +190,19 @@ impl Tool for McpTool {
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
-        Box::pin(self.client.call(self, input, ctx))
+        Box::pin(async move {
+            // Made on the first poll, so that its parent is the span the call runs in.
+            let span = tracing::info_span!(
+                "tools/call",
+                otel.name = format!("tools/call {}", self.server_name).as_str(),
+                otel.kind = "client",
+                mcp.method.name = "tools/call",
+                gen_ai.operation.name = "execute_tool",
+                gen_ai.tool.name = self.server_name.as_str(),
+                mcp.server.name = self.client.name.as_str(),
+            );
+            self.client.call(self, input, ctx).instrument(span).await
+        })
     }
 
     fn display_title(&self, _input: &Value) -> String {

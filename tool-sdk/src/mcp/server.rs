@@ -3,19 +3,20 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::McpError;
 use crate::error::{ErrorSource, source};
@@ -186,12 +187,11 @@ impl McpToolServer {
         })
     }
 
-    /// The call's context, and the task sending its progress (done once the context and its
-    /// clones are dropped).
+    /// The call's context, and where its progress goes when the client asked for progress.
     fn context(
         &self,
         context: &RequestContext<RoleServer>,
-    ) -> (ToolContext, Option<tokio::task::JoinHandle<()>>) {
+    ) -> (ToolContext, Option<Arc<ProgressSink>>) {
         let mut ctx = ToolContext::new(self.working_dir.as_path())
             .with_tool_call_id(context.id.to_string())
             .with_cancellation(context.ct.clone())
@@ -200,12 +200,48 @@ impl McpToolServer {
         if let Some(sandbox) = &self.sandbox {
             ctx = ctx.with_sandbox(sandbox.clone());
         }
-        let mut forwarder = None;
+        let mut progress = None;
         if let Some(token) = context.meta.get_progress_token() {
-            // Sent in order by one task; a Fn sink cannot await.
+            let sink = Arc::new(ProgressSink {
+                token,
+                peer: context.peer.clone(),
+                runtime: tokio::runtime::Handle::current(),
+                forwarder: Mutex::new(None),
+            });
+            let sender = sink.clone();
+            ctx = ctx.with_updates(move |update| {
+                if let crate::ToolUpdateKind::Progress(message) = update.kind {
+                    sender.send(message);
+                }
+            });
+            progress = Some(sink);
+        }
+        (ctx, progress)
+    }
+}
+
+/// Sends a call's progress notifications in order, from one task started by the first of
+/// them: most calls send none, and a task per call (spawned, then joined) costs a round trip
+/// between threads on every call.
+struct ProgressSink {
+    token: ProgressToken,
+    peer: Peer<RoleServer>,
+    runtime: tokio::runtime::Handle,
+    forwarder: Mutex<Option<Forwarder>>,
+}
+
+type Forwarder = (
+    tokio::sync::mpsc::UnboundedSender<String>,
+    tokio::task::JoinHandle<()>,
+);
+
+impl ProgressSink {
+    fn send(&self, message: String) {
+        let mut forwarder = self.forwarder.lock().unwrap_or_else(|p| p.into_inner());
+        let (sender, _) = forwarder.get_or_insert_with(|| {
             let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<String>();
-            let peer = context.peer.clone();
-            forwarder = Some(tokio::spawn(async move {
+            let (token, peer) = (self.token.clone(), self.peer.clone());
+            let task = self.runtime.spawn(async move {
                 let mut step = 0.0;
                 while let Some(message) = receiver.recv().await {
                     step += 1.0;
@@ -215,14 +251,24 @@ impl McpToolServer {
                         break;
                     }
                 }
-            }));
-            ctx = ctx.with_updates(move |update| {
-                if let crate::ToolUpdateKind::Progress(message) = update.kind {
-                    let _ = sender.send(message);
-                }
             });
+            (sender, task)
+        });
+        let _ = sender.send(message);
+    }
+
+    /// Waits (two seconds at most) until the progress sent so far is out: it goes before the
+    /// result.
+    async fn finish(&self) {
+        let forwarder = self
+            .forwarder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some((sender, task)) = forwarder {
+            drop(sender);
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), task).await;
         }
-        (ctx, forwarder)
     }
 }
 
@@ -263,6 +309,44 @@ pub async fn serve_http(
     McpToolServer::new(registry).serve_http(addr).await
 }
 
+/// The span of one call, `tools/call {name}`: a child of the client's span when the request's
+/// `_meta` carries its W3C trace context.
+fn call_span(name: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
+    let span = tracing::info_span!(
+        "tools/call",
+        otel.name = format!("tools/call {name}").as_str(),
+        otel.kind = "server",
+        mcp.method.name = "tools/call",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = name,
+        jsonrpc.request.id = context.id.to_string().as_str(),
+    );
+    #[cfg(feature = "otel")]
+    if let Some(parent) = context.meta.get_traceparent() {
+        crate::telemetry::set_remote_parent(&span, parent, context.meta.get_tracestate());
+    }
+    span
+}
+
+/// A resource link or an embedded resource as MCP's `resource_link` or `resource` block.
+fn resource_block(block: ContentBlock) -> rmcp::model::ContentBlock {
+    let mut json = serde_json::to_value(&block).unwrap_or_default();
+    // Ours are snake case and flat; MCP's camel case, an embedded one's contents nested.
+    if let Some(mime_type) = json.as_object_mut().and_then(|o| o.remove("mime_type")) {
+        json["mimeType"] = mime_type;
+    }
+    if json["type"] == "resource" {
+        let mut contents = json.take();
+        if let Some(object) = contents.as_object_mut() {
+            object.remove("type");
+        }
+        json = serde_json::json!({"type": "resource", "resource": contents});
+    }
+    serde_json::from_value(json).unwrap_or_else(|_| {
+        rmcp::model::ContentBlock::text(block.readable().unwrap_or_default().into_owned())
+    })
+}
+
 fn to_result(output: ToolOutput) -> CallToolResult {
     let content = output
         .content
@@ -272,6 +356,7 @@ fn to_result(output: ToolOutput) -> CallToolResult {
             ContentBlock::Image { media_type, data } => {
                 rmcp::model::ContentBlock::image(data, media_type)
             }
+            resource => resource_block(resource),
         })
         .collect();
     let mut result = if output.is_error {
@@ -330,11 +415,12 @@ impl ServerHandler for McpToolServer {
             ));
         }
         let input = Value::Object(request.arguments.unwrap_or_default());
-        let (ctx, forwarder) = self.context(&context);
+        let (ctx, progress) = self.context(&context);
         let before = self.registry.names();
         let output = self
             .registry
             .call_with(&name, input, &ctx, &self.policy)
+            .instrument(call_span(&name, &context))
             .await
             .output;
         if self.registry.names() != before {
@@ -343,8 +429,8 @@ impl ServerHandler for McpToolServer {
         }
         // Progress goes out before the result.
         drop(ctx);
-        if let Some(forwarder) = forwarder {
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), forwarder).await;
+        if let Some(progress) = progress {
+            progress.finish().await;
         }
         Ok(CallToolResponse::Complete(to_result(output)))
     }

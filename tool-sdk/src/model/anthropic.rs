@@ -363,6 +363,10 @@ fn content_json(content: &MessageContent) -> Option<Value> {
                     ContentBlock::Text { text } if text.is_empty() => None,
                     ContentBlock::Text { text } => Some(json!({ "type": "text", "text": text })),
                     ContentBlock::Image { media_type, data } => Some(image_json(media_type, data)),
+                    // Resources, which a tool_result cannot hold: their readable form.
+                    other => other
+                        .readable()
+                        .map(|text| json!({ "type": "text", "text": text })),
                 })
                 .collect();
             if !content.is_empty() {

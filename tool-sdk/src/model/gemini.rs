@@ -360,9 +360,10 @@ fn user_parts(content: &[MessageContent], names: &HashMap<&str, &str>) -> Vec<Va
 fn result_text(content: &[ContentBlock]) -> String {
     content
         .iter()
-        .map(|block| match block {
-            ContentBlock::Text { text } => text.as_str(),
-            ContentBlock::Image { .. } => "[image omitted]",
+        .map(|block| {
+            block
+                .readable()
+                .unwrap_or(std::borrow::Cow::Borrowed("[image omitted]"))
         })
         .collect::<Vec<_>>()
         .join("\n")

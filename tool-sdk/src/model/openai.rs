@@ -366,9 +366,10 @@ fn push_assistant_message(out: &mut Vec<Value>, content: &[MessageContent]) {
 pub(super) fn tool_result_text(content: &[ContentBlock], is_error: bool) -> String {
     let text = content
         .iter()
-        .map(|block| match block {
-            ContentBlock::Text { text } => text.as_str(),
-            ContentBlock::Image { .. } => "[image omitted]",
+        .map(|block| {
+            block
+                .readable()
+                .unwrap_or(std::borrow::Cow::Borrowed("[image omitted]"))
         })
         .collect::<Vec<_>>()
         .join("\n");

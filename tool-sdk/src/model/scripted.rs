@@ -365,6 +365,7 @@ fn block_chars(block: &MessageContent) -> u64 {
                 .map(|block| match block {
                     ContentBlock::Text { text } => text.len(),
                     ContentBlock::Image { media_type, data } => media_type.len() + data.len(),
+                    other => other.readable().map_or(0, |text| text.len()),
                 })
                 .sum();
             tool_use_id.len() + blocks

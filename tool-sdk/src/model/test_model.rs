@@ -323,13 +323,7 @@ fn summary(request: &ModelRequest) -> String {
             ..
         } = block
         {
-            let text: String = content
-                .iter()
-                .filter_map(|block| match block {
-                    ContentBlock::Text { text } => Some(text.as_str()),
-                    ContentBlock::Image { .. } => None,
-                })
-                .collect();
+            let text: String = content.iter().filter_map(ContentBlock::readable).collect();
             let name = names.get(tool_use_id.as_str()).unwrap_or(&"unknown tool");
             results.insert((*name).to_owned(), Value::String(text));
         }

@@ -367,6 +367,15 @@ impl ClientInner {
         };
         let mut params = CallToolRequestParams::new(tool.server_name.clone());
         params.arguments = arguments;
+        // The server's span of this call joins ours (the span `McpTool::call` entered).
+        #[cfg(feature = "otel")]
+        if let Some((parent, state)) = crate::telemetry::trace_context(&tracing::Span::current()) {
+            let meta = params.meta.get_or_insert_with(Default::default);
+            meta.set_traceparent(parent);
+            if let Some(state) = state {
+                meta.set_tracestate(state);
+            }
+        }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let options = match self.config.tool_timeout {
             Some(limit) => PeerRequestOptions::with_timeout(limit),
