@@ -29,6 +29,7 @@ async fn main() {
     registry
         .register(Arc::new(tools::LookTool))
         .and_then(|()| registry.register(Arc::new(tools::WriteNoteTool)))
+        .and_then(|()| registry.register(Arc::new(tools::MarkTool)))
         .expect("the tools register");
     let model = AnthropicModel::new("claude-test", "test-key").with_base_url(model_url);
     let store = SqliteStore::open(store).expect("the store opens");
