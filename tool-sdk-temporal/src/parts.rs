@@ -97,7 +97,10 @@ pub struct RunOptions {
     /// How long an activity may go without a heartbeat before the server gives it to another
     /// worker (or, for a call that may not run twice, answers it as stopped). Activities
     /// heartbeat at a third of it. The time from a worker's death to its run going on
-    /// elsewhere is about this.
+    /// elsewhere is about this plus a fifth of a second (the sticky queue's timeout), if the
+    /// server's `history.timerProcessorMaxTimeShift` is short: its default (1 s) makes every
+    /// timeout fire up to a second late (`temporal server start-dev --dynamic-config-value
+    /// history.timerProcessorMaxTimeShift='"100ms"'`).
     pub heartbeat_timeout: Duration,
     /// How long one model turn may take, all retries of its request included.
     pub model_timeout: Duration,

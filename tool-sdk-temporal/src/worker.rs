@@ -12,8 +12,11 @@ use crate::workflow::AgentWorkflow;
 
 /// How long a workflow task waits for the worker that last ran the workflow (and holds it in
 /// its cache) before any worker may take it. Short, so that a run whose worker died goes on
-/// soon elsewhere; a live worker that misses it replays the workflow from its history.
-const STICKY_TIMEOUT: Duration = Duration::from_secs(1);
+/// soon elsewhere (a live worker polls its sticky queue all the time and takes the task in
+/// milliseconds); a live worker that misses it only replays the workflow from its history,
+/// which holds ids and counts. The server rounds it up to its timer shift (see
+/// [`RunOptions::heartbeat_timeout`](crate::RunOptions::heartbeat_timeout)).
+const STICKY_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// A worker of the agent workflow and its activities on one task queue. Run any number, in
 /// any processes on any hosts, with the same parts: each takes whatever task comes next.

@@ -176,9 +176,11 @@ async fn run_calls(
             // The call's worker died (no heartbeat) or it ran out of attempts: it is
             // answered, so that the conversation stays one the model accepts.
             let call_input = call_input(input, call, None);
-            ctx.execute_activity(AgentActivities::seal_call, call_input, store_options(input))
+            let done = ctx
+                .execute_activity(AgentActivities::seal_call, call_input, store_options(input))
                 .await?;
-            sealed += 1;
+            // Its worker may have stored the result before it died: then it keeps it.
+            sealed += u32::from(done.ran);
         }
     }
     Ok(sealed)

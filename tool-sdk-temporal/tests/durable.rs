@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use temporalio_client::WorkflowHistory;
+use temporalio_common::protos::proto_ts_to_system_time;
+use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
 use temporalio_sdk::workflow_replayer::{WorkflowReplayer, WorkflowReplayerOptions};
 use tool_sdk::ToolRegistry;
 use tool_sdk::agent::{Agent, AgentConfig};
@@ -20,7 +22,9 @@ use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::{Message, MessageContent, Role};
 use tool_sdk::permission::PermissionAnswer;
 use tool_sdk::session::{SqliteStore, stored_conversation};
-use tool_sdk_temporal::{AgentClient, AgentWorkflow, RunOptions, WORKER_STOPPED_MESSAGE};
+use tool_sdk_temporal::{
+    AgentClient, AgentWorkflow, RunHandle, RunOptions, WORKER_STOPPED_MESSAGE,
+};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
 
@@ -124,6 +128,46 @@ fn result_of(messages: &[Message], id: &str) -> (String, bool) {
             _ => None,
         })
         .unwrap_or_else(|| panic!("call {id} has no result"))
+}
+
+/// Prints the run's history from `since` on, each event with its time after `since`: where
+/// the time from a worker's death to its run going on elsewhere goes.
+async fn print_timeline(run: &RunHandle, since: std::time::SystemTime) {
+    let events = run
+        .history()
+        .into_events()
+        .await
+        .expect("the history is read");
+    for event in events {
+        let Some(at) = event.event_time.as_ref().and_then(proto_ts_to_system_time) else {
+            continue;
+        };
+        // From a little before `since`: the start of the activity that was cut.
+        let after = match at.duration_since(since) {
+            Ok(after) => after.as_millis() as i64,
+            Err(before) if before.duration() < Duration::from_secs(3) => {
+                -(before.duration().as_millis() as i64)
+            }
+            Err(_) => continue,
+        };
+        let detail = match &event.attributes {
+            Some(Attributes::ActivityTaskScheduledEventAttributes(a)) => {
+                a.activity_type.as_ref().map(|t| t.name.clone())
+            }
+            Some(Attributes::WorkflowTaskScheduledEventAttributes(a)) => a
+                .task_queue
+                .as_ref()
+                .map(|queue| format!("queue kind {}", queue.kind)),
+            Some(Attributes::ActivityTaskStartedEventAttributes(a)) => Some(a.identity.clone()),
+            Some(Attributes::WorkflowTaskStartedEventAttributes(a)) => Some(a.identity.clone()),
+            _ => None,
+        };
+        eprintln!(
+            "  {after:>+6} ms  {} {}",
+            event.event_type().as_str_name(),
+            detail.unwrap_or_default()
+        );
+    }
 }
 
 /// Installs the pinned Temporal CLI: `.ci/run` runs it first, so that a broken registry fails
@@ -300,6 +344,7 @@ async fn a_killed_worker_leaves_a_mutating_call_answered_once_and_a_read_run_aga
         ..RunOptions::default()
     };
     let run = client.start("Write, then look", options).await.unwrap();
+    let (mut kill_time, mut continued) = (std::time::SystemTime::now(), Duration::ZERO);
     for (marker, next) in [("in_write", "in_look"), ("in_look", "")] {
         let marker = dir.path().join(marker);
         wait_for_file(&marker, Duration::from_secs(30)).await;
@@ -310,14 +355,13 @@ async fn a_killed_worker_leaves_a_mutating_call_answered_once_and_a_read_run_aga
             .expect("a pool worker runs it");
         let killed_at = std::time::Instant::now();
         pool.remove(index).kill();
-        pool.push(start_worker(&server, "kills", &store_path, &model.uri()));
         if !next.is_empty() {
+            kill_time = std::time::SystemTime::now();
             wait_for_file(&dir.path().join(next), Duration::from_secs(30)).await;
-            eprintln!(
-                "from the worker's death to the run's next call on another: {:?}",
-                killed_at.elapsed()
-            );
+            continued = killed_at.elapsed();
         }
+        // Started after the measurement, so that its start does not delay it.
+        pool.push(start_worker(&server, "kills", &store_path, &model.uri()));
     }
 
     let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
@@ -325,6 +369,15 @@ async fn a_killed_worker_leaves_a_mutating_call_answered_once_and_a_read_run_aga
         .expect("the run ended in time")
         .unwrap();
     assert_eq!(outcome.text, "finished after two deaths");
+    eprintln!(
+        "from the worker's death to the run's next call on another: {continued:?} \
+         (heartbeat timeout 2 s); the history from the death on:"
+    );
+    print_timeline(&run, kill_time).await;
+    assert!(
+        continued < Duration::from_secs(3) + Duration::from_millis(500),
+        "the run went on {continued:?} after its worker died (heartbeat timeout 2 s)"
+    );
     assert_eq!((outcome.turns, outcome.sealed), (3, 1));
     let messages = stored_conversation(&*store, run.session_id())
         .await
@@ -481,5 +534,137 @@ async fn a_long_run_continues_as_new_with_its_conversation_whole() {
         text.matches("tool_sdk.model_turn").count(),
         3,
         "turns 9 to 11 only"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_runs_on_two_workers_all_finish_when_one_is_killed_midway() {
+    const RUNS: usize = 50;
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = vec![
+        Turn::Calls(vec![call("toolu_mark", "mark", dir.path(), "m", 1_500)]),
+        Turn::Text("marked".to_owned()),
+    ];
+    let model = model_server(script).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let mut pool = vec![
+        start_worker(&server, "fifty", &store_path, &model.uri()),
+        start_worker(&server, "fifty", &store_path, &model.uri()),
+    ];
+    let client = AgentClient::connect(&server.address, "fifty", store.clone())
+        .await
+        .unwrap();
+    let options = RunOptions {
+        heartbeat_timeout: Duration::from_secs(2),
+        ..RunOptions::default()
+    };
+    let started = std::time::Instant::now();
+    let mut runs = Vec::with_capacity(RUNS);
+    for n in 0..RUNS {
+        let run = client.start(format!("Mark run {n}"), options.clone());
+        runs.push(run.await.unwrap());
+    }
+    // Midway: once a third of the runs' calls started, kill the worker that ran the latest.
+    let marks = dir.path().join("marks");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let victim = loop {
+        let started_calls = lines(&marks);
+        if started_calls.len() >= RUNS / 3 {
+            let last = started_calls.last().unwrap();
+            break last.rsplit(' ').next().unwrap().parse::<u32>().unwrap();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the runs did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let index = pool.iter().position(|w| w.pid() == victim).unwrap();
+    pool.remove(index).kill();
+
+    let results = futures::future::join_all(runs.iter().map(RunHandle::result));
+    let outcomes = tokio::time::timeout(RUN_LIMIT, results)
+        .await
+        .expect("the runs ended in time");
+    eprintln!(
+        "{RUNS} runs on two workers, one killed: {:?}",
+        started.elapsed()
+    );
+    let mut sealed = 0;
+    for (run, outcome) in runs.iter().zip(outcomes) {
+        let outcome = outcome.unwrap();
+        assert_eq!(outcome.text, "marked");
+        let messages = stored_conversation(&*store, run.session_id())
+            .await
+            .unwrap();
+        assert_every_call_answered(&messages);
+        let session = run.session_id();
+        let ran = lines(&marks)
+            .iter()
+            .filter(|line| line.starts_with(&format!("{session} ")))
+            .count();
+        let (result, is_error) = result_of(&messages, "toolu_mark");
+        if is_error {
+            // Its worker died while it ran: answered as stopped, never run again.
+            assert!(result.contains(WORKER_STOPPED_MESSAGE), "{result}");
+            assert_eq!(ran, 1, "a sealed call of {session} ran once");
+            assert_eq!(outcome.sealed, 1);
+            sealed += 1;
+        } else {
+            assert!(result.contains("marked m"), "{result}");
+            assert_eq!(ran, 1, "the call of {session} ran once");
+            assert_eq!(outcome.sealed, 0);
+        }
+    }
+    assert!(sealed > 0, "the killed worker was running calls");
+    assert_eq!(lines(&marks).len(), RUNS, "no call ran twice");
+    eprintln!("{sealed} calls were under way in the killed worker");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_goes_on_after_the_server_was_stopped_and_restarted() {
+    let mut server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = vec![
+        Turn::Calls(vec![call("toolu_look", "look", dir.path(), "r", 3_000)]),
+        Turn::Calls(vec![call("toolu_write", "write_note", dir.path(), "w", 0)]),
+        Turn::Text("went on after the restart".to_owned()),
+    ];
+    let model = model_server(script).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let _worker = start_worker(&server, "restart", &store_path, &model.uri());
+    let client = AgentClient::connect(&server.address, "restart", store.clone())
+        .await
+        .unwrap();
+    let options = RunOptions {
+        heartbeat_timeout: Duration::from_secs(2),
+        ..RunOptions::default()
+    };
+    let run = client.start("Look, then write", options).await.unwrap();
+    // The server goes away while the read runs, and comes back before it ends.
+    wait_for_file(&dir.path().join("in_look"), Duration::from_secs(30)).await;
+    server.stop();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    server.restart().await;
+
+    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap();
+    assert_eq!(outcome.text, "went on after the restart");
+    assert_eq!((outcome.turns, outcome.sealed), (3, 0));
+    let messages = stored_conversation(&*store, run.session_id())
+        .await
+        .unwrap();
+    assert_every_call_answered(&messages);
+    let (looked, is_error) = result_of(&messages, "toolu_look");
+    assert!(!is_error && looked.contains("looked at r"), "{looked}");
+    assert_eq!(
+        lines(&dir.path().join("writes")),
+        ["w"],
+        "the write ran once"
     );
 }

@@ -113,51 +113,84 @@ impl Drop for Killed {
 /// A Temporal dev server on a free port, with its database in a temp dir.
 pub struct DevServer {
     pub address: String,
-    _process: Killed,
-    _dir: tempfile::TempDir,
+    ports: (u16, u16),
+    process: Killed,
+    dir: tempfile::TempDir,
 }
 
 impl DevServer {
     /// Starts one and waits (30 s at most) until it serves.
     pub async fn start() -> DevServer {
         let dir = tempfile::tempdir().expect("a temp dir");
-        let (port, ui_port) = (free_port(), free_port());
-        let log = std::fs::File::create(dir.path().join("server.log")).expect("the log opens");
-        let process = Command::new(temporal_cli())
-            .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1"])
-            .args([
-                "--port",
-                &port.to_string(),
-                "--ui-port",
-                &ui_port.to_string(),
-            ])
-            .arg("--db-filename")
-            .arg(dir.path().join("temporal.db"))
-            .args(["--log-level", "error"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", temporal_cli().display()));
+        let ports = (free_port(), free_port());
+        let process = spawn_server(dir.path(), ports);
         let server = DevServer {
-            address: format!("127.0.0.1:{port}"),
-            _process: Killed(process),
-            _dir: dir,
+            address: format!("127.0.0.1:{}", ports.0),
+            ports,
+            process,
+            dir,
         };
+        server.wait_listening().await;
+        server
+    }
+
+    /// Kills the server (SIGKILL, as a crashed host would stop it).
+    pub fn stop(&mut self) {
+        self.process.kill();
+    }
+
+    /// Starts the server again on the same port with the same database, and waits until it
+    /// serves.
+    pub async fn restart(&mut self) {
+        self.process = spawn_server(self.dir.path(), self.ports);
+        self.wait_listening().await;
+    }
+
+    async fn wait_listening(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);
-        while tokio::net::TcpStream::connect(&server.address)
-            .await
-            .is_err()
-        {
+        while tokio::net::TcpStream::connect(&self.address).await.is_err() {
             assert!(
                 Instant::now() < deadline,
                 "the Temporal dev server did not listen within 30 s; its log:\n{}",
-                std::fs::read_to_string(server._dir.path().join("server.log")).unwrap_or_default()
+                std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        server
     }
+}
+
+/// Starts `temporal server start-dev` on `ports` (gRPC, UI) with its database in `dir`,
+/// appending to `dir/server.log`.
+fn spawn_server(dir: &Path, (port, ui_port): (u16, u16)) -> Killed {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("server.log"))
+        .expect("the log opens");
+    let process = Command::new(temporal_cli())
+        .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--ui-port",
+            &ui_port.to_string(),
+        ])
+        .arg("--db-filename")
+        .arg(dir.join("temporal.db"))
+        .args(["--log-level", "error"])
+        // The server moves every timer at least this far ahead of now (1 s by default), so
+        // that its timer reader misses none: a heartbeat timeout, re-armed when it fires
+        // after a heartbeat, then lands a second late, and so does a sticky queue's timeout.
+        .args([
+            "--dynamic-config-value",
+            "history.timerProcessorMaxTimeShift=\"100ms\"",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", temporal_cli().display()));
+    Killed(process)
 }
 
 /// Starts a worker process on `task_queue`, and waits until it has connected.

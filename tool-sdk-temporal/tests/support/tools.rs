@@ -61,3 +61,23 @@ pub async fn write_note(dir: String, note: String, slow_ms: u64, ctx: &ToolConte
     hold(dir, "in_write", run, slow_ms, ctx).await;
     format!("wrote {note}")
 }
+
+/// Marks its session (mutating): appends `<session> <note> <pid>` to `dir/marks`, then holds
+/// every run for `slow_ms`, so that many runs' calls are under way at once.
+#[tool(register = false)]
+pub async fn mark(dir: String, note: String, slow_ms: u64, ctx: &ToolContext) -> String {
+    let line = format!("{} {note} {}", ctx.session_id(), std::process::id());
+    let path = Path::new(&dir).join("marks");
+    let mut out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .expect("the marks file opens");
+    writeln!(out, "{line}").expect("the marks file is written");
+    drop(out);
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_millis(slow_ms)) => {}
+        () = ctx.cancellation().cancelled() => {}
+    }
+    format!("marked {note}")
+}

@@ -1,0 +1,347 @@
+//! The benchmark of issue #29, all rows side by side in one run against one dev server: a bare
+//! no-op activity round trip (the floor), a step of the agent on Temporal, the same step in
+//! process with no store and with `SqliteStore`, runs per second with one and two worker
+//! processes, the time from a worker's death to its run going on elsewhere, and the history
+//! of a 60-turn session of about 100k tokens.
+//!
+//! `cargo test --release -p tool-sdk-temporal --test bench -- --ignored --nocapture` for the
+//! numbers; the test that is not ignored runs every row once with tiny sizes (a smoke test).
+
+#[path = "support/floor.rs"]
+#[allow(dead_code)]
+mod floor;
+#[allow(dead_code)]
+#[path = "support/server.rs"]
+mod server;
+#[allow(dead_code)]
+#[path = "support/tools.rs"]
+mod tools;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use temporalio_client::{
+    Client, ClientOptions, Connection, ConnectionOptions, Url, WorkflowGetResultOptions,
+    WorkflowHandle, WorkflowStartOptions,
+};
+use tool_sdk::ToolRegistry;
+use tool_sdk::agent::{Agent, AgentConfig};
+use tool_sdk::model::anthropic::AnthropicModel;
+use tool_sdk::session::{SqliteStore, stored_conversation};
+use tool_sdk_temporal::{AgentClient, RunHandle, RunOptions};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer};
+
+use server::{ByPosition, DevServer, Killed, Turn, start_worker, start_worker_with, wait_for_file};
+
+/// How much each row does.
+struct Sizes {
+    /// No-op activities in the floor's workflow.
+    floor: u32,
+    /// Steps (a model turn and its one read-only call) of the step rows.
+    steps: u32,
+    /// Times each step row is run (the median is kept).
+    repeats: usize,
+    /// Concurrent runs of the throughput rows.
+    runs: usize,
+    /// Turns of the history row, and the characters of each turn's note.
+    history_turns: u32,
+    note: usize,
+}
+
+const FULL: Sizes = Sizes {
+    floor: 40,
+    steps: 40,
+    repeats: 5,
+    runs: 40,
+    history_turns: 60,
+    note: 3_400,
+};
+
+const SMOKE: Sizes = Sizes {
+    floor: 3,
+    steps: 2,
+    repeats: 1,
+    runs: 2,
+    history_turns: 2,
+    note: 10,
+};
+
+/// A whole row never takes this long.
+const ROW_LIMIT: Duration = Duration::from_secs(120);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the benchmark: run it in release with --ignored --nocapture"]
+async fn benchmark() {
+    run_all(&FULL).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn benchmark_smoke() {
+    run_all(&SMOKE).await;
+}
+
+async fn run_all(sizes: &Sizes) {
+    let server = DevServer::start().await;
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    eprintln!("load average at the start: {}", load.trim());
+
+    let floor = floor_round_trip(&server, sizes.floor, sizes.repeats).await;
+    eprintln!("floor: a no-op activity round trip: {floor:?}");
+    let (temporal, local, sqlite) = step_rows(&server, sizes).await;
+    eprintln!("a step on Temporal: {temporal:?}");
+    eprintln!("a step in process: {local:?}");
+    eprintln!("a step in process with SqliteStore: {sqlite:?}");
+    let overhead = temporal.saturating_sub(local);
+    eprintln!(
+        "a step's overhead on Temporal: {overhead:?} = {:.2}x the floor",
+        overhead.as_secs_f64() / floor.as_secs_f64()
+    );
+    for workers in [1, 2] {
+        let rate = runs_per_second(&server, sizes.runs, workers).await;
+        eprintln!("runs per second with {workers} worker process(es): {rate:.1}");
+    }
+    let continued = death_to_continuation(&server).await;
+    eprintln!(
+        "a worker's death to its run going on elsewhere (heartbeat timeout 2 s): {continued:?}"
+    );
+    history_of_a_long_session(&server, sizes).await;
+}
+
+async fn connect(address: &str) -> Client {
+    let url = Url::parse(&format!("http://{address}")).unwrap();
+    let connection = Connection::connect(ConnectionOptions::new(url).build())
+        .await
+        .unwrap();
+    Client::new(connection, ClientOptions::new("default").build()).unwrap()
+}
+
+/// One no-op activity's round trip: the median over `repeats` workflows of `n` of them (after
+/// a warm-up), as the step rows are measured.
+async fn floor_round_trip(server: &DevServer, n: u32, repeats: usize) -> Duration {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("unused.db");
+    let _worker = start_worker_with(server, "floor", &store, "http://unused", &["floor"]);
+    let client = connect(&server.address).await;
+    let mut times = Vec::new();
+    for attempt in 0..=repeats {
+        let id = format!("floor-{attempt}");
+        let start = WorkflowStartOptions::new("floor", id.clone()).build();
+        let started = Instant::now();
+        client
+            .start_workflow(floor::Floor::run, n, start)
+            .await
+            .unwrap();
+        let handle: WorkflowHandle<Client, floor::Floor> = client.get_workflow_handle(id);
+        let done = tokio::time::timeout(
+            ROW_LIMIT,
+            handle.get_result(WorkflowGetResultOptions::default()),
+        )
+        .await
+        .expect("the floor ran in time")
+        .unwrap();
+        assert_eq!(done, n);
+        if attempt > 0 {
+            times.push(started.elapsed() / n);
+        }
+    }
+    median(times)
+}
+
+async fn model_server(script: Vec<Turn>) -> MockServer {
+    let mock = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(ByPosition(script))
+        .mount(&mock)
+        .await;
+    mock
+}
+
+/// `steps` turns of one read-only call each (its note `note` characters long), then an answer.
+fn script(dir: &Path, steps: u32, note: usize) -> Vec<Turn> {
+    let mut turns: Vec<Turn> = (0..steps)
+        .map(|step| {
+            let note = format!("s{step}-{}", "x".repeat(note));
+            let input = json!({"dir": dir, "note": note, "slow_ms": 0});
+            Turn::Calls(vec![(format!("toolu_{step}"), "look", input)])
+        })
+        .collect();
+    turns.push(Turn::Text("done".to_owned()));
+    turns
+}
+
+fn registry() -> Arc<ToolRegistry> {
+    let registry = ToolRegistry::new();
+    registry.register(Arc::new(tools::LookTool)).unwrap();
+    registry.register(Arc::new(tools::WriteNoteTool)).unwrap();
+    Arc::new(registry)
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// A step on Temporal (one worker process), in process, and in process with `SqliteStore`:
+/// the median over `repeats` runs of `steps` steps each, per step.
+async fn step_rows(server: &DevServer, sizes: &Sizes) -> (Duration, Duration, Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_server(script(dir.path(), sizes.steps, 8)).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let _worker = start_worker(server, "steps", &store_path, &model.uri());
+    let client = AgentClient::connect(&server.address, "steps", store)
+        .await
+        .unwrap();
+    let per_step = |took: Duration| took / sizes.steps;
+    let mut on_temporal = Vec::new();
+    for _ in 0..=sizes.repeats {
+        let started = Instant::now();
+        let run = client.start("Go", RunOptions::default()).await.unwrap();
+        let outcome = tokio::time::timeout(ROW_LIMIT, run.result())
+            .await
+            .expect("the run ended in time")
+            .unwrap();
+        assert_eq!(outcome.text, "done");
+        on_temporal.push(per_step(started.elapsed()));
+    }
+    on_temporal.remove(0); // the warm-up
+    let mut rows = [Vec::new(), Vec::new()];
+    for with_store in [false, true] {
+        for repeat in 0..=sizes.repeats {
+            let mut config = AgentConfig::new()
+                .with_model(AnthropicModel::new("claude-test", "k").with_base_url(model.uri()))
+                .with_registry(registry())
+                .with_working_dir(dir.path());
+            if with_store {
+                let path = dir.path().join(format!("local-{repeat}.db"));
+                let local = SqliteStore::open(path).unwrap();
+                config = config.session(|s| s.with_store(local));
+            }
+            let agent = Agent::create(config).await.unwrap();
+            let started = Instant::now();
+            assert_eq!(agent.prompt("Go").await.unwrap().text, "done");
+            if repeat > 0 {
+                rows[usize::from(with_store)].push(per_step(started.elapsed()));
+            }
+        }
+    }
+    let [local, sqlite] = rows;
+    (median(on_temporal), median(local), median(sqlite))
+}
+
+/// `runs` runs of one call each, started at once, on `workers` worker processes.
+async fn runs_per_second(server: &DevServer, runs: usize, workers: usize) -> f64 {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_server(script(dir.path(), 1, 8)).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let queue = format!("throughput-{workers}");
+    let _pool: Vec<Killed> = (0..workers)
+        .map(|_| start_worker(server, &queue, &store_path, &model.uri()))
+        .collect();
+    let client = AgentClient::connect(&server.address, &queue, store)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut handles = Vec::with_capacity(runs);
+    for n in 0..runs {
+        handles.push(
+            client
+                .start(format!("Go {n}"), RunOptions::default())
+                .await
+                .unwrap(),
+        );
+    }
+    let results = futures::future::join_all(handles.iter().map(RunHandle::result));
+    for outcome in tokio::time::timeout(ROW_LIMIT, results)
+        .await
+        .expect("the runs ended in time")
+    {
+        assert_eq!(outcome.unwrap().text, "done");
+    }
+    runs as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Two worker processes; the one running a mutating call is killed; until the run's next call
+/// starts on the other.
+async fn death_to_continuation(server: &DevServer) -> Duration {
+    let dir = tempfile::tempdir().unwrap();
+    let call = |id: &str, tool: &'static str, marker_note: &str| {
+        let input = json!({"dir": dir.path(), "note": marker_note, "slow_ms": 60_000});
+        (id.to_owned(), tool, input)
+    };
+    let script = vec![
+        Turn::Calls(vec![call("toolu_write", "write_note", "w")]),
+        Turn::Calls(vec![call("toolu_look", "look", "r")]),
+        Turn::Text("done".to_owned()),
+    ];
+    let model = model_server(script).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let mut pool = vec![
+        start_worker(server, "death", &store_path, &model.uri()),
+        start_worker(server, "death", &store_path, &model.uri()),
+    ];
+    let client = AgentClient::connect(&server.address, "death", store)
+        .await
+        .unwrap();
+    let options = RunOptions {
+        heartbeat_timeout: Duration::from_secs(2),
+        ..RunOptions::default()
+    };
+    let run = client.start("Write, then look", options).await.unwrap();
+    let marker = dir.path().join("in_write");
+    wait_for_file(&marker, Duration::from_secs(30)).await;
+    let pid: u32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
+    let index = pool.iter().position(|w| w.pid() == pid).unwrap();
+    let killed_at = Instant::now();
+    pool.remove(index).kill();
+    wait_for_file(&dir.path().join("in_look"), Duration::from_secs(30)).await;
+    let continued = killed_at.elapsed();
+    run.cancel().await.unwrap();
+    continued
+}
+
+/// A session of `history_turns` turns, each a call whose input and result carry a note of
+/// `note` characters: the workflow's history, against the conversation's size.
+async fn history_of_a_long_session(server: &DevServer, sizes: &Sizes) {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_server(script(dir.path(), sizes.history_turns, sizes.note)).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let _worker = start_worker(server, "history", &store_path, &model.uri());
+    let client = AgentClient::connect(&server.address, "history", store.clone())
+        .await
+        .unwrap();
+    let options = RunOptions {
+        max_turns: sizes.history_turns + 1,
+        ..RunOptions::default()
+    };
+    let run = client.start("Look at every note", options).await.unwrap();
+    let outcome = tokio::time::timeout(ROW_LIMIT, run.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap();
+    assert_eq!(outcome.text, "done");
+    let conversation = stored_conversation(&*store, run.session_id())
+        .await
+        .unwrap();
+    let conversation_bytes = serde_json::to_vec(&conversation).unwrap().len();
+    let events = run.history().into_events().await.unwrap().len();
+    let history = run.history().to_json().await.unwrap();
+    assert!(
+        !String::from_utf8_lossy(&history).contains("looked at"),
+        "no tool result is in the history"
+    );
+    eprintln!(
+        "a {}-turn session: conversation {conversation_bytes} bytes (about {} tokens); \
+         workflow history {events} events, {} bytes of JSON",
+        sizes.history_turns + 1,
+        conversation_bytes / 4,
+        history.len()
+    );
+}
