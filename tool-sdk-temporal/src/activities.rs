@@ -23,7 +23,7 @@ use tool_sdk::permission::{
     PermissionAnswer, PermissionHandler, PermissionPreview, PermissionQuestion,
 };
 use tool_sdk::pipeline::{RawInput, run_call};
-use tool_sdk::session::{Record, stored_conversation};
+use tool_sdk::session::{Record, conversation};
 use tool_sdk::{BoxFuture, CancellationToken, ContentBlock, ToolContext};
 
 use crate::parts::{ACTIVITY_GRACE, AgentParts};
@@ -147,12 +147,9 @@ impl AgentActivities {
         if let Some(stored) = model_turns(&records).nth(input.index as usize) {
             return Ok(self.plan(stored));
         }
-        let messages = stored_conversation(store, &input.session_id)
-            .await
-            .map_err(retry)?;
         let request = ModelRequest {
             system: self.parts.system_prompt.clone(),
-            messages: messages.into(),
+            messages: conversation(&records).into(),
             tools: self.specs.clone(),
             max_tokens: self.parts.max_tokens,
             ..ModelRequest::default()

@@ -26,7 +26,6 @@ use temporalio_client::{
     Client, ClientOptions, Connection, ConnectionOptions, Url, WorkflowGetResultOptions,
     WorkflowHandle, WorkflowStartOptions,
 };
-use tool_sdk::ToolRegistry;
 use tool_sdk::agent::{Agent, AgentConfig};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::session::{SqliteStore, stored_conversation};
@@ -173,13 +172,6 @@ fn script(dir: &Path, steps: u32, note: usize) -> Vec<Turn> {
     turns
 }
 
-fn registry() -> Arc<ToolRegistry> {
-    let registry = ToolRegistry::new();
-    registry.register(Arc::new(tools::LookTool)).unwrap();
-    registry.register(Arc::new(tools::WriteNoteTool)).unwrap();
-    Arc::new(registry)
-}
-
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
     times[times.len() / 2]
@@ -214,7 +206,7 @@ async fn step_rows(server: &DevServer, sizes: &Sizes) -> (Duration, Duration, Du
         for repeat in 0..=sizes.repeats {
             let mut config = AgentConfig::new()
                 .with_model(AnthropicModel::new("claude-test", "k").with_base_url(model.uri()))
-                .with_registry(registry())
+                .with_registry(tools::registry())
                 .with_working_dir(dir.path());
             if with_store {
                 let path = dir.path().join(format!("local-{repeat}.db"));

@@ -16,7 +16,6 @@ use temporalio_client::WorkflowHistory;
 use temporalio_common::protos::proto_ts_to_system_time;
 use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
 use temporalio_sdk::workflow_replayer::{WorkflowReplayer, WorkflowReplayerOptions};
-use tool_sdk::ToolRegistry;
 use tool_sdk::agent::{Agent, AgentConfig};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::{Message, MessageContent, Role};
@@ -72,13 +71,6 @@ fn ten_steps(dir: &Path) -> Vec<Turn> {
     }
     turns.push(Turn::Text("all ten steps done".to_owned()));
     turns
-}
-
-fn registry() -> Arc<ToolRegistry> {
-    let registry = ToolRegistry::new();
-    registry.register(Arc::new(tools::LookTool)).unwrap();
-    registry.register(Arc::new(tools::WriteNoteTool)).unwrap();
-    Arc::new(registry)
 }
 
 fn lines(file: &Path) -> Vec<String> {
@@ -229,7 +221,7 @@ async fn a_ten_step_run_on_temporal_has_the_conversation_of_the_in_process_agent
     let local_store = SqliteStore::open(dir.path().join("local-sessions.db")).unwrap();
     let config = AgentConfig::new()
         .with_model(AnthropicModel::new("claude-test", "test-key").with_base_url(&model_url))
-        .with_registry(registry())
+        .with_registry(tools::registry())
         .with_working_dir(dir.path())
         .session(|s| s.with_store(local_store))
         .permissions(|p| p.allow("write_note"));

@@ -5,9 +5,18 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use tool_sdk::{ToolContext, tool};
+use tool_sdk::{ToolContext, ToolRegistry, tool};
+
+/// A registry of `look` and `write_note`, the tools the tests' runs call.
+pub fn registry() -> Arc<ToolRegistry> {
+    let registry = ToolRegistry::new();
+    registry.register(Arc::new(LookTool)).unwrap();
+    registry.register(Arc::new(WriteNoteTool)).unwrap();
+    Arc::new(registry)
+}
 
 /// Appends `line` to `dir/<file>` and returns how many of its lines are `line` now: the
 /// runs of one call, whatever other calls ran beside it.

@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use tool_sdk::ToolRegistry;
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::permission::{PermissionGate, PermissionMode, PermissionRules};
 use tool_sdk::session::SqliteStore;
@@ -31,15 +30,13 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    let registry = ToolRegistry::new();
+    let registry = tools::registry();
     registry
-        .register(Arc::new(tools::LookTool))
-        .and_then(|()| registry.register(Arc::new(tools::WriteNoteTool)))
-        .and_then(|()| registry.register(Arc::new(tools::MarkTool)))
+        .register(Arc::new(tools::MarkTool))
         .expect("the tools register");
     let model = AnthropicModel::new("claude-test", "test-key").with_base_url(model_url);
     let store = SqliteStore::open(store).expect("the store opens");
-    let mut parts = AgentParts::new(Arc::new(model), Arc::new(registry), Arc::new(store));
+    let mut parts = AgentParts::new(Arc::new(model), registry, Arc::new(store));
     if ask {
         let gate = PermissionGate::new(PermissionRules::default(), Vec::new());
         parts = parts.with_permission_gate(Arc::new(gate), PermissionMode::Default);

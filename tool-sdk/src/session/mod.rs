@@ -53,7 +53,9 @@ pub(crate) use checkpoint::CallCheckpointer;
 pub use checkpoint::{FileCheckpointer, FileCheckpoints, RewindReport};
 pub use error::SessionError;
 pub(crate) use recover::{Compaction, Restored, push_user_message_to, records_for, restore};
-pub use recover::{NEVER_STARTED_MESSAGE, STOPPED_MESSAGE, UNREADABLE_PROMPT, stored_conversation};
+pub use recover::{
+    NEVER_STARTED_MESSAGE, STOPPED_MESSAGE, UNREADABLE_PROMPT, conversation, stored_conversation,
+};
 pub use sqlite::SqliteStore;
 
 pub use lease::SessionLease;

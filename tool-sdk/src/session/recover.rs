@@ -114,7 +114,13 @@ pub async fn stored_conversation(
     store: &dyn SessionStore,
     id: &str,
 ) -> Result<Vec<Message>, SessionError> {
-    Ok(restore(&store.load(id).await?).messages)
+    Ok(conversation(&store.load(id).await?))
+}
+
+/// [`stored_conversation`] of records already loaded, for a caller that reads them for more
+/// than the conversation and should not load them twice.
+pub fn conversation(records: &[Record]) -> Vec<Message> {
+    restore(records).messages
 }
 
 /// The messages part of [`restore`].
