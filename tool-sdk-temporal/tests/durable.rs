@@ -439,6 +439,18 @@ async fn an_approval_is_answered_after_every_process_was_restarted() {
         (pending[0].call_id.as_str(), pending[0].tool.as_str()),
         ("toolu_write", "write_note")
     );
+    // The question is stored before its activity reports back: the run waits in the server
+    // only once the model turn, the read and the asking call have all completed there. A
+    // worker killed before that leaves the asking call to be answered as one that may have
+    // partly happened, which is another test's case.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while completed_activities(&run).await < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the asking call's activity never completed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert!(
         lines(&dir.path().join("writes")).is_empty(),
         "the write waits for its answer"
@@ -659,4 +671,13 @@ async fn a_run_goes_on_after_the_server_was_stopped_and_restarted() {
         ["w"],
         "the write ran once"
     );
+}
+
+/// How many activities the server has recorded as completed in the run's history.
+async fn completed_activities(run: &tool_sdk_temporal::RunHandle) -> usize {
+    let history = run.history().to_json().await.unwrap();
+    let text = String::from_utf8_lossy(&history)
+        .to_lowercase()
+        .replace('_', "");
+    text.matches("activitytaskcompletedeventattributes").count()
 }
