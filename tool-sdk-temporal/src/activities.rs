@@ -15,43 +15,58 @@ use serde::{Deserialize, Serialize};
 use temporalio_common::error::ApplicationFailure;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
+use tool_sdk::agent::AgentEffects;
+use tool_sdk::agent::decisions::not_run_message;
 use tool_sdk::model::{
-    Message, MessageContent, ModelEvent, ModelRequest, ModelResponse, Role, ToolInput, ToolSpec,
-    ToolUse,
+    Message, MessageContent, ModelEvent, ModelRequest, ModelResponse, Role, ToolInput, ToolUse,
+    Usage,
 };
 use tool_sdk::permission::{
     PermissionAnswer, PermissionHandler, PermissionPreview, PermissionQuestion,
 };
 use tool_sdk::pipeline::{RawInput, run_call};
-use tool_sdk::session::{Record, conversation};
-use tool_sdk::{BoxFuture, CancellationToken, ContentBlock, ToolContext};
+use tool_sdk::session::{Record, SessionStore, conversation};
+use tool_sdk::{BoxFuture, CancellationToken, ContentBlock};
 
-use crate::parts::{ACTIVITY_GRACE, AgentParts};
+use crate::parts::ACTIVITY_GRACE;
 use crate::workflow::WORKER_STOPPED_MESSAGE;
 
 /// The agent's activities, registered by [`AgentWorker`](crate::AgentWorker) with the parts
 /// they run with.
 pub struct AgentActivities {
-    parts: AgentParts,
-    specs: Arc<[ToolSpec]>,
+    effects: AgentEffects,
+    store: Arc<dyn SessionStore>,
 }
 
 impl AgentActivities {
-    /// The activities of these parts.
-    pub fn new(parts: AgentParts) -> Self {
-        let specs = parts
-            .registry
-            .get_tools(None)
-            .unwrap_or_default()
-            .iter()
-            .map(|tool| ToolSpec {
-                name: tool.name().to_owned(),
-                description: tool.description().to_owned(),
-                input_schema: tool.input_schema().clone(),
-            })
-            .collect();
-        AgentActivities { parts, specs }
+    /// The activities of an agent's parts (built from an `AgentConfig`), with the
+    /// conversation in `store`.
+    pub fn new(effects: AgentEffects, store: Arc<dyn SessionStore>) -> Self {
+        AgentActivities { effects, store }
     }
+}
+
+/// What a run takes from the worker's config, read once when it starts (and kept in the
+/// workflow's history, so that a replay decides the same).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    /// The config's `max_turns`.
+    pub max_turns: u32,
+    /// Whether the config has hooks (the stop hooks are asked only then).
+    pub hooks: bool,
+    /// How many times stop hooks may send a run on.
+    pub max_stop_continuations: u32,
+}
+
+/// A turn without calls, whose stop hooks are asked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StopInput {
+    /// The session.
+    pub session_id: String,
+    /// Which model turn of the session it is (from 0).
+    pub index: u32,
+    /// How many times hooks sent this run on already.
+    pub continued: u32,
 }
 
 /// Which model turn of a session to take: the `index`th (from 0) of the whole session.
@@ -61,13 +76,33 @@ pub struct TurnInput {
     pub session_id: String,
     /// How many model turns the session holds before this one.
     pub index: u32,
+    /// The tokens the run used before this turn: what its budgets are checked against.
+    #[serde(default)]
+    pub run_usage: Usage,
 }
 
-/// What the workflow needs of a model turn: its calls, not their inputs.
+/// What the workflow needs of a model turn: its calls (not their inputs), its usage, and
+/// whether it spent a budget.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TurnOutcome {
     /// The turn's calls, in order.
     pub calls: Vec<CallPlan>,
+    /// The tokens the turn used.
+    #[serde(default)]
+    pub usage: Usage,
+    /// The budget the run spent with this turn, if it did: why it stops, and what the model
+    /// is told of the turn's calls, which do not run.
+    #[serde(default)]
+    pub budget: Option<BudgetStop>,
+}
+
+/// A run stopped by a budget.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BudgetStop {
+    /// Which budget, and what was spent.
+    pub reason: String,
+    /// What each call of the turn is answered.
+    pub not_run: String,
 }
 
 /// One call as the workflow schedules it: from what its tool declares.
@@ -96,6 +131,10 @@ pub struct CallInput {
     /// The answer to the call's approval, once it was asked and answered.
     #[serde(default)]
     pub answer: Option<ApprovalAnswer>,
+    /// For [`seal_call`](AgentActivities::seal_call): what the model is told (default:
+    /// [`WORKER_STOPPED_MESSAGE`]).
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// A person's answer to the approval a call waits for.
@@ -134,28 +173,39 @@ impl CallDone {
 
 #[activities]
 impl AgentActivities {
-    /// One model turn: the conversation so far, read from the store, goes to the model; the
-    /// whole turn and its usage are stored; the workflow gets its calls.
+    /// What a run takes from the worker's config: its first activity.
+    #[activity(name = "tool_sdk.run_settings")]
+    pub async fn run_settings(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        _input: (),
+    ) -> Result<RunSettings, ActivityError> {
+        let config = self.effects.config();
+        Ok(RunSettings {
+            max_turns: config.limits.max_turns,
+            hooks: !config.hooks.is_empty(),
+            max_stop_continuations: config.hooks.max_stop_continuations,
+        })
+    }
+
+    /// One model turn: the conversation so far, read from the store, goes to the model as
+    /// the agent would send it; the whole turn and its usage are stored; the workflow gets
+    /// its calls, and whether the run's budget is spent.
     #[activity(name = "tool_sdk.model_turn")]
     pub async fn model_turn(
         self: Arc<Self>,
         ctx: ActivityContext,
         input: TurnInput,
     ) -> Result<TurnOutcome, ActivityError> {
-        let store = &*self.parts.store;
+        let store = &*self.store;
         let records = store.load(&input.session_id).await.map_err(retry)?;
-        if let Some(stored) = model_turns(&records).nth(input.index as usize) {
-            return Ok(self.plan(stored));
+        if let Some((stored, usage)) = stored_turn(&records, input.index as usize) {
+            return Ok(self.plan(stored, usage, input.run_usage));
         }
-        let request = ModelRequest {
-            system: self.parts.system_prompt.clone(),
-            messages: conversation(&records).into(),
-            tools: self.specs.clone(),
-            max_tokens: self.parts.max_tokens,
-            ..ModelRequest::default()
-        };
+        let request = self.effects.request(conversation(&records).into());
         let never = CancellationToken::new();
-        let response = heartbeating(&ctx, &never, complete(&*self.parts.model, &request)).await?;
+        let model = &**self.effects.model();
+        let response = heartbeating(&ctx, &never, complete(model, &request)).await?;
         let message = Message {
             role: Role::Assistant,
             content: response.content,
@@ -171,7 +221,41 @@ impl AgentActivities {
             .append_all(&input.session_id, &add)
             .await
             .map_err(retry)?;
-        Ok(self.plan(&message))
+        Ok(self.plan(&message, response.usage, input.run_usage))
+    }
+
+    /// The stop hooks, on a turn without calls: when one has the run go on, its message is
+    /// stored as a prompt and the activity says so.
+    #[activity(name = "tool_sdk.check_stop")]
+    pub async fn check_stop(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: StopInput,
+    ) -> Result<bool, ActivityError> {
+        let (store, session) = (&*self.store, input.session_id.as_str());
+        let records = store.load(session).await.map_err(retry)?;
+        let Some(at) = turn_position(&records, input.index as usize) else {
+            return Err(fail(format!(
+                "session {session} has no model turn {} to ask the stop hooks about",
+                input.index
+            )));
+        };
+        // An earlier attempt stored the hook's message: the run goes on with it.
+        if records[at..].iter().any(is_prompt) {
+            return Ok(true);
+        }
+        let Record::ModelTurn { message } = &records[at] else {
+            unreachable!("turn_position finds model turns");
+        };
+        let text = message.text();
+        match self.effects.check_stop(&text, input.continued).await {
+            Some(go_on) => {
+                let prompt = Record::user(Message::user(go_on));
+                store.append(session, &prompt).await.map_err(retry)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     /// One call, down `tool_sdk::pipeline::run_call`: its start is stored before it runs, its
@@ -183,7 +267,7 @@ impl AgentActivities {
         ctx: ActivityContext,
         input: CallInput,
     ) -> Result<CallDone, ActivityError> {
-        let (store, session) = (&*self.parts.store, input.session_id.as_str());
+        let (store, session) = (&*self.store, input.session_id.as_str());
         let records = store.load(session).await.map_err(retry)?;
         if let Some(is_error) = stored_result(&records, &input.call_id) {
             return Ok(CallDone::stored(is_error));
@@ -205,23 +289,22 @@ impl AgentActivities {
             store.append(session, &start).await.map_err(retry)?;
         }
         let token = CancellationToken::new();
-        let tool_ctx = ToolContext::new(self.parts.working_dir.clone())
-            .with_session_id(session)
-            .with_cancellation(token.clone());
-        let policy = match &self.parts.gate {
-            Some((gate, _)) => self.parts.policy.clone().with_permission_gate(gate.clone()),
-            None => self.parts.policy.clone(),
-        };
+        let tool_ctx = self.effects.tool_context(session, &call.id, token.clone());
         let answer = Answered(input.answer.as_ref().is_some_and(|answer| answer.allow));
         let road = run_call(
-            &self.parts.registry,
+            self.effects.registry(),
             &call.name,
             RawInput::from(&call.input),
             &tool_ctx,
-            &policy,
+            self.effects.policy(),
             Some(&answer),
         );
         let outcome = heartbeating(&ctx, &token, async { Ok(road.await) }).await?;
+        let effects = &self.effects;
+        let error = outcome.error.as_ref();
+        effects
+            .tool_ended(&call.name, &call.id, &outcome.input, error)
+            .await;
         let is_error = outcome.output.is_error;
         let block = MessageContent::ToolResult {
             tool_use_id: call.id.clone(),
@@ -247,14 +330,15 @@ impl AgentActivities {
         _ctx: ActivityContext,
         input: CallInput,
     ) -> Result<CallDone, ActivityError> {
-        let (store, session) = (&*self.parts.store, input.session_id.as_str());
+        let (store, session) = (&*self.store, input.session_id.as_str());
         let records = store.load(session).await.map_err(retry)?;
         if let Some(is_error) = stored_result(&records, &input.call_id) {
             return Ok(CallDone::stored(is_error));
         }
+        let message = input.reason.as_deref().unwrap_or(WORKER_STOPPED_MESSAGE);
         let block = MessageContent::ToolResult {
             tool_use_id: input.call_id.clone(),
-            content: vec![ContentBlock::text(WORKER_STOPPED_MESSAGE)],
+            content: vec![ContentBlock::text(message)],
             is_error: true,
         };
         store
@@ -278,7 +362,7 @@ impl AgentActivities {
         call: &ToolUse,
         input: &CallInput,
     ) -> Result<Option<CallDone>, ActivityError> {
-        let (store, session) = (&*self.parts.store, input.session_id.as_str());
+        let (store, session) = (&*self.store, input.session_id.as_str());
         if let Some(answer) = &input.answer {
             let mut add = Vec::with_capacity(2);
             if !has(records, &call.id, |record| {
@@ -309,18 +393,16 @@ impl AgentActivities {
             };
             return Ok((!answer.allow).then_some(refused));
         }
-        let Some((gate, mode)) = &self.parts.gate else {
-            return Ok(None);
-        };
-        let Some(tool) = self.parts.registry.get(&call.name) else {
+        let Some(tool) = self.effects.registry().get(&call.name) else {
             return Ok(None);
         };
         let input_value = match &call.input {
             ToolInput::Parsed(value) => value,
             ToolInput::Malformed { .. } => return Ok(None),
         };
-        let dir = &self.parts.working_dir;
-        if gate.preview(&*tool, input_value, dir, *mode) != PermissionPreview::Asks {
+        let (gate, mode) = (self.effects.gate(), self.effects.permission_mode());
+        let dir = self.effects.working_dir();
+        if gate.preview(&*tool, input_value, dir, mode) != PermissionPreview::Asks {
             return Ok(None);
         }
         if !has(records, &call.id, |record| {
@@ -345,19 +427,20 @@ impl AgentActivities {
         }))
     }
 
-    /// The calls of a stored turn, each with what its tool declares.
-    fn plan(&self, turn: &Message) -> TurnOutcome {
+    /// The calls of a stored turn, each with what its tool declares, and whether the turn's
+    /// `usage` spent a budget of a run that used `run_usage` before it.
+    fn plan(&self, turn: &Message, usage: Usage, run_usage: Usage) -> TurnOutcome {
         let calls = turn
             .tool_uses()
             .map(|call| {
-                let tool = self.parts.registry.get(&call.name);
+                let tool = self.effects.registry().get(&call.name);
                 let read_only = tool.as_ref().is_some_and(|tool| tool.is_read_only());
                 let idempotent = tool
                     .as_ref()
                     .is_some_and(|tool| tool.annotations().idempotent == Some(true));
                 // An unknown tool is answered at once by the pipeline, which only reads.
                 let timeout = tool.as_ref().map_or(Duration::from_secs(60), |tool| {
-                    self.parts.policy.timeout_for(&**tool)
+                    self.effects.policy().timeout_for(&**tool)
                 });
                 CallPlan {
                     id: call.id.clone(),
@@ -368,7 +451,17 @@ impl AgentActivities {
                 }
             })
             .collect();
-        TurnOutcome { calls }
+        let mut spent = run_usage;
+        spent += usage;
+        let budget = self.effects.budget_stop(&spent).map(|error| BudgetStop {
+            reason: error.to_string(),
+            not_run: not_run_message(&error),
+        });
+        TurnOutcome {
+            calls,
+            usage,
+            budget,
+        }
     }
 }
 
@@ -441,6 +534,34 @@ fn has(records: &[Record], id: &str, kind: impl Fn(&Record) -> bool) -> bool {
                 _ => false,
             }
     })
+}
+
+/// Where the `index`th model turn (from 0) is in `records`.
+fn turn_position(records: &[Record], index: usize) -> Option<usize> {
+    records
+        .iter()
+        .enumerate()
+        .filter(|(_, record)| matches!(record, Record::ModelTurn { .. }))
+        .nth(index)
+        .map(|(at, _)| at)
+}
+
+/// The `index`th model turn and the usage stored with it.
+fn stored_turn(records: &[Record], index: usize) -> Option<(&Message, Usage)> {
+    let at = turn_position(records, index)?;
+    let Record::ModelTurn { message } = &records[at] else {
+        return None;
+    };
+    let usage = records[at..].iter().find_map(|record| match record {
+        Record::Usage { usage } => Some(*usage),
+        _ => None,
+    });
+    Some((message, usage.unwrap_or_default()))
+}
+
+/// Whether `record` is a prompt (tool results are records of their own).
+fn is_prompt(record: &Record) -> bool {
+    matches!(record, Record::UserMessage { .. })
 }
 
 fn model_turns(records: &[Record]) -> impl Iterator<Item = &Message> {

@@ -110,7 +110,7 @@ impl AgentClient {
         let input = RunInput {
             session_id: session_id.to_owned(),
             turns_before,
-            max_turns: options.max_turns,
+            max_turns: options.max_turns.unwrap_or(0),
             heartbeat_timeout_ms: options.heartbeat_timeout.as_millis() as u64,
             model_timeout_ms: options.model_timeout.as_millis() as u64,
             retry_attempts: options.retry_attempts.max(1),

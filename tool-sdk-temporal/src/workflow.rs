@@ -14,9 +14,14 @@ use temporalio_sdk::workflows::join_all;
 use temporalio_sdk::{
     ActivityOptions, ContinueAsNewOptions, SyncWorkflowContext, WorkflowContext, WorkflowResult,
 };
-use tool_sdk::agent::decisions::{AfterTurn, after_turn, before_request, next_batch};
+use tool_sdk::agent::decisions::{
+    AfterStop, AfterTurn, after_stop, after_turn, asks_stop_hooks, before_request, next_batch,
+};
+use tool_sdk::model::Usage;
 
-use crate::activities::{AgentActivities, ApprovalAnswer, CallInput, CallPlan, TurnInput};
+use crate::activities::{
+    AgentActivities, ApprovalAnswer, CallInput, CallPlan, RunSettings, StopInput, TurnInput,
+};
 
 /// The result a call gets when the worker running it died and its tool may not run twice
 /// (neither read-only nor idempotent): it may have run in part.
@@ -30,7 +35,7 @@ pub struct RunInput {
     pub session_id: String,
     /// How many model turns the session held when the run started.
     pub turns_before: u32,
-    /// The most model turns the run takes.
+    /// The most model turns the run takes; 0: the worker's config's.
     pub max_turns: u32,
     /// How long an activity may go without a heartbeat, in milliseconds.
     pub heartbeat_timeout_ms: u64,
@@ -48,6 +53,9 @@ pub struct RunInput {
     /// Approvals answered before the run continued as new, for calls yet to ask.
     #[serde(default)]
     pub answers: Vec<ApprovalAnswer>,
+    /// What the run took from the worker's config, once read (carried by continue-as-new).
+    #[serde(default)]
+    pub settings: Option<RunSettings>,
 }
 
 /// How a run ended, as the workflow returns it (the answer's text is in the session).
@@ -57,8 +65,15 @@ pub struct RunSummary {
     pub turns: u32,
     /// Calls answered because their worker died ([`WORKER_STOPPED_MESSAGE`]).
     pub sealed: u32,
-    /// Why the run stopped before the model finished (`max_turns` reached), if it did.
+    /// Why the run stopped before the model finished (`max_turns` reached, a budget
+    /// spent), if it did.
     pub stopped: Option<String>,
+    /// The tokens the run's turns used.
+    #[serde(default)]
+    pub usage: Usage,
+    /// How many times stop hooks sent the run on.
+    #[serde(default)]
+    pub continued: u32,
 }
 
 /// The agent workflow (type `tool_sdk.agent`): model turns and tool calls as activities, in
@@ -85,6 +100,18 @@ impl AgentWorkflow {
                 .extend(answers.map(|a| (a.call_id.clone(), a)))
         });
         let mut summary = input.carried.clone();
+        let settings = match &input.settings {
+            Some(settings) => settings.clone(),
+            None => {
+                let options = store_options(&input);
+                ctx.execute_activity(AgentActivities::run_settings, (), options)
+                    .await?
+            }
+        };
+        let max_turns = match input.max_turns {
+            0 => settings.max_turns,
+            set => set,
+        };
         loop {
             let this_run = summary.turns - input.carried.turns;
             let full = input.continue_after > 0 && this_run >= input.continue_after;
@@ -94,27 +121,62 @@ impl AgentWorkflow {
                 let next = RunInput {
                     carried: summary,
                     answers,
+                    settings: Some(settings),
                     ..input.clone()
                 };
                 let Err(end) = ctx.continue_as_new(next, ContinueAsNewOptions::default());
                 return Err(end);
             }
-            if let Err(stop) = before_request(false, summary.turns, input.max_turns, None) {
+            if let Err(stop) = before_request(false, summary.turns, max_turns, None) {
                 summary.stopped = Some(stop.to_string());
                 return Ok(summary);
             }
+            let index = input.turns_before + summary.turns;
             let turn = TurnInput {
                 session_id: input.session_id.clone(),
-                index: input.turns_before + summary.turns,
+                index,
+                run_usage: summary.usage,
             };
             let turn = ctx
                 .execute_activity(AgentActivities::model_turn, turn, model_options(&input))
                 .await?;
             summary.turns += 1;
-            match after_turn(turn.calls.len(), None) {
-                AfterTurn::Finish => return Ok(summary),
+            summary.usage += turn.usage;
+            match after_turn(turn.calls.len(), turn.budget.as_ref()) {
+                AfterTurn::Finish => {
+                    let asks = settings.hooks
+                        && asks_stop_hooks(summary.continued, settings.max_stop_continuations);
+                    if !asks {
+                        return Ok(summary);
+                    }
+                    let stop = StopInput {
+                        session_id: input.session_id.clone(),
+                        index,
+                        continued: summary.continued,
+                    };
+                    let options = call_options_of(&input, STOP_HOOKS_TIMEOUT, false);
+                    let went_on = ctx
+                        .execute_activity(AgentActivities::check_stop, stop, options)
+                        .await?;
+                    // The hook's message is in the session; the workflow only needs to know.
+                    match after_stop(went_on.then(String::new)) {
+                        AfterStop::Finish => return Ok(summary),
+                        AfterStop::GoOn(_) => summary.continued += 1,
+                    }
+                }
                 AfterTurn::StopForBudget(stop) => {
-                    summary.stopped = Some(stop.to_string());
+                    // The turn's calls do not run: each is answered so, and the run ends.
+                    for call in &turn.calls {
+                        let mut call_input = call_input(&input, call, None);
+                        call_input.reason = Some(stop.not_run.clone());
+                        ctx.execute_activity(
+                            AgentActivities::seal_call,
+                            call_input,
+                            store_options(&input),
+                        )
+                        .await?;
+                    }
+                    summary.stopped = Some(stop.reason.clone());
                     return Ok(summary);
                 }
                 AfterTurn::RunCalls => {
@@ -191,8 +253,12 @@ fn call_input(input: &RunInput, call: &CallPlan, answer: Option<ApprovalAnswer>)
         session_id: input.session_id.clone(),
         call_id: call.id.clone(),
         answer,
+        reason: None,
     }
 }
+
+/// How long the stop hooks may take (command hooks have their own, shorter, timeouts).
+const STOP_HOOKS_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn model_options(input: &RunInput) -> ActivityOptions {
     ActivityOptions::with_start_to_close_timeout(Duration::from_millis(input.model_timeout_ms))
@@ -203,12 +269,16 @@ fn model_options(input: &RunInput) -> ActivityOptions {
 /// A call that may run again is retried up to `retry_attempts` attempts; another is
 /// attempted once.
 fn call_options(input: &RunInput, call: &CallPlan) -> ActivityOptions {
-    let attempts = if call.retry { input.retry_attempts } else { 1 };
+    call_options_of(input, Duration::from_millis(call.timeout_ms), call.retry)
+}
+
+fn call_options_of(input: &RunInput, timeout: Duration, retry: bool) -> ActivityOptions {
+    let attempts = if retry { input.retry_attempts } else { 1 };
     let retry = RetryPolicy::builder()
         .initial_interval(Duration::from_millis(100))
         .maximum_attempts(attempts.max(1))
         .build();
-    ActivityOptions::with_start_to_close_timeout(Duration::from_millis(call.timeout_ms))
+    ActivityOptions::with_start_to_close_timeout(timeout)
         .heartbeat_timeout(Duration::from_millis(input.heartbeat_timeout_ms))
         .retry_policy(retry)
         .build()

@@ -310,7 +310,7 @@ async fn history_of_a_long_session(server: &DevServer, sizes: &Sizes) {
         .await
         .unwrap();
     let options = RunOptions {
-        max_turns: sizes.history_turns + 1,
+        max_turns: Some(sizes.history_turns + 1),
         ..RunOptions::default()
     };
     let run = client.start("Look at every note", options).await.unwrap();

@@ -1,14 +1,14 @@
 //! A worker process of the tests: `temporal-test-worker ADDRESS TASK_QUEUE STORE MODEL_URL
 //! [ask|floor]`. Runs the agent workflow and its activities with the tests' tools, an Anthropic
 //! client of the tests' mock model server, and the SQLite store every process of a test
-//! shares, until it is killed. With `ask`, calls go through a permission gate with no rules,
-//! which asks before each mutating call. With `floor`, it runs the benchmark's no-op workflow
+//! shares, until it is killed. With `ask`, calls are checked in the default permission mode with
+//! no rules, which asks before each mutating call. With `floor`, it runs the benchmark's no-op workflow
 //! instead (`floor.rs`).
 
 use std::sync::Arc;
 
 use tool_sdk::model::anthropic::AnthropicModel;
-use tool_sdk::permission::{PermissionGate, PermissionMode, PermissionRules};
+use tool_sdk::permission::PermissionMode;
 use tool_sdk::session::SqliteStore;
 use tool_sdk_temporal::{AgentParts, AgentWorker};
 
@@ -38,8 +38,7 @@ async fn main() {
     let store = SqliteStore::open(store).expect("the store opens");
     let mut parts = AgentParts::new(Arc::new(model), registry, Arc::new(store));
     if ask {
-        let gate = PermissionGate::new(PermissionRules::default(), Vec::new());
-        parts = parts.with_permission_gate(Arc::new(gate), PermissionMode::Default);
+        parts = parts.permissions(|p| p.with_mode(PermissionMode::Default));
     }
     let worker = AgentWorker::connect(address, task_queue, parts)
         .await
