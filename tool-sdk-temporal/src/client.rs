@@ -3,9 +3,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use std::time::SystemTime;
+
+use futures::TryStreamExt;
 use temporalio_client::{
-    Client, WorkflowCancelOptions, WorkflowFetchHistoryOptions, WorkflowGetResultOptions,
-    WorkflowHandle, WorkflowHistory, WorkflowSignalOptions, WorkflowStartOptions,
+    Client, WorkflowCancelOptions, WorkflowDescribeOptions, WorkflowExecutionStatus,
+    WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowHandle, WorkflowHistory,
+    WorkflowListOptions, WorkflowSignalOptions, WorkflowStartOptions,
 };
 use tool_sdk::model::{Message, Role};
 use tool_sdk::permission::PermissionAnswer;
@@ -49,6 +53,63 @@ pub struct RunOutcome {
     pub sealed: u32,
     /// Why the run stopped before the model finished (`max_turns` reached), if it did.
     pub stopped: Option<String>,
+}
+
+/// A run as the server knows it: [`AgentClient::list_runs`], [`RunHandle::describe`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunInfo {
+    /// The workflow's id.
+    pub workflow_id: String,
+    /// The run's session, when the workflow has the default id (`agent-<session id>`).
+    pub session_id: Option<String>,
+    /// Whether it runs, or how it ended.
+    pub status: RunStatus,
+    /// When its current workflow run started (a run that continued as new has several).
+    pub started: Option<SystemTime>,
+    /// When it ended, if it did.
+    pub closed: Option<SystemTime>,
+    /// How many events its current workflow run's history holds.
+    pub history_length: u64,
+}
+
+/// Where a run is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunStatus {
+    /// It runs, or waits (for a worker, an approval).
+    Running,
+    /// It ended: the model answered, or `max_turns` or a budget stopped it.
+    Completed,
+    /// It failed (the model failed, a hook blocked it).
+    Failed,
+    /// It was cancelled.
+    Cancelled,
+    /// It was terminated (by an operator, or a timeout).
+    Terminated,
+    /// A status the server reports that is none of these.
+    Other,
+}
+
+impl From<WorkflowExecutionStatus> for RunStatus {
+    fn from(status: WorkflowExecutionStatus) -> Self {
+        match status {
+            WorkflowExecutionStatus::Running => RunStatus::Running,
+            WorkflowExecutionStatus::Completed => RunStatus::Completed,
+            WorkflowExecutionStatus::Failed => RunStatus::Failed,
+            WorkflowExecutionStatus::Canceled => RunStatus::Cancelled,
+            WorkflowExecutionStatus::Terminated | WorkflowExecutionStatus::TimedOut => {
+                RunStatus::Terminated
+            }
+            // A run that continued as new goes on in its next workflow run.
+            WorkflowExecutionStatus::ContinuedAsNew => RunStatus::Running,
+            _ => RunStatus::Other,
+        }
+    }
+}
+
+/// The session of a workflow with the default id.
+fn session_of(workflow_id: &str) -> Option<String> {
+    workflow_id.strip_prefix("agent-").map(str::to_owned)
 }
 
 impl AgentClient {
@@ -147,6 +208,38 @@ impl AgentClient {
         }
     }
 
+    /// The agent runs of this client's task queue, newest first (with `limit`, at most that
+    /// many). Read from the server's visibility store, which may lag a run's start or end by
+    /// a moment.
+    pub async fn list_runs(&self, limit: Option<usize>) -> Result<Vec<RunInfo>, TemporalError> {
+        let query = format!(
+            "WorkflowType = '{}' AND TaskQueue = '{}'",
+            crate::workflow::WORKFLOW_TYPE,
+            self.task_queue.replace('\'', "''")
+        );
+        let options = WorkflowListOptions::builder().maybe_limit(limit).build();
+        let runs: Vec<_> = self
+            .client
+            .list_workflows(query, options)
+            .try_collect()
+            .await
+            .map_err(|error| TemporalError::Workflow {
+                workflow_id: "(listing)".to_owned(),
+                reason: error.to_string(),
+            })?;
+        Ok(runs
+            .iter()
+            .map(|run| RunInfo {
+                workflow_id: run.id().to_owned(),
+                session_id: session_of(run.id()),
+                status: run.status().into(),
+                started: run.start_time(),
+                closed: run.close_time(),
+                history_length: run.history_length().max(0) as u64,
+            })
+            .collect())
+    }
+
     /// The calls of `session_id` waiting for an approval, read from the store (no worker is
     /// needed): answer them with [`RunHandle::answer_approval`].
     pub async fn pending_approvals(
@@ -187,6 +280,26 @@ impl RunHandle {
                 workflow_id: self.workflow_id.clone(),
                 reason: error.to_string(),
             })
+    }
+
+    /// The run as the server knows it now.
+    pub async fn describe(&self) -> Result<RunInfo, TemporalError> {
+        let described = self
+            .handle
+            .describe(WorkflowDescribeOptions::default())
+            .await
+            .map_err(|error| TemporalError::Workflow {
+                workflow_id: self.workflow_id.clone(),
+                reason: error.to_string(),
+            })?;
+        Ok(RunInfo {
+            workflow_id: self.workflow_id.clone(),
+            session_id: Some(self.session_id.clone()),
+            status: described.status().into(),
+            started: described.start_time(),
+            closed: described.close_time(),
+            history_length: described.history_length() as u64,
+        })
     }
 
     /// The session the run's conversation is in.

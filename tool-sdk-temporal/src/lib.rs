@@ -78,8 +78,8 @@ pub use activities::{
     AgentActivities, ApprovalAnswer, BudgetStop, CallDone, CallInput, CallPlan, RunSettings,
     StopInput, TurnInput, TurnOutcome,
 };
-pub use client::{AgentClient, RunHandle, RunOutcome};
+pub use client::{AgentClient, RunHandle, RunInfo, RunOutcome, RunStatus};
 pub use error::TemporalError;
 pub use parts::{ACTIVITY_GRACE, AgentParts, RunOptions};
 pub use worker::AgentWorker;
-pub use workflow::{AgentWorkflow, RunInput, RunSummary, WORKER_STOPPED_MESSAGE};
+pub use workflow::{AgentWorkflow, RunInput, RunSummary, WORKER_STOPPED_MESSAGE, WORKFLOW_TYPE};

@@ -28,6 +28,9 @@ use crate::activities::{
 pub const WORKER_STOPPED_MESSAGE: &str =
     "the worker running this call stopped; it may have partly happened";
 
+/// The agent workflow's type, as the server lists it.
+pub const WORKFLOW_TYPE: &str = "tool_sdk.agent";
+
 /// A run of the agent workflow: which session, from which turn, and how.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunInput {
@@ -88,7 +91,7 @@ pub struct AgentWorkflow {
 #[workflow_methods]
 impl AgentWorkflow {
     /// Runs the loop until the model answers without calls or `max_turns` is reached.
-    #[run(name = "tool_sdk.agent")]
+    #[run(name = WORKFLOW_TYPE)]
     pub async fn run(
         ctx: &mut WorkflowContext<Self>,
         input: RunInput,

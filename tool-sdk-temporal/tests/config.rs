@@ -20,7 +20,9 @@ use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::{Message, MessageContent};
 use tool_sdk::permission::{HookDecision, PermissionMode};
 use tool_sdk::session::{SqliteStore, stored_conversation};
-use tool_sdk_temporal::{AgentClient, AgentParts, AgentWorker, RunOptions, TemporalError};
+use tool_sdk_temporal::{
+    AgentClient, AgentParts, AgentWorker, RunOptions, RunStatus, TemporalError,
+};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
 
@@ -166,6 +168,24 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
         .unwrap();
     drop(worker);
     assert_eq!((outcome.text.as_str(), outcome.turns), ("done twice", 3));
+    // The server lists and describes it (its visibility store may lag a moment).
+    let described = run.describe().await.unwrap();
+    assert_eq!(described.status, RunStatus::Completed);
+    assert!(described.closed.is_some() && described.history_length > 10);
+    let mut listed = Vec::new();
+    for _ in 0..50 {
+        listed = client.list_runs(None).await.unwrap();
+        if listed
+            .first()
+            .is_some_and(|run| run.status == RunStatus::Completed)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].session_id.as_deref(), Some(run.session_id()));
+    assert_eq!(listed[0].status, RunStatus::Completed);
     let on_temporal = stored_conversation(&*store, run.session_id())
         .await
         .unwrap();

@@ -22,7 +22,7 @@ use tool_sdk::model::{Message, MessageContent, Role};
 use tool_sdk::permission::PermissionAnswer;
 use tool_sdk::session::{SqliteStore, stored_conversation};
 use tool_sdk_temporal::{
-    AgentClient, AgentWorkflow, RunHandle, RunOptions, WORKER_STOPPED_MESSAGE,
+    AgentClient, AgentWorkflow, RunHandle, RunOptions, RunStatus, WORKER_STOPPED_MESSAGE,
 };
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
@@ -468,6 +468,8 @@ async fn an_approval_is_answered_after_every_process_was_restarted() {
         .await
         .unwrap();
     let run = client.attach(&session, None);
+    // With no process holding it, the server still has it running.
+    assert_eq!(run.describe().await.unwrap().status, RunStatus::Running);
     run.answer_approval("toolu_write", PermissionAnswer::Allow)
         .await
         .unwrap();
