@@ -35,9 +35,11 @@ pub struct AgentClient {
 /// A run on Temporal: its session, its workflow.
 pub struct RunHandle {
     handle: WorkflowHandle<Client, AgentWorkflow>,
-    session_id: String,
+    pub(crate) session_id: String,
     workflow_id: String,
-    store: Arc<dyn SessionStore>,
+    pub(crate) store: Arc<dyn SessionStore>,
+    /// How many of the session's records come before the run's (its events start after).
+    pub(crate) from: usize,
 }
 
 /// How a run ended.
@@ -191,6 +193,8 @@ impl AgentClient {
             session_id: session_id.to_owned(),
             workflow_id,
             store: self.store.clone(),
+            // The prompt is the run's first record: its events start after it.
+            from: records.len() + 1,
         })
     }
 }
@@ -205,6 +209,7 @@ impl AgentClient {
             session_id: session_id.to_owned(),
             workflow_id,
             store: self.store.clone(),
+            from: 0,
         }
     }
 

@@ -69,6 +69,7 @@
 mod activities;
 mod client;
 mod error;
+mod events;
 mod parts;
 mod worker;
 #[allow(missing_docs)]
@@ -80,6 +81,7 @@ pub use activities::{
 };
 pub use client::{AgentClient, RunHandle, RunInfo, RunOutcome, RunStatus};
 pub use error::TemporalError;
+pub use events::RunEvent;
 pub use parts::{ACTIVITY_GRACE, AgentParts, RunOptions};
 pub use worker::AgentWorker;
 pub use workflow::{AgentWorkflow, RunInput, RunSummary, WORKER_STOPPED_MESSAGE, WORKFLOW_TYPE};

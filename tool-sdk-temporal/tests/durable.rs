@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use serde_json::json;
 use temporalio_client::WorkflowHistory;
 use temporalio_common::protos::proto_ts_to_system_time;
@@ -22,7 +23,7 @@ use tool_sdk::model::{Message, MessageContent, Role};
 use tool_sdk::permission::PermissionAnswer;
 use tool_sdk::session::{SqliteStore, stored_conversation};
 use tool_sdk_temporal::{
-    AgentClient, AgentWorkflow, RunHandle, RunOptions, RunStatus, WORKER_STOPPED_MESSAGE,
+    AgentClient, AgentWorkflow, RunEvent, RunHandle, RunOptions, RunStatus, WORKER_STOPPED_MESSAGE,
 };
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
@@ -195,11 +196,32 @@ async fn a_ten_step_run_on_temporal_has_the_conversation_of_the_in_process_agent
         .start("Do the ten steps", RunOptions::default())
         .await
         .unwrap();
-    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
-        .await
-        .expect("the run ended in time")
-        .unwrap();
+    // The run's events, tailed from the store while it runs.
+    let (events, outcome) = tokio::time::timeout(RUN_LIMIT, async {
+        let events = run.events(Duration::from_millis(50)).collect::<Vec<_>>();
+        tokio::join!(events, run.result())
+    })
+    .await
+    .expect("the run ended in time");
+    let outcome = outcome.unwrap();
     let on_temporal_took = started.elapsed();
+    let events: Vec<RunEvent> = events.into_iter().map(Result::unwrap).collect();
+    let count = |kind: fn(&RunEvent) -> bool| events.iter().filter(|e| kind(e)).count();
+    assert_eq!(count(|e| matches!(e, RunEvent::Turn(_))), 11);
+    assert_eq!(count(|e| matches!(e, RunEvent::ToolStarted { .. })), 16);
+    assert_eq!(count(|e| matches!(e, RunEvent::ToolResult { .. })), 16);
+    assert!(matches!(&events[0], RunEvent::Turn(turn) if turn.tool_uses().count() == 1));
+    assert!(
+        matches!(events.last(), Some(RunEvent::Turn(turn)) if turn.text() == "all ten steps done")
+    );
+    for (at, event) in events.iter().enumerate() {
+        if let RunEvent::ToolResult { id, .. } = event {
+            let started = events[..at]
+                .iter()
+                .any(|e| matches!(e, RunEvent::ToolStarted { id: of, .. } if of == id));
+            assert!(started, "the result of {id} comes after its start");
+        }
+    }
     assert_eq!(outcome.text, "all ten steps done");
     assert_eq!(
         (outcome.turns, outcome.sealed, outcome.stopped),
