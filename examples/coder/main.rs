@@ -8,6 +8,7 @@
 //! cargo run --example coder -- --print "How many Rust files are there?" --allow Bash
 //! cargo run --example coder -- --continue          # the latest conversation in this directory
 //! cargo run --example coder -- --thinking 8000 --effort medium   # think first, shown folded
+//! cargo run --example coder --features temporal -- --temporal 127.0.0.1:7233  # durable runs
 //! ```
 //!
 //! The SDK does the work: the built-in tools, schemas and validation, the permission chain,
@@ -17,6 +18,8 @@ mod commands;
 mod demo;
 mod input;
 mod sessions;
+#[cfg(feature = "temporal")]
+mod temporal;
 mod ui;
 
 use std::path::PathBuf;
@@ -95,6 +98,26 @@ struct Args {
     /// effort, on Claude Opus 4.5 and 4.6 and later; OpenAI's reasoning_effort; not Gemini).
     #[arg(long, value_name = "LEVEL")]
     effort: Option<Effort>,
+    /// Runs each prompt as a durable workflow on the Temporal server at ADDRESS (host:port):
+    /// a run outlives the process that runs it, and a question waits in the server. Needs the
+    /// `temporal` feature (`cargo run --example coder --features temporal -- --temporal ...`).
+    #[arg(long, value_name = "ADDRESS")]
+    temporal: Option<String>,
+    /// The task queue of --temporal's runs and workers.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "coder",
+        requires = "temporal"
+    )]
+    task_queue: String,
+    /// With --temporal: run no worker here; workers elsewhere (`--worker`) take the runs.
+    #[arg(long, requires = "temporal", conflicts_with = "worker")]
+    no_worker: bool,
+    /// With --temporal: only run a worker (in --cwd, with this coder's tools and model), until
+    /// Ctrl-C.
+    #[arg(long, requires = "temporal")]
+    worker: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -160,6 +183,19 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     let model = choose_model(&args, provider, &cwd).map_err(|e| e.to_string())?;
 
     let (config, store) = agent_config(&args, model.clone(), &cwd)?;
+    if let Some(address) = &args.temporal {
+        return on_temporal(
+            &args,
+            address,
+            config,
+            store,
+            &cwd,
+            demo,
+            scratch_note,
+            &*model,
+        )
+        .await;
+    }
     let input = match &args.print {
         None => Some(LineReader::new().map_err(|e| format!("cannot read the terminal: {e}"))?),
         Some(_) => None,
@@ -220,6 +256,78 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     talk(&agent, store.as_ref(), &cwd, &input, &current_turn, opening).await;
     sessions::finish(agent, store.as_ref(), created.as_deref()).await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--temporal`: the prompts as runs on a Temporal server.
+#[cfg(feature = "temporal")]
+#[allow(clippy::too_many_arguments)]
+async fn on_temporal(
+    args: &Args,
+    address: &str,
+    config: AgentConfig,
+    store: Option<SqliteStore>,
+    cwd: &std::path::Path,
+    demo: bool,
+    scratch_note: Option<String>,
+    model: &dyn Model,
+) -> Result<ExitCode, String> {
+    let store = store.ok_or(
+        "--temporal keeps the conversation in the session file, which could not be opened (see \
+         above)",
+    )?;
+    let on = temporal::Temporal {
+        address,
+        task_queue: &args.task_queue,
+        worker: !args.no_worker,
+    };
+    if args.worker {
+        return temporal::worker_only(&on, config, store).await;
+    }
+    let input = match &args.print {
+        None => Some(LineReader::new().map_err(|e| format!("cannot read the terminal: {e}"))?),
+        Some(_) => None,
+    };
+    let resume = resume_id(args, Some(&store), input.as_ref(), cwd).await?;
+    let current_turn: Arc<Mutex<Option<CancellationToken>>> = Arc::default();
+    let on_interrupt = current_turn.clone();
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            if let Some(token) = on_interrupt.lock().unwrap().as_ref() {
+                token.cancel();
+            }
+        }
+    });
+    let session = temporal::Session {
+        cwd,
+        input: input.as_ref(),
+        current_turn: &current_turn,
+        resume,
+        print: args.print.as_deref(),
+        demo,
+        scratch_note: scratch_note.as_deref(),
+        model_id: model.model_id(),
+    };
+    temporal::talk(&on, config, store, session).await
+}
+
+/// `--temporal` in a coder built without the `temporal` feature.
+#[cfg(not(feature = "temporal"))]
+#[allow(clippy::too_many_arguments)]
+async fn on_temporal(
+    _: &Args,
+    _: &str,
+    _: AgentConfig,
+    _: Option<SqliteStore>,
+    _: &std::path::Path,
+    _: bool,
+    _: Option<String>,
+    _: &dyn Model,
+) -> Result<ExitCode, String> {
+    Err(format!(
+        "this coder was built without Temporal: run `cargo run --example coder --features \
+         temporal -- {}`",
+        std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+    ))
 }
 
 /// The directory the agent works in (`--cwd` or the current one), or for the demo in this

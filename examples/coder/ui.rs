@@ -328,7 +328,7 @@ pub enum Answer {
 
 /// The call as the user should judge it: an Edit as the diff it would make, a Bash command
 /// as the command, anything else as its input.
-fn preview(tool: &str, input: &Value, working_dir: &Path) -> String {
+pub fn preview(tool: &str, input: &Value, working_dir: &Path) -> String {
     let field = |name: &str| input[name].as_str().unwrap_or_default();
     match tool {
         "Edit" => coloured_diff(&edit_diff(

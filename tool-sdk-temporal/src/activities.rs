@@ -289,7 +289,9 @@ impl AgentActivities {
             store.append(session, &start).await.map_err(retry)?;
         }
         let token = CancellationToken::new();
-        let tool_ctx = self.effects.tool_context(session, &call.id, token.clone());
+        let tool_ctx = self
+            .effects
+            .tool_context(session, &call.id, token.clone(), &records);
         let answer = Answered(input.answer.as_ref().is_some_and(|answer| answer.allow));
         let road = run_call(
             self.effects.registry(),

@@ -1,8 +1,9 @@
 //! [`AgentEffects`]: an agent's parts as [`Agent::create`](super::Agent::create) assembles
 //! them, for a driver that performs the loop's effects one at a time somewhere else.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -11,10 +12,12 @@ use super::config::AgentConfig;
 use super::error::AgentError;
 use super::hooks::StopContext;
 use super::inner::AgentInner;
-use crate::model::{History, Model, ModelRequest, Usage};
+use crate::builtin::{file_key, file_modified};
+use crate::model::{History, MessageContent, Model, ModelRequest, Usage};
 use crate::permission::{PermissionGate, PermissionMode};
 use crate::pipeline::CallPolicy;
-use crate::{AgentId, ToolContext, ToolError, ToolRegistry};
+use crate::session::Record;
+use crate::{AgentId, FileStateTracker, ToolContext, ToolError, ToolRegistry};
 
 /// An agent's parts, built from an [`AgentConfig`] exactly as [`Agent::create`] builds them
 /// (model and fallbacks, the tools the model may see, MCP servers, permission rules and
@@ -30,7 +33,20 @@ use crate::{AgentId, ToolContext, ToolError, ToolRegistry};
 #[derive(Clone)]
 pub struct AgentEffects {
     inner: Arc<AgentInner>,
+    /// Each session's file tracker (which files its calls read, for the edit tools' "read it
+    /// first"), most recently used last: the sessions of this process's runs, at most
+    /// [`TRACKED_SESSIONS`].
+    files: Arc<Mutex<SessionFiles>>,
 }
+
+/// Sessions' file trackers by session id, most recently used last.
+type SessionFiles = Vec<(String, Arc<FileStateTracker>)>;
+
+/// How many sessions' file trackers a process keeps; a session's calls past that rebuild it.
+const TRACKED_SESSIONS: usize = 256;
+
+/// The tools whose successful call leaves a file read (or written, so known) by the session.
+const FILE_TOOLS: [&str; 4] = ["Read", "Write", "Edit", "MultiEdit"];
 
 impl std::fmt::Debug for AgentEffects {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -47,6 +63,7 @@ impl AgentEffects {
         let inner = AgentInner::build(config).await?;
         Ok(AgentEffects {
             inner: Arc::new(inner),
+            files: Arc::default(),
         })
     }
 
@@ -107,23 +124,46 @@ impl AgentEffects {
     }
 
     /// The context a call of session `session_id` runs with: the config's app state, the
-    /// sandbox of its directories, the file tracker, `cancel` as its cancellation.
+    /// sandbox of its directories, the session's file tracker, `cancel` as its cancellation.
+    ///
+    /// The file tracker (which files the session read, so that an edit tool may change them)
+    /// is the session's on this process; a session whose earlier calls ran elsewhere (another
+    /// process, one that died) has it rebuilt from its `records`: each file a successful
+    /// Read, Write or Edit named counts as read in its present state.
     pub fn tool_context(
         &self,
         session_id: &str,
         call_id: &str,
         cancel: CancellationToken,
+        records: &[Record],
     ) -> ToolContext {
         let inner = &self.inner;
         ToolContext::new(inner.working_dir.clone())
             .with_session_id(session_id)
             .with_agent_id(AgentId::Main)
             .with_state(inner.state.clone())
-            .with_file_tracker(inner.files.clone())
+            .with_file_tracker(self.session_files(session_id, records))
             .with_session_values(inner.session.clone())
             .with_sandbox(inner.sandbox.clone())
             .with_tool_call_id(call_id)
             .with_cancellation(cancel)
+    }
+
+    /// The file tracker of `session_id`: kept, or rebuilt from `records`.
+    fn session_files(&self, session_id: &str, records: &[Record]) -> Arc<FileStateTracker> {
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(at) = files.iter().position(|(id, _)| id == session_id) {
+            let kept = files.remove(at);
+            let tracker = kept.1.clone();
+            files.push(kept);
+            return tracker;
+        }
+        if files.len() >= TRACKED_SESSIONS {
+            files.remove(0);
+        }
+        let tracker = Arc::new(files_read(records));
+        files.push((session_id.to_owned(), tracker.clone()));
+        tracker
     }
 
     /// Whether the agent would manage the context window (clear old tool results, compact the
@@ -180,5 +220,106 @@ impl AgentEffects {
     ) {
         let hooks = &self.inner.config.hooks;
         hooks.tool_failed(tool, call_id, input, error).await;
+    }
+}
+
+/// The files the successful file-tool calls of `records` named, each as read in its present
+/// state.
+fn files_read(records: &[Record]) -> FileStateTracker {
+    let tracker = FileStateTracker::default();
+    let mut calls: HashMap<&str, (&str, &Value)> = HashMap::new();
+    for record in records {
+        match record {
+            Record::ModelTurn { message } => {
+                for call in message.tool_uses() {
+                    if let (true, Some(input)) = (
+                        FILE_TOOLS.contains(&call.name.as_str()),
+                        call.input.parsed(),
+                    ) {
+                        calls.insert(&call.id, (&call.name, input));
+                    }
+                }
+            }
+            Record::ToolResult {
+                block:
+                    MessageContent::ToolResult {
+                        tool_use_id,
+                        is_error: false,
+                        ..
+                    },
+            } => {
+                let path = calls
+                    .get(tool_use_id.as_str())
+                    .and_then(|(_, input)| input.get("file_path").and_then(Value::as_str));
+                let Some(path) = path.map(Path::new) else {
+                    continue;
+                };
+                if let Ok(metadata) = std::fs::metadata(path) {
+                    tracker.record_read(file_key(path), file_modified(&metadata));
+                }
+            }
+            _ => {}
+        }
+    }
+    tracker
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Message, Role, ScriptedModel, ToolInput, ToolUse};
+
+    #[tokio::test]
+    async fn each_session_has_its_own_files_and_one_unseen_is_rebuilt_from_its_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("notes.txt");
+        std::fs::write(&file, "x").unwrap();
+        let config = AgentConfig::new()
+            .with_model(ScriptedModel::new([]))
+            .with_registry(Arc::new(ToolRegistry::new()))
+            .with_working_dir(dir.path());
+        let effects = AgentEffects::build(config).await.unwrap();
+        let cancel = CancellationToken::new;
+        let key = file_key(&file);
+
+        let a = effects.tool_context("a", "c1", cancel(), &[]);
+        a.files().record_read(key.clone(), None);
+        let b = effects.tool_context("b", "c2", cancel(), &[]);
+        assert!(
+            b.files().last_read(&key).is_none(),
+            "b's calls did not read it"
+        );
+        let a_again = effects.tool_context("a", "c3", cancel(), &[]);
+        assert!(a_again.files().last_read(&key).is_some());
+
+        // A session this process has not seen: its successful Read counts, a failed one not.
+        let read = |id: &str, path: &Path| ToolUse {
+            id: id.to_owned(),
+            name: "Read".to_owned(),
+            input: ToolInput::Parsed(serde_json::json!({"file_path": path})),
+        };
+        let missing = dir.path().join("missing.txt");
+        let turn = Message {
+            role: Role::Assistant,
+            content: vec![
+                MessageContent::ToolUse(read("r1", &file)),
+                MessageContent::ToolUse(read("r2", &missing)),
+            ],
+        };
+        let result = |id: &str, is_error: bool| Record::ToolResult {
+            block: MessageContent::ToolResult {
+                tool_use_id: id.to_owned(),
+                content: Vec::new(),
+                is_error,
+            },
+        };
+        let records = [
+            Record::model_turn(turn),
+            result("r1", false),
+            result("r2", true),
+        ];
+        let c = effects.tool_context("c", "c4", cancel(), &records);
+        assert!(c.files().last_read(&key).is_some());
+        assert!(c.files().last_read(&file_key(&missing)).is_none());
     }
 }
