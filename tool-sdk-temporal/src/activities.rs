@@ -159,6 +159,10 @@ pub struct CallDone {
     /// Whether the call did not run because it waits for an approval (its question stored).
     #[serde(default)]
     pub waiting: bool,
+    /// From [`seal_call`](AgentActivities::seal_call): the call never started (its worker
+    /// died before), so nothing was sealed and it may simply run.
+    #[serde(default)]
+    pub not_started: bool,
 }
 
 impl CallDone {
@@ -167,6 +171,7 @@ impl CallDone {
             is_error,
             ran: false,
             waiting: false,
+            not_started: false,
         }
     }
 }
@@ -321,6 +326,7 @@ impl AgentActivities {
             is_error,
             ran: true,
             waiting: false,
+            not_started: false,
         })
     }
 
@@ -337,6 +343,14 @@ impl AgentActivities {
         if let Some(is_error) = stored_result(&records, &input.call_id) {
             return Ok(CallDone::stored(is_error));
         }
+        // A call whose worker died before it started (while its question was being stored,
+        // say) did not happen at all: the workflow runs it again instead.
+        if input.reason.is_none() && !started(&records, &input.call_id) {
+            return Ok(CallDone {
+                not_started: true,
+                ..CallDone::stored(false)
+            });
+        }
         let message = input.reason.as_deref().unwrap_or(WORKER_STOPPED_MESSAGE);
         let block = MessageContent::ToolResult {
             tool_use_id: input.call_id.clone(),
@@ -351,6 +365,7 @@ impl AgentActivities {
             is_error: true,
             ran: true,
             waiting: false,
+            not_started: false,
         })
     }
 }
@@ -392,6 +407,7 @@ impl AgentActivities {
                 is_error: true,
                 ran: true,
                 waiting: false,
+                not_started: false,
             };
             return Ok((!answer.allow).then_some(refused));
         }
@@ -426,6 +442,7 @@ impl AgentActivities {
             is_error: false,
             ran: false,
             waiting: true,
+            not_started: false,
         }))
     }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use temporalio_common::RetryPolicy;
+use temporalio_common::error::ActivityExecutionError;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::workflows::join_all;
 use temporalio_sdk::{
@@ -20,7 +21,8 @@ use tool_sdk::agent::decisions::{
 use tool_sdk::model::Usage;
 
 use crate::activities::{
-    AgentActivities, ApprovalAnswer, CallInput, CallPlan, RunSettings, StopInput, TurnInput,
+    AgentActivities, ApprovalAnswer, CallDone, CallInput, CallPlan, RunSettings, StopInput,
+    TurnInput,
 };
 
 /// The result a call gets when the worker running it died and its tool may not run twice
@@ -220,36 +222,58 @@ async fn run_calls(
         });
         let ended = join_all(runs).await;
         let batch_calls = &calls[start - ended.len()..start];
-        for (call, mut ended) in batch_calls.iter().zip(ended) {
-            if let Ok(done) = &ended
-                && done.waiting
-            {
-                // No process waits: the workflow sleeps in the server until the signal.
-                let id = call.id.clone();
-                ctx.wait_condition(|state| state.answers.contains_key(&id))
-                    .await?;
-                let answer = ctx.state_mut(|state| state.answers.remove(&call.id));
-                let call_input = call_input(input, call, answer);
-                let options = call_options(input, call);
-                ended = ctx
-                    .execute_activity(AgentActivities::call_tool, call_input, options)
-                    .await;
-            }
-            if ended.is_ok() {
-                continue;
-            }
-            // The call's worker died (no heartbeat) or it ran out of attempts: it is
-            // answered, so that the conversation stays one the model accepts.
-            let call_input = call_input(input, call, None);
-            let done = ctx
-                .execute_activity(AgentActivities::seal_call, call_input, store_options(input))
-                .await?;
-            // Its worker may have stored the result before it died: then it keeps it.
-            sealed += u32::from(done.ran);
+        for (call, ended) in batch_calls.iter().zip(ended) {
+            sealed += u32::from(finish_call(ctx, input, call, ended).await?);
         }
     }
     Ok(sealed)
 }
+
+/// Takes a call from its first attempt's end to its result: waits for its approval and runs
+/// it with the answer, runs it again if its worker died before it started, or seals it
+/// (`Ok(true)`) if it may have partly happened.
+async fn finish_call(
+    ctx: &mut WorkflowContext<AgentWorkflow>,
+    input: &RunInput,
+    call: &CallPlan,
+    mut ended: Result<CallDone, ActivityExecutionError>,
+) -> WorkflowResult<bool> {
+    let mut answer = None;
+    let mut restarts = 0;
+    loop {
+        match &ended {
+            Ok(done) if done.waiting => {
+                // No process waits: the workflow sleeps in the server until the signal.
+                let id = call.id.clone();
+                ctx.wait_condition(|state| state.answers.contains_key(&id))
+                    .await?;
+                answer = ctx.state_mut(|state| state.answers.remove(&call.id));
+            }
+            Ok(_) => return Ok(false),
+            Err(_) => {
+                // The call's worker died (no heartbeat) or it ran out of attempts: it is
+                // answered, so that the conversation stays one the model accepts; unless it
+                // never started, which a worker that died while storing its question leaves.
+                let seal = call_input(input, call, None);
+                let done = ctx
+                    .execute_activity(AgentActivities::seal_call, seal, store_options(input))
+                    .await?;
+                if !done.not_started || restarts == MAX_RESTARTS {
+                    // Its worker may have stored the result before it died: then it keeps it.
+                    return Ok(done.ran);
+                }
+                restarts += 1;
+            }
+        }
+        let again = call_input(input, call, answer.clone());
+        ended = ctx
+            .execute_activity(AgentActivities::call_tool, again, call_options(input, call))
+            .await;
+    }
+}
+
+/// How many times a call whose workers died before it started is run again.
+const MAX_RESTARTS: u32 = 3;
 
 fn call_input(input: &RunInput, call: &CallPlan, answer: Option<ApprovalAnswer>) -> CallInput {
     CallInput {

@@ -462,11 +462,10 @@ async fn an_approval_is_answered_after_every_process_was_restarted() {
         ("toolu_write", "write_note")
     );
     // The question is stored before its activity reports back: the run waits in the server
-    // only once the model turn, the read and the asking call have all completed there. A
-    // worker killed before that leaves the asking call to be answered as one that may have
-    // partly happened, which is another test's case.
+    // only once the run's settings, the model turn, the read and the asking call have all
+    // completed there. A worker killed before that is the next test's case.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while completed_activities(&run).await < 3 {
+    while completed_activities(&run).await < 4 {
         assert!(
             std::time::Instant::now() < deadline,
             "the asking call's activity never completed"
@@ -509,6 +508,74 @@ async fn an_approval_is_answered_after_every_process_was_restarted() {
     assert!(client.pending_approvals(&session).await.unwrap().is_empty());
     let messages = stored_conversation(&*store, &session).await.unwrap();
     assert_every_call_answered(&messages);
+    let (written, is_error) = result_of(&messages, "toolu_write");
+    assert!(!is_error && written.contains("wrote w"), "{written}");
+}
+
+/// A worker killed after storing a call's question and before reporting back: the call never
+/// started, so it is not answered as one that may have partly happened; it asks again, and
+/// runs once answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_while_asking_leaves_the_call_to_ask_again() {
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = vec![
+        Turn::Calls(vec![call("toolu_write", "write_note", dir.path(), "w", 0)]),
+        Turn::Text("written after all".to_owned()),
+    ];
+    let model = model_server(script).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let queue = "asking";
+    let mut worker = start_worker_with(&server, queue, &store_path, &model.uri(), &["ask-slowly"]);
+    let client = AgentClient::connect(&server.address, queue, store.clone())
+        .await
+        .unwrap();
+    let options = RunOptions {
+        heartbeat_timeout: Duration::from_secs(2),
+        ..RunOptions::default()
+    };
+    let run = client.start("Write", options).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while client
+        .pending_approvals(run.session_id())
+        .await
+        .unwrap()
+        .is_empty()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no approval was asked for"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Its activity sleeps in the slow store, not completed: killed now, it never reports.
+    assert_eq!(
+        completed_activities(&run).await,
+        2,
+        "the settings and the model turn"
+    );
+    worker.kill();
+    let _worker = start_worker_with(&server, queue, &store_path, &model.uri(), &["ask"]);
+    run.answer_approval("toolu_write", PermissionAnswer::Allow)
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap();
+    assert_eq!(
+        (outcome.text.as_str(), outcome.sealed),
+        ("written after all", 0)
+    );
+    assert_eq!(
+        lines(&dir.path().join("writes")),
+        ["w"],
+        "the write ran once"
+    );
+    let messages = stored_conversation(&*store, run.session_id())
+        .await
+        .unwrap();
     let (written, is_error) = result_of(&messages, "toolu_write");
     assert!(!is_error && written.contains("wrote w"), "{written}");
 }
