@@ -338,11 +338,12 @@ async fn ask(
         println!("{}", crate::ui::preview(tool, input, session.cwd));
     }
     loop {
-        match reader.read("  Allow? [y]es / [n]o: ".to_owned()).await {
+        match reader.read("  Allow? [y]es / [n]o / [a]lways: ".to_owned()).await {
             Line::Text(answer) => match answer.trim().to_lowercase().as_str() {
                 "y" | "yes" => return PermissionAnswer::Allow,
+                "a" | "always" => return PermissionAnswer::AllowAlways,
                 "n" | "no" => return PermissionAnswer::Deny("The user refused this call.".into()),
-                _ => println!("  Please answer y or n."),
+                _ => println!("  Please answer y, n or a."),
             },
             Line::Interrupted | Line::Eof => {
                 return PermissionAnswer::Deny(

@@ -12,9 +12,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use temporalio_common::error::ApplicationFailure;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
+use tool_sdk::Tool;
 use tool_sdk::agent::AgentEffects;
 use tool_sdk::agent::decisions::not_run_message;
 use tool_sdk::model::{
@@ -22,7 +24,7 @@ use tool_sdk::model::{
     Usage,
 };
 use tool_sdk::permission::{
-    PermissionAnswer, PermissionHandler, PermissionPreview, PermissionQuestion,
+    CallFacts, PermissionAnswer, PermissionHandler, PermissionPreview, PermissionQuestion, Rule,
 };
 use tool_sdk::pipeline::{RawInput, run_call};
 use tool_sdk::session::{Record, SessionStore, conversation};
@@ -146,6 +148,10 @@ pub struct ApprovalAnswer {
     pub allow: bool,
     /// What the model is told when it may not.
     pub message: Option<String>,
+    /// Whether calls the question's suggested rule covers may run unasked for the rest of
+    /// the session ("allow always").
+    #[serde(default)]
+    pub always: bool,
 }
 
 /// How a call ended.
@@ -283,9 +289,11 @@ impl AgentActivities {
                 input.call_id
             ))
         })?;
-        if let Some(done) = self.permission(&records, call, &input).await? {
-            return Ok(done);
-        }
+        let approved = match self.permission(&records, call, &input).await? {
+            Permission::Ended(done) => return Ok(done),
+            Permission::Approved => true,
+            Permission::Unasked => false,
+        };
         if !started(&records, &call.id) {
             let start = Record::ToolStarted {
                 id: call.id.clone(),
@@ -297,7 +305,7 @@ impl AgentActivities {
         let tool_ctx = self
             .effects
             .tool_context(session, &call.id, token.clone(), &records);
-        let answer = Answered(input.answer.as_ref().is_some_and(|answer| answer.allow));
+        let answer = Answered(approved);
         let road = run_call(
             self.effects.registry(),
             &call.name,
@@ -371,14 +379,15 @@ impl AgentActivities {
 }
 
 impl AgentActivities {
-    /// What the gate says of `call` before it starts: `None` when it runs, else how it ended
-    /// (it waits for an answer, with its question stored; or it was refused).
+    /// What the gate says of `call` before it starts: it runs (approved by a person, now or
+    /// "always" earlier in the session, or not a question at all), or how it ended (it waits
+    /// for an answer, with its question stored; or it was refused).
     async fn permission(
         &self,
         records: &[Record],
         call: &ToolUse,
         input: &CallInput,
-    ) -> Result<Option<CallDone>, ActivityError> {
+    ) -> Result<Permission, ActivityError> {
         let (store, session) = (&*self.store, input.session_id.as_str());
         if let Some(answer) = &input.answer {
             let mut add = Vec::with_capacity(2);
@@ -388,7 +397,7 @@ impl AgentActivities {
                 add.push(Record::PermissionAnswered {
                     id: call.id.clone(),
                     allowed: answer.allow,
-                    always: false,
+                    always: answer.allow && answer.always,
                     message: answer.message.clone(),
                 });
             }
@@ -409,19 +418,25 @@ impl AgentActivities {
                 waiting: false,
                 not_started: false,
             };
-            return Ok((!answer.allow).then_some(refused));
+            return Ok(match answer.allow {
+                true => Permission::Approved,
+                false => Permission::Ended(refused),
+            });
         }
         let Some(tool) = self.effects.registry().get(&call.name) else {
-            return Ok(None);
+            return Ok(Permission::Unasked);
         };
         let input_value = match &call.input {
             ToolInput::Parsed(value) => value,
-            ToolInput::Malformed { .. } => return Ok(None),
+            ToolInput::Malformed { .. } => return Ok(Permission::Unasked),
         };
         let (gate, mode) = (self.effects.gate(), self.effects.permission_mode());
         let dir = self.effects.working_dir();
         if gate.preview(&*tool, input_value, dir, mode) != PermissionPreview::Asks {
-            return Ok(None);
+            return Ok(Permission::Unasked);
+        }
+        if self.allowed_always(records, &*tool, input_value) {
+            return Ok(Permission::Approved);
         }
         if !has(records, &call.id, |record| {
             matches!(record, Record::PermissionAsked { .. })
@@ -438,12 +453,39 @@ impl AgentActivities {
             ];
             store.append_all(session, &asked).await.map_err(retry)?;
         }
-        Ok(Some(CallDone {
+        Ok(Permission::Ended(CallDone {
             is_error: false,
             ran: false,
             waiting: true,
             not_started: false,
         }))
+    }
+
+    /// Whether a person answered "allow always" to an earlier call of the session whose
+    /// rule (the one the question suggested) covers this one: the rules a session remembers
+    /// are in its records, so any worker knows them.
+    fn allowed_always(&self, records: &[Record], tool: &dyn Tool, input: &Value) -> bool {
+        let dir = self.effects.working_dir();
+        let facts = CallFacts::for_tool(tool, input, dir);
+        records.iter().any(|record| {
+            let Record::PermissionAnswered {
+                id, always: true, ..
+            } = record
+            else {
+                return false;
+            };
+            let Some(earlier) = find_call(records, id) else {
+                return false;
+            };
+            let (Some(earlier_tool), Some(earlier_input)) = (
+                self.effects.registry().get(&earlier.name),
+                earlier.input.parsed(),
+            ) else {
+                return false;
+            };
+            let rule = Rule::for_call(&CallFacts::for_tool(&*earlier_tool, earlier_input, dir));
+            rule.matches(&facts, input, dir)
+        })
     }
 
     /// The calls of a stored turn, each with what its tool declares, and whether the turn's
@@ -524,6 +566,16 @@ async fn heartbeating<T>(
             () = ctx.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
         }
     }
+}
+
+/// What the permission check before a call decided.
+enum Permission {
+    /// It runs with no question (the gate would not ask).
+    Unasked,
+    /// It runs: a person allowed it, or allowed such calls always in this session.
+    Approved,
+    /// It does not run now.
+    Ended(CallDone),
 }
 
 /// What the model is told of a call a person refused without a message.

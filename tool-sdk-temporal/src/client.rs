@@ -257,21 +257,24 @@ impl AgentClient {
 
 impl RunHandle {
     /// Answers the approval the call `call_id` waits for (or will wait for): the run goes on
-    /// with it as soon as a worker takes its next task. `Allow` and `AllowAlways` let the call
-    /// run (once: "always" is not remembered on Temporal yet); `Deny` answers it with the
-    /// message as an error result.
+    /// with it as soon as a worker takes its next task. `Allow` lets the call run;
+    /// `AllowAlways` too, and the session's later calls that the question's suggested rule
+    /// covers run unasked (the answer is in the session's records, which every worker reads);
+    /// `Deny` answers it with the message as an error result.
     pub async fn answer_approval(
         &self,
         call_id: &str,
         answer: PermissionAnswer,
     ) -> Result<(), TemporalError> {
-        let (allow, message) = match answer {
-            PermissionAnswer::Allow | PermissionAnswer::AllowAlways => (true, None),
-            PermissionAnswer::Deny(message) => (false, Some(message)),
+        let (allow, always, message) = match answer {
+            PermissionAnswer::Allow => (true, false, None),
+            PermissionAnswer::AllowAlways => (true, true, None),
+            PermissionAnswer::Deny(message) => (false, false, Some(message)),
         };
         let answer = ApprovalAnswer {
             call_id: call_id.to_owned(),
             allow,
+            always,
             message,
         };
         self.handle

@@ -312,3 +312,64 @@ async fn what_cannot_run_on_temporal_is_refused_when_the_worker_starts() {
         "the near match is named: {message}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_always_lets_the_sessions_later_calls_of_its_rule_run_unasked() {
+    use tool_sdk::permission::PermissionAnswer;
+    use tool_sdk::session::{Record, SessionStore};
+
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let script = vec![
+        Turn::Calls(vec![call("toolu_1", "write_note", d, "w1")]),
+        Turn::Calls(vec![call("toolu_2", "write_note", d, "w2")]),
+        Turn::Text("both written".to_owned()),
+    ];
+    let model = model_server(script).await;
+    let store = Arc::new(SqliteStore::open(d.join("s.db")).unwrap());
+    let asking = config(&model.uri(), d).permissions(|p| p.with_mode(PermissionMode::Default));
+    let parts = AgentParts::from_config(asking, store.clone());
+    let _worker = InProcessWorker::start(&server.address, "always", parts);
+    let client = AgentClient::connect(&server.address, "always", store.clone())
+        .await
+        .unwrap();
+    let run = client
+        .start("Write twice", RunOptions::default())
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let pending = loop {
+        let pending = client.pending_approvals(run.session_id()).await.unwrap();
+        if !pending.is_empty() {
+            break pending;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no approval was asked for"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(pending[0].call_id, "toolu_1");
+    run.answer_approval("toolu_1", PermissionAnswer::AllowAlways)
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap();
+    assert_eq!(outcome.text, "both written");
+    assert_eq!(
+        std::fs::read_to_string(d.join("writes")).unwrap(),
+        "w1\nw2\n"
+    );
+    let records = store.load(run.session_id()).await.unwrap();
+    let asked: Vec<&str> = records
+        .iter()
+        .filter_map(|record| match record {
+            Record::PermissionAsked { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, ["toolu_1"], "the second write ran unasked");
+}
