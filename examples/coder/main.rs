@@ -42,7 +42,7 @@ use tool_sdk::model::{Effort, Model, ModelError, Thinking};
 use tool_sdk::permission::{CallFacts, PermissionAnswer, Rule};
 use tool_sdk::session::SqliteStore;
 
-use input::{Line, LineReader, QuietTerminal};
+use input::{LineReader, QuietTerminal};
 use ui::{Answer, RunView};
 
 /// A terminal coding agent built on tool-sdk. With no API key it runs a scripted demo.
@@ -184,17 +184,17 @@ async fn run(args: Args) -> Result<ExitCode, String> {
 
     let (config, store) = agent_config(&args, model.clone(), &cwd)?;
     if let Some(address) = &args.temporal {
-        return on_temporal(
-            &args,
+        let start = TemporalStart {
+            args: &args,
             address,
             config,
             store,
-            &cwd,
+            cwd: &cwd,
             demo,
             scratch_note,
-            &*model,
-        )
-        .await;
+            model: &*model,
+        };
+        return on_temporal(start).await;
     }
     let input = match &args.print {
         None => Some(LineReader::new().map_err(|e| format!("cannot read the terminal: {e}"))?),
@@ -220,16 +220,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         }
     }
 
-    // Ctrl-C cancels the running turn, if any; at the prompt rustyline sees it as a key.
-    let current_turn: Arc<Mutex<Option<CancellationToken>>> = Arc::default();
-    let on_interrupt = current_turn.clone();
-    tokio::spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
-            if let Some(token) = on_interrupt.lock().unwrap().as_ref() {
-                token.cancel();
-            }
-        }
-    });
+    let current_turn = cancel_on_ctrl_c();
 
     if let Some(prompt) = &args.print {
         if let Some(note) = &scratch_note {
@@ -258,19 +249,33 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--temporal`: the prompts as runs on a Temporal server.
-#[cfg(feature = "temporal")]
-#[allow(clippy::too_many_arguments)]
-async fn on_temporal(
-    args: &Args,
-    address: &str,
+/// What `--temporal` starts from: the coder's set-up, before any agent is made.
+// Without the `temporal` feature only its refusal is built, which reads none of it.
+#[cfg_attr(not(feature = "temporal"), allow(dead_code))]
+struct TemporalStart<'a> {
+    args: &'a Args,
+    address: &'a str,
     config: AgentConfig,
     store: Option<SqliteStore>,
-    cwd: &std::path::Path,
+    cwd: &'a std::path::Path,
     demo: bool,
     scratch_note: Option<String>,
-    model: &dyn Model,
-) -> Result<ExitCode, String> {
+    model: &'a dyn Model,
+}
+
+/// `--temporal`: the prompts as runs on a Temporal server.
+#[cfg(feature = "temporal")]
+async fn on_temporal(start: TemporalStart<'_>) -> Result<ExitCode, String> {
+    let TemporalStart {
+        args,
+        address,
+        config,
+        store,
+        cwd,
+        demo,
+        scratch_note,
+        model,
+    } = start;
     let store = store.ok_or(
         "--temporal keeps the conversation in the session file, which could not be opened (see \
          above)",
@@ -288,15 +293,7 @@ async fn on_temporal(
         Some(_) => None,
     };
     let resume = resume_id(args, Some(&store), input.as_ref(), cwd).await?;
-    let current_turn: Arc<Mutex<Option<CancellationToken>>> = Arc::default();
-    let on_interrupt = current_turn.clone();
-    tokio::spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
-            if let Some(token) = on_interrupt.lock().unwrap().as_ref() {
-                token.cancel();
-            }
-        }
-    });
+    let current_turn = cancel_on_ctrl_c();
     let session = temporal::Session {
         cwd,
         input: input.as_ref(),
@@ -312,22 +309,27 @@ async fn on_temporal(
 
 /// `--temporal` in a coder built without the `temporal` feature.
 #[cfg(not(feature = "temporal"))]
-#[allow(clippy::too_many_arguments)]
-async fn on_temporal(
-    _: &Args,
-    _: &str,
-    _: AgentConfig,
-    _: Option<SqliteStore>,
-    _: &std::path::Path,
-    _: bool,
-    _: Option<String>,
-    _: &dyn Model,
-) -> Result<ExitCode, String> {
+async fn on_temporal(_: TemporalStart<'_>) -> Result<ExitCode, String> {
     Err(format!(
         "this coder was built without Temporal: run `cargo run --example coder --features \
          temporal -- {}`",
         std::env::args().skip(1).collect::<Vec<_>>().join(" ")
     ))
+}
+
+/// Where the running turn's token goes, if any: Ctrl-C cancels it (at the prompt rustyline
+/// sees Ctrl-C as a key).
+fn cancel_on_ctrl_c() -> Arc<Mutex<Option<CancellationToken>>> {
+    let current_turn: Arc<Mutex<Option<CancellationToken>>> = Arc::default();
+    let on_interrupt = current_turn.clone();
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            if let Some(token) = on_interrupt.lock().unwrap().as_ref() {
+                token.cancel();
+            }
+        }
+    });
+    current_turn
 }
 
 /// The directory the agent works in (`--cwd` or the current one), or for the demo in this
@@ -484,15 +486,7 @@ async fn talk(
         println!("> {}", demo::FIRST_PROMPT);
         next = Some(demo::FIRST_PROMPT.to_owned());
     }
-    loop {
-        let line = match next.take() {
-            Some(line) => line,
-            None => match input.read("> ".to_owned()).await {
-                Line::Text(line) => line,
-                Line::Interrupted => continue,
-                Line::Eof => break,
-            },
-        };
+    while let Some(line) = input.next_prompt(&mut next).await {
         let line = line.trim();
         if line.is_empty() {
             continue;

@@ -165,15 +165,7 @@ pub async fn talk(
         println!("> {}", demo::FIRST_PROMPT);
         next = Some(demo::FIRST_PROMPT.to_owned());
     }
-    loop {
-        let line = match next.take() {
-            Some(line) => line,
-            None => match input.read("> ".to_owned()).await {
-                Line::Text(line) => line,
-                Line::Interrupted => continue,
-                Line::Eof => break,
-            },
-        };
+    while let Some(line) = input.next_prompt(&mut next).await {
         match line.trim() {
             "" => continue,
             "/exit" | "/quit" => break,
@@ -338,7 +330,10 @@ async fn ask(
         println!("{}", crate::ui::preview(tool, input, session.cwd));
     }
     loop {
-        match reader.read("  Allow? [y]es / [n]o / [a]lways: ".to_owned()).await {
+        match reader
+            .read("  Allow? [y]es / [n]o / [a]lways: ".to_owned())
+            .await
+        {
             Line::Text(answer) => match answer.trim().to_lowercase().as_str() {
                 "y" | "yes" => return PermissionAnswer::Allow,
                 "a" | "always" => return PermissionAnswer::AllowAlways,

@@ -31,10 +31,10 @@ use tool_sdk::agent::{Agent, AgentConfig};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::session::{SqliteStore, stored_conversation};
 use tool_sdk_temporal::{AgentClient, RunHandle, RunOptions};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer};
 
-use server::{ByPosition, DevServer, Killed, Turn, start_worker, start_worker_with, wait_for_file};
+use server::{
+    DevServer, Killed, Turn, model_server, start_worker, start_worker_with, wait_for_file,
+};
 
 /// How much each row does.
 struct Sizes {
@@ -214,16 +214,6 @@ async fn floor_round_trip(server: &DevServer, n: u32, repeats: usize) -> Duratio
         }
     }
     median(times)
-}
-
-async fn model_server(script: Vec<Turn>) -> MockServer {
-    let mock = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(ByPosition(script))
-        .mount(&mock)
-        .await;
-    mock
 }
 
 /// `steps` turns of one read-only call each (its note `note` characters long), then an answer.

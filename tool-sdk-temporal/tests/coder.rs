@@ -10,14 +10,14 @@
 #[path = "support/server.rs"]
 mod server;
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tool_sdk::session::{SessionStore, SqliteStore, pending_approvals};
 
-use server::{DevServer, Killed};
+use server::{DevServer, Killed, wait_for_line};
 
 /// Spelt in pieces so that the demo, run on this repository, does not find it.
 const TODO_LINE: &str = concat!("    // TO", "DO: greet the user");
@@ -75,20 +75,8 @@ fn start_worker(address: &str, dir: &Path, data: &Path) -> Killed {
         .expect("the coder starts");
     let stdout = child.stdout.take().expect("its stdout is piped");
     let worker = Killed(child);
-    let (ready, ready_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if line.starts_with("worker ready") {
-                let _ = ready.send(());
-            }
-        }
-    });
-    ready_rx.recv_timeout(Duration::from_secs(30)).expect(
-        "the coder's worker connected within 30 s (was the coder built with --features temporal?)",
-    );
+    // No line in time: was the coder built with `--features temporal`?
+    wait_for_line(stdout, "worker ready", "the coder's worker");
     worker
 }
 

@@ -14,44 +14,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use serde_json::json;
 use tool_sdk::agent::{Agent, AgentConfig, AgentError, StopCheck};
 use tool_sdk::model::anthropic::AnthropicModel;
-use tool_sdk::model::{Message, MessageContent};
 use tool_sdk::permission::{HookDecision, PermissionMode};
 use tool_sdk::session::{SqliteStore, stored_conversation};
 use tool_sdk_temporal::{
     AgentClient, AgentParts, AgentWorker, RunOptions, RunStatus, TemporalError,
 };
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer};
 
-use server::{ByPosition, DevServer, Turn};
+use server::{DevServer, Turn, call, model_server, result_of, wait_for_approvals};
 
 const RUN_LIMIT: Duration = Duration::from_secs(90);
-
-async fn model_server(script: Vec<Turn>) -> MockServer {
-    let mock = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(ByPosition(script))
-        .mount(&mock)
-        .await;
-    mock
-}
-
-fn call(
-    id: &str,
-    tool: &'static str,
-    dir: &Path,
-    note: &str,
-) -> (String, &'static str, serde_json::Value) {
-    (
-        id.to_owned(),
-        tool,
-        json!({"dir": dir, "note": note, "slow_ms": 0}),
-    )
-}
 
 fn config(model_url: &str, dir: &Path) -> AgentConfig {
     AgentConfig::new()
@@ -99,21 +72,6 @@ impl Drop for InProcessWorker {
     }
 }
 
-fn text_of(messages: &[Message], id: &str) -> (String, bool) {
-    messages
-        .iter()
-        .flat_map(|message| &message.content)
-        .find_map(|block| match block {
-            MessageContent::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-            } if tool_use_id == id => Some((serde_json::to_string(content).unwrap(), *is_error)),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("call {id} has no result"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_process() {
     let server = DevServer::start().await;
@@ -124,9 +82,9 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
     // "forbidden"; a post hook counts what ran; a stop hook sends the run on once.
     let script = vec![
         Turn::Calls(vec![
-            call("toolu_look", "look", d, "r1"),
-            call("toolu_w1", "write_note", d, "w1"),
-            call("toolu_bad", "write_note", d, "forbidden"),
+            call("toolu_look", "look", d, "r1", 0),
+            call("toolu_w1", "write_note", d, "w1", 0),
+            call("toolu_bad", "write_note", d, "forbidden", 0),
         ]),
         Turn::Text("done once".to_owned()),
         Turn::Text("done twice".to_owned()),
@@ -189,7 +147,7 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
     let on_temporal = stored_conversation(&*store, run.session_id())
         .await
         .unwrap();
-    let (refused, is_error) = text_of(&on_temporal, "toolu_bad");
+    let (refused, is_error) = result_of(&on_temporal, "toolu_bad");
     assert!(
         is_error && refused.contains("that note is forbidden"),
         "{refused}"
@@ -223,8 +181,8 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
     // A budget: each turn uses 15 tokens; 25 are spent with the second turn, whose call is
     // answered as not run, and the run stops.
     let script = vec![
-        Turn::Calls(vec![call("toolu_r", "look", d, "r2")]),
-        Turn::Calls(vec![call("toolu_w", "write_note", d, "w2")]),
+        Turn::Calls(vec![call("toolu_r", "look", d, "r2", 0)]),
+        Turn::Calls(vec![call("toolu_w", "write_note", d, "w2", 0)]),
         Turn::Text("never asked".to_owned()),
     ];
     let model = model_server(script).await;
@@ -255,7 +213,7 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
     let on_temporal = stored_conversation(&*store, run.session_id())
         .await
         .unwrap();
-    let (not_run, is_error) = text_of(&on_temporal, "toolu_w");
+    let (not_run, is_error) = result_of(&on_temporal, "toolu_w");
     assert!(is_error && not_run.contains("did not run"), "{not_run}");
 
     let local = SqliteStore::open(d.join("local-budget.db")).unwrap();
@@ -322,8 +280,8 @@ async fn allow_always_lets_the_sessions_later_calls_of_its_rule_run_unasked() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let script = vec![
-        Turn::Calls(vec![call("toolu_1", "write_note", d, "w1")]),
-        Turn::Calls(vec![call("toolu_2", "write_note", d, "w2")]),
+        Turn::Calls(vec![call("toolu_1", "write_note", d, "w1", 0)]),
+        Turn::Calls(vec![call("toolu_2", "write_note", d, "w2", 0)]),
         Turn::Text("both written".to_owned()),
     ];
     let model = model_server(script).await;
@@ -338,18 +296,7 @@ async fn allow_always_lets_the_sessions_later_calls_of_its_rule_run_unasked() {
         .start("Write twice", RunOptions::default())
         .await
         .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let pending = loop {
-        let pending = client.pending_approvals(run.session_id()).await.unwrap();
-        if !pending.is_empty() {
-            break pending;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no approval was asked for"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let pending = wait_for_approvals(&client, run.session_id()).await;
     assert_eq!(pending[0].call_id, "toolu_1");
     run.answer_approval("toolu_1", PermissionAnswer::AllowAlways)
         .await

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use serde_json::json;
 use temporalio_client::WorkflowHistory;
 use temporalio_common::protos::proto_ts_to_system_time;
 use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
@@ -25,34 +24,14 @@ use tool_sdk::session::{SqliteStore, stored_conversation};
 use tool_sdk_temporal::{
     AgentClient, AgentWorkflow, RunEvent, RunHandle, RunOptions, RunStatus, WORKER_STOPPED_MESSAGE,
 };
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer};
 
-use server::{ByPosition, DevServer, Turn, start_worker, start_worker_with, wait_for_file};
+use server::{
+    DevServer, Turn, call, lines, model_server, result_of, start_worker, start_worker_with,
+    wait_for_approvals, wait_for_file,
+};
 
 /// A whole run never takes this long; past it the test fails instead of hanging.
 const RUN_LIMIT: Duration = Duration::from_secs(90);
-
-async fn model_server(script: Vec<Turn>) -> MockServer {
-    let mock = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(ByPosition(script))
-        .mount(&mock)
-        .await;
-    mock
-}
-
-fn call(
-    id: &str,
-    tool: &'static str,
-    dir: &Path,
-    note: &str,
-    slow_ms: u64,
-) -> (String, &'static str, serde_json::Value) {
-    let input = json!({"dir": dir, "note": note, "slow_ms": slow_ms});
-    (id.to_owned(), tool, input)
-}
 
 /// Ten steps: reads alone, reads together, writes, a read beside... then the answer.
 fn ten_steps(dir: &Path) -> Vec<Turn> {
@@ -72,14 +51,6 @@ fn ten_steps(dir: &Path) -> Vec<Turn> {
     }
     turns.push(Turn::Text("all ten steps done".to_owned()));
     turns
-}
-
-fn lines(file: &Path) -> Vec<String> {
-    std::fs::read_to_string(file)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
 }
 
 /// Every tool_use of an assistant turn is answered in the user message right after it.
@@ -105,22 +76,6 @@ fn assert_every_call_answered(messages: &[Message]) {
             "the calls of message {index} and their results"
         );
     }
-}
-
-/// The result block of call `id`: its text and whether it is an error.
-fn result_of(messages: &[Message], id: &str) -> (String, bool) {
-    messages
-        .iter()
-        .flat_map(|message| &message.content)
-        .find_map(|block| match block {
-            MessageContent::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-            } if tool_use_id == id => Some((serde_json::to_string(content).unwrap(), *is_error)),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("call {id} has no result"))
 }
 
 /// Prints the run's history from `since` on, each event with its time after `since`: where
@@ -444,18 +399,7 @@ async fn an_approval_is_answered_after_every_process_was_restarted() {
     let session = run.session_id().to_owned();
 
     // The question reaches the store; then the run holds no process.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let pending = loop {
-        let pending = first_client.pending_approvals(&session).await.unwrap();
-        if !pending.is_empty() {
-            break pending;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no approval was asked for"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let pending = wait_for_approvals(&first_client, &session).await;
     assert_eq!(pending.len(), 1);
     assert_eq!(
         (pending[0].call_id.as_str(), pending[0].tool.as_str()),
@@ -536,19 +480,7 @@ async fn a_worker_killed_while_asking_leaves_the_call_to_ask_again() {
         ..RunOptions::default()
     };
     let run = client.start("Write", options).await.unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while client
-        .pending_approvals(run.session_id())
-        .await
-        .unwrap()
-        .is_empty()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no approval was asked for"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for_approvals(&client, run.session_id()).await;
     // Its activity sleeps in the slow store, not completed: killed now, it never reports.
     assert_eq!(
         completed_activities(&run).await,
