@@ -81,8 +81,12 @@ pub(crate) struct DeferredTurn {
     pub(crate) calls: Vec<ToolUse>,
     /// The stored results (seals included), by call id.
     pub(crate) results: HashMap<String, MessageContent>,
-    /// The stored answers to deferred questions, by call id.
+    /// The stored answers to deferred questions, by call id (and those to permission
+    /// questions of calls that run again for their tool's questions).
     pub(crate) answers: HashMap<String, PermissionAnswer>,
+    /// The stored answers to the questions each call's tool asked, in order: a call that runs
+    /// again is given them instead of asking.
+    pub(crate) replies: HashMap<String, Vec<crate::ElicitationAnswer>>,
 }
 
 /// Rebuilds the conversation from a session's records; see the module docs for the rules.
@@ -186,8 +190,24 @@ fn restore_messages(records: &[Record]) -> Restored {
                     turn.answered(id, *allowed, *always, message.as_deref());
                 }
             }
+            Record::ElicitationAsked { id, question } => {
+                if let Some(turn) = &mut open {
+                    let title = question.message().to_owned();
+                    turn.titles.insert(id.clone(), title);
+                    turn.asking.insert(id.clone(), question.clone());
+                }
+            }
+            Record::ElicitationAnswered { id, answer } => {
+                if let Some(turn) = &mut open
+                    && turn.asking.remove(id).is_some()
+                {
+                    let replies = turn.replies.entry(id.clone()).or_default();
+                    replies.push(answer.clone());
+                }
+            }
             Record::ApprovalDeferred { id } => {
                 if let Some(turn) = &mut open {
+                    // A call that ran until its tool's question was deferred runs again.
                     turn.started.remove(id);
                     turn.deferred.insert(id.clone());
                 }
@@ -236,18 +256,19 @@ fn result(open: Option<&mut OpenTurn>, block: &MessageContent) {
 impl OpenTurn {
     /// A permission answer for the call `id` of this turn.
     fn answered(&mut self, id: &str, allowed: bool, always: bool, message: Option<&str>) {
-        if self.deferred.contains(id) {
-            // Answered later, maybe elsewhere: the call has not run; it starts (with a
-            // `ToolStarted`) when the run continues. The first answer stored counts.
-            let answer = match (allowed, always, message) {
-                (true, false, _) => PermissionAnswer::Allow,
-                (true, true, _) => PermissionAnswer::AllowAlways,
-                (false, _, message) => PermissionAnswer::Deny(
-                    message.unwrap_or("the user refused this call").to_owned(),
-                ),
-            };
-            self.answers.entry(id.to_owned()).or_insert(answer);
-        } else if allowed {
+        // Kept for a call that runs again (after a deferred question of its tool) too: it is
+        // not asked twice. The first answer stored counts.
+        let answer = match (allowed, always, message) {
+            (true, false, _) => PermissionAnswer::Allow,
+            (true, true, _) => PermissionAnswer::AllowAlways,
+            (false, _, message) => {
+                PermissionAnswer::Deny(message.unwrap_or("the user refused this call").to_owned())
+            }
+        };
+        self.answers.entry(id.to_owned()).or_insert(answer);
+        // Answered later, maybe elsewhere: the call has not run; it starts (with a
+        // `ToolStarted`) when the run continues.
+        if !self.deferred.contains(id) && allowed {
             self.started.insert(id.to_owned());
         }
     }
@@ -296,9 +317,10 @@ fn restore_turn(mut messages: Vec<Message>, open: Option<OpenTurn>) -> Restored 
         .calls
         .iter()
         .filter(|call| {
-            turn.deferred.contains(&call.id)
-                && !turn.answers.contains_key(&call.id)
-                && !turn.results.contains_key(&call.id)
+            // For its tool's question; else, if its tool asked none, for permission.
+            let waits = turn.asking.contains_key(&call.id)
+                || !(turn.answers.contains_key(&call.id) || turn.replies.contains_key(&call.id));
+            turn.deferred.contains(&call.id) && waits && !turn.results.contains_key(&call.id)
         })
         .map(|call| PendingApproval {
             call_id: call.id.clone(),
@@ -309,6 +331,7 @@ fn restore_turn(mut messages: Vec<Message>, open: Option<OpenTurn>) -> Restored 
                 .cloned()
                 .unwrap_or_else(|| call.name.clone()),
             input: call.input.json_or_empty().into_owned(),
+            elicitation: turn.asking.get(&call.id).cloned(),
         })
         .collect();
     Restored {
@@ -319,6 +342,7 @@ fn restore_turn(mut messages: Vec<Message>, open: Option<OpenTurn>) -> Restored 
             calls: turn.calls,
             results: turn.results,
             answers: turn.answers,
+            replies: turn.replies,
         }),
         ..Restored::default()
     }
@@ -387,6 +411,10 @@ struct OpenTurn {
     answers: HashMap<String, PermissionAnswer>,
     /// The titles of the questions asked.
     titles: HashMap<String, String>,
+    /// The question each call's tool asked last and nobody answered yet.
+    asking: HashMap<String, crate::Elicitation>,
+    /// The answers to each call's tool's questions, in order.
+    replies: HashMap<String, Vec<crate::ElicitationAnswer>>,
 }
 
 /// An error result saying `message`.

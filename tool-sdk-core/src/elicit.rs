@@ -1,0 +1,365 @@
+//! Asking the user from inside a tool: [`ToolContext::elicit`](crate::ToolContext::elicit)
+//! sends an [`Elicitation`] to whoever the runtime put in the context (an [`Elicitor`]: an
+//! agent's app, an MCP client), and gets an [`ElicitationAnswer`] back.
+//!
+//! A form's schema comes from a Rust type and is held to what MCP's elicitation allows: a flat
+//! object whose properties are strings (plain, or of a format: `email`, `uri`, `date`,
+//! `date-time`), numbers, integers, booleans, enums of strings, or lists of such enums
+//! (multiple choice). [`form_schema`] checks it and says which field is not allowed.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::{BoxFuture, ToolContext, ToolError};
+
+/// A question a tool asks the user.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Elicitation {
+    /// A form to fill in.
+    Form {
+        /// What is asked, and why.
+        message: String,
+        /// The form: a flat object schema, as [`form_schema`] gives it.
+        schema: Value,
+    },
+    /// A page for the user to open (a sign-in, a payment): nothing the user enters there
+    /// goes through the agent.
+    Url {
+        /// Why the page should be opened.
+        message: String,
+        /// The page.
+        url: String,
+        /// The asker's id for this question (MCP's `elicitationId`); may be empty.
+        #[serde(default)]
+        id: String,
+    },
+}
+
+impl Elicitation {
+    /// What is asked.
+    pub fn message(&self) -> &str {
+        match self {
+            Elicitation::Form { message, .. } | Elicitation::Url { message, .. } => message,
+        }
+    }
+}
+
+/// The user's answer to an [`Elicitation`], as MCP has them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum ElicitationAnswer {
+    /// The user answered: the form's values (an object), or `null` for a page they opened.
+    Accept {
+        /// The values.
+        #[serde(default)]
+        content: Value,
+    },
+    /// The user said no.
+    Decline,
+    /// The user dismissed the question without saying.
+    Cancel,
+}
+
+/// What [`ToolContext::elicit`](crate::ToolContext::elicit) gives a tool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Elicited<T> {
+    /// The user answered.
+    Accept(T),
+    /// The user said no.
+    Decline,
+    /// The user dismissed the question.
+    Cancel,
+}
+
+impl<T> Elicited<T> {
+    /// The answer, if the user gave one.
+    pub fn accepted(self) -> Option<T> {
+        match self {
+            Elicited::Accept(value) => Some(value),
+            Elicited::Decline | Elicited::Cancel => None,
+        }
+    }
+}
+
+/// Asks the user on behalf of a tool: put in a [`ToolContext`] by the runtime
+/// ([`with_elicitor`](crate::ToolContext::with_elicitor)). An agent asks its app (an event or
+/// a handler, stored in the session); an MCP server sends `elicitation/create` to its client.
+pub trait Elicitor: Send + Sync {
+    /// Asks `question` for the call of `ctx`. An error fails the tool's `elicit` call with it
+    /// (nobody can be asked, the question could not be stored...).
+    fn elicit<'a>(
+        &'a self,
+        question: &'a Elicitation,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ElicitationAnswer, ToolError>>;
+}
+
+/// The formats a string of an elicitation form may have.
+const STRING_FORMATS: [&str; 4] = ["email", "uri", "date", "date-time"];
+
+/// The form schema of `schema` (a type's schema, as [`schema_for`](crate::schema_for) gives
+/// it): a flat object of primitive properties, references resolved, optional fields' `null`
+/// dropped, keys MCP does not know left out. `type_name` names the type in errors, which say
+/// which field is not allowed and why.
+pub fn form_schema(schema: &Value, type_name: &str) -> Result<Value, ToolError> {
+    let defs = schema.get("$defs").and_then(Value::as_object);
+    let not_a_form = |what: &str| {
+        ToolError::invalid_input(format!(
+            "`{type_name}` cannot be asked as an elicitation form: {what}. A form is a struct \
+             of named fields, each a string, number, integer, boolean, or enum of strings"
+        ))
+    };
+    let root = resolve(schema, defs);
+    if root.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(not_a_form("it is not a struct"));
+    }
+    let Some(properties) = root.get("properties").and_then(Value::as_object) else {
+        return Err(not_a_form("it has no named fields"));
+    };
+    let mut form = Map::new();
+    for (name, property) in properties {
+        let field = field_schema(property, defs).map_err(|why| {
+            ToolError::invalid_input(format!(
+                "field `{name}` of `{type_name}` is not allowed in an elicitation form: {why}. \
+                 MCP's forms hold strings, numbers, integers, booleans, enums of strings and \
+                 lists of such enums only: ask for it as one of those, or in a question of \
+                 its own"
+            ))
+        })?;
+        form.insert(name.clone(), field);
+    }
+    let mut out = Map::new();
+    out.insert("type".into(), "object".into());
+    out.insert("properties".into(), Value::Object(form));
+    if let Some(required) = root.get("required").filter(|r| r.as_array().is_some()) {
+        out.insert("required".into(), required.clone());
+    }
+    for key in ["title", "description"] {
+        if let Some(value) = root.get(key) {
+            out.insert(key.into(), value.clone());
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+/// `schema`, or what its `$ref` points at in `defs`.
+fn resolve<'a>(schema: &'a Value, defs: Option<&'a Map<String, Value>>) -> &'a Value {
+    let target = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+        .and_then(|name| defs?.get(name));
+    target.unwrap_or(schema)
+}
+
+/// One property of a form, cleaned; the error says why it cannot be one.
+fn field_schema(property: &Value, defs: Option<&Map<String, Value>>) -> Result<Value, String> {
+    let mut property = resolve(property, defs).clone();
+    // `Option<T>`: `anyOf: [T, null]` (or `type: [t, "null"]`) is T, not required.
+    if let Some(options) = property.get("anyOf").and_then(Value::as_array) {
+        let not_null: Vec<&Value> = options
+            .iter()
+            .filter(|o| o.get("type").and_then(Value::as_str) != Some("null"))
+            .collect();
+        let [only] = not_null[..] else {
+            return Err("it is one of several types".into());
+        };
+        let mut inner = resolve(only, defs).clone();
+        if let Value::Object(map) = &mut inner {
+            copy_texts(&property, map);
+        }
+        property = inner;
+    }
+    let kind = match property.get("type") {
+        Some(Value::String(kind)) => kind.clone(),
+        Some(Value::Array(kinds)) => {
+            let kinds: Vec<&str> = kinds
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|k| *k != "null")
+                .collect();
+            match kinds[..] {
+                [kind] => kind.to_owned(),
+                _ => return Err("it is one of several types".into()),
+            }
+        }
+        // A unit enum with documented variants: `oneOf` of string consts.
+        None if property.get("oneOf").is_some() => "string".to_owned(),
+        None => return Err("it has no simple type".into()),
+        Some(_) => return Err("its type cannot be read".into()),
+    };
+    let mut out = Map::new();
+    copy_texts(&property, &mut out);
+    match kind.as_str() {
+        "string" => {
+            out.insert("type".into(), "string".into());
+            if let Some(choices) = string_choices(&property)? {
+                out.insert("enum".into(), choices);
+            }
+            if let Some(format) = property.get("format").and_then(Value::as_str) {
+                if !STRING_FORMATS.contains(&format) {
+                    return Err(format!(
+                        "its format `{format}` is not one of {}",
+                        STRING_FORMATS.join(", ")
+                    ));
+                }
+                out.insert("format".into(), format.into());
+            }
+            copy(&property, &mut out, &["minLength", "maxLength", "default"]);
+        }
+        "number" | "integer" => {
+            out.insert("type".into(), kind.clone().into());
+            copy(&property, &mut out, &["minimum", "maximum", "default"]);
+        }
+        "boolean" => {
+            out.insert("type".into(), "boolean".into());
+            copy(&property, &mut out, &["default"]);
+        }
+        "array" => {
+            let items = property
+                .get("items")
+                .map(|items| resolve(items, defs))
+                .ok_or("it is a list of anything")?;
+            let Some(choices) = string_choices(items)? else {
+                return Err("it is a list, and only lists of enum choices are allowed".into());
+            };
+            out.insert("type".into(), "array".into());
+            out.insert(
+                "items".into(),
+                serde_json::json!({"type": "string", "enum": choices}),
+            );
+            copy(&property, &mut out, &["minItems", "maxItems", "default"]);
+        }
+        "object" => return Err("it is a nested struct or map".into()),
+        other => return Err(format!("its type `{other}` is not allowed")),
+    }
+    Ok(Value::Object(out))
+}
+
+/// Copies `title` and `description` of `from` over.
+fn copy_texts(from: &Value, to: &mut Map<String, Value>) {
+    copy(from, to, &["title", "description"]);
+}
+
+fn copy(from: &Value, to: &mut Map<String, Value>, keys: &[&str]) {
+    for key in keys {
+        if let Some(value) = from.get(*key) {
+            to.insert((*key).into(), value.clone());
+        }
+    }
+}
+
+/// The choices of a string enum (`enum: [...]`, or `oneOf` of `const`s), if it is one.
+fn string_choices(schema: &Value) -> Result<Option<Value>, String> {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        if values.iter().all(Value::is_string) {
+            return Ok(Some(Value::Array(values.clone())));
+        }
+        return Err("it is an enum with choices that are not strings".into());
+    }
+    let Some(options) = schema.get("oneOf").and_then(Value::as_array) else {
+        return Ok(None);
+    };
+    let mut choices = Vec::new();
+    for option in options {
+        match option.get("const").or_else(|| {
+            // A documented variant: `{enum: ["red"], description}`.
+            option
+                .get("enum")
+                .and_then(Value::as_array)
+                .filter(|e| e.len() == 1)
+                .map(|e| &e[0])
+        }) {
+            Some(Value::String(choice)) => choices.push(Value::String(choice.clone())),
+            _ => return Err("it is an enum with variants that carry data".into()),
+        }
+    }
+    Ok(Some(Value::Array(choices)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema_for;
+    use serde_json::json;
+
+    #[derive(schemars::JsonSchema, Deserialize)]
+    #[allow(dead_code)]
+    enum Size {
+        Small,
+        Large,
+    }
+
+    /// A pizza.
+    #[derive(schemars::JsonSchema, Deserialize)]
+    #[allow(dead_code)]
+    struct Order {
+        /// Who it is for.
+        name: String,
+        size: Size,
+        extra: Option<Size>,
+        slices: u8,
+        delivery: bool,
+        note: Option<String>,
+        toppings: Vec<Size>,
+    }
+
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Nested {
+        name: String,
+        address: Address,
+    }
+
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Address {
+        street: String,
+    }
+
+    #[test]
+    fn a_flat_struct_becomes_a_form() {
+        let form = form_schema(&schema_for::<Order>(), "Order").unwrap();
+        assert_eq!(
+            form["properties"]["name"],
+            json!({"description": "Who it is for.", "type": "string"})
+        );
+        assert_eq!(
+            form["properties"]["size"],
+            json!({"type": "string", "enum": ["Small", "Large"]})
+        );
+        assert_eq!(
+            form["properties"]["extra"]["enum"],
+            json!(["Small", "Large"])
+        );
+        assert_eq!(form["properties"]["slices"]["type"], "integer");
+        assert_eq!(form["properties"]["slices"]["maximum"], 255);
+        assert_eq!(form["properties"]["note"], json!({"type": "string"}));
+        assert_eq!(
+            form["properties"]["toppings"]["items"]["enum"],
+            json!(["Small", "Large"])
+        );
+        assert_eq!(
+            form["required"],
+            json!(["name", "size", "slices", "delivery", "toppings"])
+        );
+        assert_eq!(form["description"], "A pizza.");
+        assert!(form.get("$defs").is_none());
+    }
+
+    #[test]
+    fn a_nested_struct_is_refused_naming_the_field() {
+        let error = form_schema(&schema_for::<Nested>(), "Nested").unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains("field `address` of `Nested`"), "{message}");
+        assert!(message.contains("nested struct"), "{message}");
+    }
+
+    #[test]
+    fn a_non_struct_is_refused() {
+        let error = form_schema(&schema_for::<Vec<String>>(), "Vec<String>").unwrap_err();
+        assert!(error.to_string().contains("not a struct"), "{error}");
+    }
+}
