@@ -15,7 +15,6 @@ use crate::{BoxFuture, ToolContext, ToolError};
 /// A question a tool asks the user.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum Elicitation {
     /// A form to fill in.
     Form {
@@ -112,6 +111,7 @@ pub fn form_schema(schema: &Value, type_name: &str) -> Result<Value, ToolError> 
         ))
     };
     let root = resolve(schema, defs);
+    let root = &root;
     if root.get("type").and_then(Value::as_str) != Some("object") {
         return Err(not_a_form("it is not a struct"));
     }
@@ -144,19 +144,29 @@ pub fn form_schema(schema: &Value, type_name: &str) -> Result<Value, ToolError> 
     Ok(Value::Object(out))
 }
 
-/// `schema`, or what its `$ref` points at in `defs`.
-fn resolve<'a>(schema: &'a Value, defs: Option<&'a Map<String, Value>>) -> &'a Value {
+/// `schema`, or what its `$ref` points at in `defs`, with the keys next to the `$ref` (a
+/// field's doc comment, default...) over it.
+fn resolve(schema: &Value, defs: Option<&Map<String, Value>>) -> Value {
     let target = schema
         .get("$ref")
         .and_then(Value::as_str)
         .and_then(|r| r.strip_prefix("#/$defs/"))
         .and_then(|name| defs?.get(name));
-    target.unwrap_or(schema)
+    match (target, schema) {
+        (Some(Value::Object(target)), Value::Object(here)) => {
+            let mut merged = target.clone();
+            for (key, value) in here.iter().filter(|(key, _)| *key != "$ref") {
+                merged.insert(key.clone(), value.clone());
+            }
+            Value::Object(merged)
+        }
+        _ => schema.clone(),
+    }
 }
 
 /// One property of a form, cleaned; the error says why it cannot be one.
 fn field_schema(property: &Value, defs: Option<&Map<String, Value>>) -> Result<Value, String> {
-    let mut property = resolve(property, defs).clone();
+    let mut property = resolve(property, defs);
     // `Option<T>`: `anyOf: [T, null]` (or `type: [t, "null"]`) is T, not required.
     if let Some(options) = property.get("anyOf").and_then(Value::as_array) {
         let not_null: Vec<&Value> = options
@@ -166,7 +176,7 @@ fn field_schema(property: &Value, defs: Option<&Map<String, Value>>) -> Result<V
         let [only] = not_null[..] else {
             return Err("it is one of several types".into());
         };
-        let mut inner = resolve(only, defs).clone();
+        let mut inner = resolve(only, defs);
         if let Value::Object(map) = &mut inner {
             copy_texts(&property, map);
         }
@@ -196,7 +206,9 @@ fn field_schema(property: &Value, defs: Option<&Map<String, Value>>) -> Result<V
         "string" => {
             out.insert("type".into(), "string".into());
             if let Some(choices) = string_choices(&property)? {
-                out.insert("enum".into(), choices);
+                choices.single(&mut out);
+                // The deprecated titles of a plain enum, when the schema has them.
+                copy(&property, &mut out, &["enumNames"]);
             }
             if let Some(format) = property.get("format").and_then(Value::as_str) {
                 if !STRING_FORMATS.contains(&format) {
@@ -222,14 +234,11 @@ fn field_schema(property: &Value, defs: Option<&Map<String, Value>>) -> Result<V
                 .get("items")
                 .map(|items| resolve(items, defs))
                 .ok_or("it is a list of anything")?;
-            let Some(choices) = string_choices(items)? else {
+            let Some(choices) = string_choices(&items)? else {
                 return Err("it is a list, and only lists of enum choices are allowed".into());
             };
             out.insert("type".into(), "array".into());
-            out.insert(
-                "items".into(),
-                serde_json::json!({"type": "string", "enum": choices}),
-            );
+            out.insert("items".into(), choices.items());
             copy(&property, &mut out, &["minItems", "maxItems", "default"]);
         }
         "object" => return Err("it is a nested struct or map".into()),
@@ -251,32 +260,69 @@ fn copy(from: &Value, to: &mut Map<String, Value>, keys: &[&str]) {
     }
 }
 
-/// The choices of a string enum (`enum: [...]`, or `oneOf` of `const`s), if it is one.
-fn string_choices(schema: &Value) -> Result<Option<Value>, String> {
+/// The choices of a string enum, if `schema` is one.
+enum Choices {
+    /// `enum: [...]`: the values, shown as they are.
+    Plain(Value),
+    /// Variants with titles (or doc comments): `[{const, title}]`.
+    Titled(Value),
+}
+
+impl Choices {
+    /// The choices in `out`, a string property: `enum`, or `oneOf` with titles.
+    fn single(self, out: &mut Map<String, Value>) {
+        match self {
+            Choices::Plain(values) => out.insert("enum".into(), values),
+            Choices::Titled(options) => out.insert("oneOf".into(), options),
+        };
+    }
+
+    /// The `items` of a list of these choices.
+    fn items(self) -> Value {
+        match self {
+            Choices::Plain(values) => serde_json::json!({"type": "string", "enum": values}),
+            Choices::Titled(options) => serde_json::json!({"anyOf": options}),
+        }
+    }
+}
+
+/// The choices of a string enum (`enum: [...]`, or `oneOf`/`anyOf` of `const`s, titled by
+/// their `title` or doc comment), if it is one.
+fn string_choices(schema: &Value) -> Result<Option<Choices>, String> {
     if let Some(values) = schema.get("enum").and_then(Value::as_array) {
         if values.iter().all(Value::is_string) {
-            return Ok(Some(Value::Array(values.clone())));
+            return Ok(Some(Choices::Plain(Value::Array(values.clone()))));
         }
         return Err("it is an enum with choices that are not strings".into());
     }
-    let Some(options) = schema.get("oneOf").and_then(Value::as_array) else {
+    let Some(options) =
+        (schema.get("oneOf").or_else(|| schema.get("anyOf"))).and_then(Value::as_array)
+    else {
         return Ok(None);
     };
-    let mut choices = Vec::new();
+    let mut values = Vec::new();
+    let mut titled = Vec::new();
+    let mut any_title = false;
     for option in options {
-        match option.get("const").or_else(|| {
-            // A documented variant: `{enum: ["red"], description}`.
-            option
-                .get("enum")
-                .and_then(Value::as_array)
+        // A documented variant is `{const: "red"}` or `{enum: ["red"]}`, with its text.
+        let value = option.get("const").or_else(|| {
+            (option.get("enum").and_then(Value::as_array))
                 .filter(|e| e.len() == 1)
                 .map(|e| &e[0])
-        }) {
-            Some(Value::String(choice)) => choices.push(Value::String(choice.clone())),
-            _ => return Err("it is an enum with variants that carry data".into()),
-        }
+        });
+        let Some(Value::String(value)) = value else {
+            return Err("it is an enum with variants that carry data".into());
+        };
+        let title = option.get("title").or_else(|| option.get("description"));
+        any_title |= title.is_some();
+        let title = title.cloned().unwrap_or_else(|| value.clone().into());
+        values.push(Value::String(value.clone()));
+        titled.push(serde_json::json!({"const": value, "title": title}));
     }
-    Ok(Some(Value::Array(choices)))
+    Ok(Some(match any_title {
+        true => Choices::Titled(Value::Array(titled)),
+        false => Choices::Plain(Value::Array(values)),
+    }))
 }
 
 #[cfg(test)]
@@ -304,6 +350,37 @@ mod tests {
         delivery: bool,
         note: Option<String>,
         toppings: Vec<Size>,
+    }
+
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    enum Titled {
+        /// The first.
+        First,
+        #[schemars(title = "Second one")]
+        Second,
+    }
+
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Picks {
+        one: Titled,
+        many: Vec<Titled>,
+    }
+
+    #[test]
+    fn titled_variants_keep_their_titles() {
+        let form = form_schema(&schema_for::<Picks>(), "Picks").unwrap();
+        let options = json!([
+            {"const": "First", "title": "The first."},
+            {"const": "Second", "title": "Second one"}
+        ]);
+        assert_eq!(form["properties"]["one"]["oneOf"], options);
+        assert_eq!(form["properties"]["one"]["type"], "string");
+        assert_eq!(
+            form["properties"]["many"]["items"],
+            json!({"anyOf": options})
+        );
     }
 
     #[derive(schemars::JsonSchema)]
