@@ -653,3 +653,182 @@ async fn permissions_treat_mcp_tools_by_their_hints_and_rules() {
     assert_eq!(denied.len(), 1, "{denied:?}");
     assert!(denied[0].contains("forbids"), "{denied:?}");
 }
+
+/// server-everything's elicitation tools, called by an agent: the server's
+/// `elicitation/create` (a form of every kind of field, then a URL) reaches the app as an
+/// `ElicitationRequested` event, as a tool's own question does, and the app's answer goes
+/// back to the server.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_servers_elicitation_reaches_the_app_and_its_answer_the_server() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id(
+            "call_form",
+            "mcp__everything__trigger-elicitation-request",
+            json!({}),
+        ),
+        ScriptedTurn::tool_call_with_id(
+            "call_url",
+            "mcp__everything__trigger-url-elicitation",
+            json!({"url": "https://example.com/authorize", "message": "Authorize the demo."}),
+        ),
+        // The error path: a -32042 error names a page to open first; the call is made again.
+        ScriptedTurn::tool_call_with_id(
+            "call_first",
+            "mcp__everything__trigger-url-elicitation",
+            json!({"url": "https://example.com/pay", "message": "Pay.", "errorPath": true}),
+        ),
+        ScriptedTurn::text("done"),
+    ]);
+    let config = AgentConfig::new()
+        .with_model(model)
+        .with_tools(["mcp__everything__*"])
+        .mcp(|m| m.with_server("everything", everything()))
+        .permissions(|p| p.allow("mcp__everything__*"));
+    let agent = Agent::create(config).await.unwrap();
+    let mut run = agent.run("ask me");
+    let mut asked = Vec::new();
+    let mut results = Vec::new();
+    use futures::StreamExt;
+    while let Some(event) = run.next().await {
+        match event {
+            AgentEvent::ElicitationRequested(request) => {
+                let answer = match &request.question {
+                    tool_sdk::Elicitation::Form { .. } => json!({
+                        "name": "Ada Lovelace", "check": true, "number": 7,
+                        "email": "ada@example.com", "untitledMultipleSelectEnum": ["Piano"]
+                    }),
+                    tool_sdk::Elicitation::Url { .. } => Value::Null,
+                };
+                asked.push((request.id.clone(), request.question.clone()));
+                request.accept(answer);
+            }
+            AgentEvent::ToolCompleted { id, output, .. } => {
+                results.push((id, output.to_text().into_owned()))
+            }
+            AgentEvent::ToolFailed { name, output, .. } => panic!("{name}: {output:?}"),
+            _ => {}
+        }
+    }
+    assert_eq!(asked.len(), 4, "{asked:?}");
+    // The question is the call's that was running.
+    assert_eq!(asked[0].0, "call_form");
+    let tool_sdk::Elicitation::Form { message, schema } = &asked[0].1 else {
+        panic!("a form: {:?}", asked[0].1);
+    };
+    assert!(message.contains("Please provide inputs"), "{message}");
+    assert_eq!(schema["properties"]["email"]["format"], "email");
+    assert_eq!(schema["properties"]["integer"]["default"], 42);
+    assert_eq!(
+        schema["properties"]["titledSingleSelectEnum"]["oneOf"][0],
+        json!({"const": "hero-1", "title": "Superman"})
+    );
+    assert_eq!(schema["required"], json!(["name"]));
+    assert_eq!(asked[1].0, "call_url");
+    assert_eq!(
+        asked[1].1,
+        tool_sdk::Elicitation::Url {
+            message: "Authorize the demo.".into(),
+            url: "https://example.com/authorize".into(),
+            id: match &asked[1].1 {
+                tool_sdk::Elicitation::Url { id, .. } => id.clone(),
+                _ => unreachable!(),
+            },
+        }
+    );
+    let form = &results.iter().find(|(id, _)| id == "call_form").unwrap().1;
+    assert!(form.contains("- Name: Ada Lovelace"), "{form}");
+    assert!(form.contains("- Email: ada@example.com"), "{form}");
+    assert!(form.contains("- Favorite Number: 7"), "{form}");
+    // A field the user left out gets the form's default (SEP-1034).
+    assert!(form.contains("- Favorite Integer: 42"), "{form}");
+    let url = &results.iter().find(|(id, _)| id == "call_url").unwrap().1;
+    assert!(
+        url.contains("User completed the URL elicitation flow"),
+        "{url}"
+    );
+    assert!(url.contains("https://example.com/authorize"), "{url}");
+    // The page the error named, then the call's own.
+    let pages: Vec<&str> = asked[2..]
+        .iter()
+        .map(|(id, question)| {
+            assert_eq!(id, "call_first");
+            match question {
+                tool_sdk::Elicitation::Url { url, .. } => url.as_str(),
+                other => panic!("a page: {other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(
+        pages,
+        ["https://modelcontextprotocol.io", "https://example.com/pay"]
+    );
+    let paid = &results.iter().find(|(id, _)| id == "call_first").unwrap().1;
+    assert!(
+        paid.contains("User completed the URL elicitation flow"),
+        "{paid}"
+    );
+}
+
+/// Answers every question with `answer`, noting each.
+struct Answering {
+    answer: tool_sdk::ElicitationAnswer,
+    asked: Mutex<Vec<tool_sdk::Elicitation>>,
+}
+
+impl tool_sdk::Elicitor for Answering {
+    fn elicit<'a>(
+        &'a self,
+        question: &'a tool_sdk::Elicitation,
+        _ctx: &'a ToolContext,
+    ) -> tool_sdk::BoxFuture<'a, Result<tool_sdk::ElicitationAnswer, ToolError>> {
+        self.asked.lock().unwrap().push(question.clone());
+        let answer = self.answer.clone();
+        Box::pin(async move { Ok(answer) })
+    }
+}
+
+/// The Python SDK's server asks in the 2026-07-28 form: its answer to the call is an
+/// `InputRequiredResult`; our client asks the calling tool's elicitor and calls again with
+/// the answer. A call whose context cannot ask answers "cancel".
+#[tokio::test(flavor = "multi_thread")]
+async fn a_python_server_asks_in_the_multi_round_trip_form() {
+    let script = tests::mcp_peers::workspace_root().join("tests/mcp-peers/elicit_server.py");
+    let config = McpServerConfig::stdio(
+        peers().python().display().to_string(),
+        [script.display().to_string()],
+    );
+    let client = McpClient::connect("py", config).await.unwrap();
+    assert_eq!(
+        client.protocol_version().await.as_deref(),
+        Some("2026-07-28")
+    );
+    let answering = Arc::new(Answering {
+        answer: tool_sdk::ElicitationAnswer::Accept {
+            content: json!({"guests": 2, "seating": "outside"}),
+        },
+        asked: Mutex::new(Vec::new()),
+    });
+    let ctx = ToolContext::default().with_elicitor(answering.clone());
+    let out = find(&client, "mcp__py__book")
+        .call(json!({"restaurant": "Chez Nous"}), &ctx)
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{out:?}");
+    assert!(
+        out.to_text().contains("booked Chez Nous for 2 outside"),
+        "{out:?}"
+    );
+    let asked = answering.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let tool_sdk::Elicitation::Form { message, schema } = &asked[0] else {
+        panic!("a form: {asked:?}");
+    };
+    assert_eq!(message, "Book a table at Chez Nous?");
+    assert_eq!(schema["properties"]["guests"]["type"], "integer");
+
+    let out = call(&client, "mcp__py__book", json!({"restaurant": "Chez Nous"}))
+        .await
+        .unwrap();
+    assert!(out.to_text().contains("not booked: cancel"), "{out:?}");
+    client.close().await;
+}

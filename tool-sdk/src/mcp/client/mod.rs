@@ -8,10 +8,14 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientConfig, ClientNotification, ClientRequest, Implementation, ProgressNotificationParam,
-    ProtocolVersion, RequestId, ServerResult,
+    ClientCapabilities, ClientConfig, ClientNotification, ClientRequest, DEFAULT_MRTR_MAX_ROUNDS,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, ErrorData,
+    FormElicitationCapability, Implementation, InputRequest, InputResponses,
+    ProgressNotificationParam, ProtocolVersion, RequestId, ServerResult, UrlElicitationCapability,
 };
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService,
+};
 use rmcp::{ClientHandler, RoleClient, ServiceError};
 use serde_json::{Value, json};
 
@@ -19,7 +23,9 @@ use crate::mcp::McpError;
 use crate::mcp::adapter::McpTool;
 use crate::mcp::config::McpServerConfig;
 use crate::mcp::naming::NameMap;
-use crate::tool::{Tool, ToolContext, ToolError, ToolOutput, ToolResult};
+use crate::tool::{
+    Elicitation, ElicitationAnswer, Tool, ToolContext, ToolError, ToolOutput, ToolResult,
+};
 
 mod connect;
 
@@ -67,6 +73,8 @@ pub(super) struct ClientInner {
     connection: tokio::sync::Mutex<Option<Connection>>,
     /// Progress tokens of calls in flight, to the context their updates go to.
     progress: Mutex<HashMap<String, Arc<CallProgress>>>,
+    /// How many calls were made: the `seq` of the next.
+    calls: std::sync::atomic::AtomicU64,
     tools: Mutex<Vec<Arc<dyn Tool>>>,
     on_change: Mutex<Option<ToolsChanged>>,
     closed: AtomicBool,
@@ -124,11 +132,111 @@ impl ClientHandler for Handler {
         }
     }
 
+    /// A server's question for the user: asked as the tool call it comes during asks its own
+    /// (see [`ClientInner::ask_user`]).
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let Some(client) = self.client.upgrade() else {
+            return Ok(ElicitResult::new(ElicitationAction::Cancel));
+        };
+        Ok(client.ask_user(request).await)
+    }
+
     fn get_info(&self) -> ClientConfig {
+        // Servers may ask the user (form and URL mode): the questions go where the calls'
+        // own questions go.
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::new())
+                .with_url(UrlElicitationCapability::new()),
+        );
         ClientConfig::new(
-            Default::default(),
+            capabilities,
             Implementation::new("tool-sdk", env!("CARGO_PKG_VERSION")),
         )
+    }
+}
+
+/// The JSON-RPC error code of "open these pages first" (URL elicitation required).
+const URL_ELICITATION_REQUIRED: i32 = -32042;
+
+/// The pages a -32042 error asks the user to open (its `data.elicitations`), if it names any.
+fn pages_to_open(error: &ErrorData) -> Option<Vec<ElicitRequestParams>> {
+    let elicitations = error.data.as_ref()?.get("elicitations")?.clone();
+    let pages: Vec<ElicitRequestParams> = serde_json::from_value(elicitations).ok()?;
+    (!pages.is_empty()).then_some(pages)
+}
+
+/// A server's elicitation as our question; `None` for a mode this client does not know.
+fn question_of(request: ElicitRequestParams) -> Option<Elicitation> {
+    match request {
+        ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } => Some(Elicitation::Form {
+            message,
+            schema: serde_json::to_value(requested_schema).unwrap_or_default(),
+        }),
+        ElicitRequestParams::UrlElicitationParams {
+            message,
+            url,
+            elicitation_id,
+            ..
+        } => Some(Elicitation::Url {
+            message,
+            url,
+            id: elicitation_id,
+        }),
+        _ => None,
+    }
+}
+
+/// Fills the fields the user left out with the form's defaults (SEP-1034).
+fn with_defaults(schema: &Value, values: &mut serde_json::Map<String, Value>) {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, property) in properties {
+        if let Some(default) = property.get("default")
+            && !values.contains_key(name)
+        {
+            values.insert(name.clone(), default.clone());
+        }
+    }
+}
+
+/// Asks `request` through the elicitor of the call `ctx` (an agent's app, or the client of
+/// the MCP server this tool is served from). A call that cannot ask, an unknown mode, or a
+/// question that could not be asked (deferred, say) is answered "cancel".
+async fn ask_through(ctx: &ToolContext, request: ElicitRequestParams) -> ElicitResult {
+    let cancel = || ElicitResult::new(ElicitationAction::Cancel);
+    let (Some(elicitor), Some(question)) = (ctx.elicitor(), question_of(request)) else {
+        return cancel();
+    };
+    match elicitor.elicit(&question, ctx).await {
+        Ok(ElicitationAnswer::Accept { mut content }) => {
+            let accepted = ElicitResult::new(ElicitationAction::Accept);
+            if let (Elicitation::Form { schema, .. }, Value::Object(values)) =
+                (&question, &mut content)
+            {
+                with_defaults(schema, values);
+            }
+            match content {
+                Value::Null => accepted,
+                content => accepted.with_content(content),
+            }
+        }
+        Ok(ElicitationAnswer::Decline) => ElicitResult::new(ElicitationAction::Decline),
+        Ok(ElicitationAnswer::Cancel) => cancel(),
+        Err(error) => {
+            tracing::info!(%error, "a server's question was not answered");
+            cancel()
+        }
     }
 }
 
@@ -161,6 +269,7 @@ impl McpClient {
             config,
             connection: tokio::sync::Mutex::new(None),
             progress: Mutex::new(HashMap::new()),
+            calls: Default::default(),
             tools: Mutex::new(Vec::new()),
             on_change: Mutex::new(None),
             closed: AtomicBool::new(false),
@@ -244,6 +353,29 @@ impl McpClient {
 impl ClientInner {
     fn lock_progress(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<CallProgress>>> {
         self.progress.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Asks the user a server's `elicitation/create`, through the latest of this client's
+    /// calls in flight that can ask (the request does not say which call it is for: a server
+    /// asks during the call that needs the answer). With none, the question is cancelled.
+    async fn ask_user(&self, request: ElicitRequestParams) -> ElicitResult {
+        let asking = self
+            .lock_progress()
+            .values()
+            .filter(|call| call.ctx.elicitor().is_some())
+            .max_by_key(|call| call.seq)
+            .map(|call| call.ctx.clone());
+        match asking {
+            Some(ctx) => ask_through(&ctx, request).await,
+            None => {
+                tracing::warn!(
+                    server = %self.name,
+                    "an MCP server asked the user a question outside a call that can ask; \
+                     it is cancelled"
+                );
+                ElicitResult::new(ElicitationAction::Cancel)
+            }
+        }
     }
 
     fn error(&self, message: impl Into<String>) -> McpError {
@@ -376,35 +508,53 @@ impl ClientInner {
                 meta.set_tracestate(state);
             }
         }
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let options = match self.config.tool_timeout {
-            Some(limit) => PeerRequestOptions::with_timeout(limit),
-            None => PeerRequestOptions::no_options(),
+        let seq = self.calls.fetch_add(1, Ordering::SeqCst);
+        // A server may ask the user in its answer: from 2026-07-28 in an
+        // `InputRequiredResult`, before that (pages to open first) with a -32042 error. The
+        // user is asked and the call made again, a few rounds at most.
+        let mut rounds = 0;
+        let response = loop {
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+            let response = self.send(&peer, request, ctx, seq, &stderr).await?;
+            let input = match response {
+                Ok(ServerResult::InputRequiredResult(input)) => input,
+                Err(ServiceError::McpError(error)) if error.code.0 == URL_ELICITATION_REQUIRED => {
+                    match pages_to_open(&error) {
+                        Some(pages) if rounds < DEFAULT_MRTR_MAX_ROUNDS => {
+                            rounds += 1;
+                            if let Some(refused) = self.open_pages(ctx, pages).await {
+                                return Ok(refused);
+                            }
+                            continue;
+                        }
+                        _ => break Err(ServiceError::McpError(error)),
+                    }
+                }
+                other => break other,
+            };
+            rounds += 1;
+            if rounds > DEFAULT_MRTR_MAX_ROUNDS {
+                return Err(ToolError::failed(format!(
+                    "MCP server `{}` asked for input {DEFAULT_MRTR_MAX_ROUNDS} times in one \
+                     call; the call is given up",
+                    self.name
+                )));
+            }
+            let mut responses = InputResponses::new();
+            for (key, request) in input.input_requests.unwrap_or_default() {
+                let InputRequest::Elicitation(request) = request else {
+                    return Err(ToolError::failed(format!(
+                        "MCP server `{}` asked for input this client does not give (only \
+                         elicitation is supported): {key}",
+                        self.name
+                    )));
+                };
+                let answer = ask_through(ctx, request.params).await;
+                responses.insert(key, serde_json::to_value(answer).unwrap_or_default());
+            }
+            params.input_responses = Some(responses);
+            params.request_state = input.request_state;
         };
-        let handle = peer
-            .send_request_with_option(request, options)
-            .await
-            .map_err(|e| self.call_failed(&e, &stderr))?;
-        let key = token_key(&handle.progress_token);
-        let progress = Arc::new(CallProgress {
-            ctx: ctx.clone(),
-            last: Mutex::new(None),
-            changed: tokio::sync::Notify::new(),
-        });
-        self.lock_progress().insert(key.clone(), progress.clone());
-        let mut guard = InFlight {
-            client: self.clone(),
-            key,
-            peer: peer.clone(),
-            id: Some(handle.id.clone()),
-        };
-        let response = tokio::select! {
-            _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
-            response = handle.await_response() => response,
-        };
-        // Answered (or timed out, which rmcp already reported as cancelled).
-        guard.id = None;
-        progress.settle().await;
         match response {
             Ok(ServerResult::CallToolResult(result)) => Ok(tool.output(result)),
             Ok(_) => Err(ToolError::failed(format!(
@@ -424,6 +574,70 @@ impl ClientInner {
             Err(ServiceError::Timeout { timeout }) => Err(ToolError::Timeout(timeout)),
             Err(error) => Err(self.call_failed(&error, &stderr)),
         }
+    }
+
+    /// Asks the user to open each of `pages` (a -32042 error's); the call is made again
+    /// when they all were, else its result says which was not.
+    async fn open_pages(
+        &self,
+        ctx: &ToolContext,
+        pages: Vec<ElicitRequestParams>,
+    ) -> Option<ToolOutput> {
+        for page in pages {
+            let url = match &page {
+                ElicitRequestParams::UrlElicitationParams { url, .. } => url.clone(),
+                _ => String::new(),
+            };
+            let answer = ask_through(ctx, page).await;
+            if answer.action != ElicitationAction::Accept {
+                return Some(ToolOutput::error(format!(
+                    "MCP server `{}` needs the user to open {url} first, and they did not",
+                    self.name
+                )));
+            }
+        }
+        None
+    }
+
+    /// Sends one `tools/call`, with progress going to `ctx`, and waits for its answer.
+    async fn send(
+        self: &Arc<Self>,
+        peer: &Peer<RoleClient>,
+        request: ClientRequest,
+        ctx: &ToolContext,
+        seq: u64,
+        stderr: &Arc<Mutex<VecDeque<String>>>,
+    ) -> Result<Result<ServerResult, ServiceError>, ToolError> {
+        let options = match self.config.tool_timeout {
+            Some(limit) => PeerRequestOptions::with_timeout(limit),
+            None => PeerRequestOptions::no_options(),
+        };
+        let handle = peer
+            .send_request_with_option(request, options)
+            .await
+            .map_err(|e| self.call_failed(&e, stderr))?;
+        let key = token_key(&handle.progress_token);
+        let progress = Arc::new(CallProgress {
+            ctx: ctx.clone(),
+            seq,
+            last: Mutex::new(None),
+            changed: tokio::sync::Notify::new(),
+        });
+        self.lock_progress().insert(key.clone(), progress.clone());
+        let mut guard = InFlight {
+            client: self.clone(),
+            key,
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let response = tokio::select! {
+            _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+            response = handle.await_response() => response,
+        };
+        // Answered (or timed out, which rmcp already reported as cancelled).
+        guard.id = None;
+        progress.settle().await;
+        Ok(response)
     }
 
     fn call_failed(
@@ -448,6 +662,9 @@ impl ClientInner {
 /// Where a call's progress notifications go, and the last one seen.
 struct CallProgress {
     ctx: ToolContext,
+    /// When the call started, in calls of this client: the latest call in flight is asked a
+    /// server's question.
+    seq: u64,
     last: Mutex<Option<(f64, Option<f64>)>>,
     changed: tokio::sync::Notify,
 }
