@@ -75,6 +75,23 @@ pub(super) struct RecordingAsker<'a> {
 }
 
 impl RecordingAsker<'_> {
+    /// The question deferred (the call's permission question, or its tool's), and why a
+    /// record could not be stored, if one could not.
+    pub(super) fn finish(
+        self,
+        elicitor: &CallElicitor,
+    ) -> (Option<PendingApproval>, Option<SessionError>) {
+        let deferred = self
+            .deferred
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner());
+        let failure = self.failure.into_inner().unwrap_or_else(|p| p.into_inner());
+        (
+            deferred.or_else(|| elicitor.take_deferred()),
+            failure.or_else(|| elicitor.take_failure()),
+        )
+    }
+
     fn refuse(&self, error: SessionError) -> PermissionAnswer {
         let answer = PermissionAnswer::Deny(format!(
             "this call did not run: the session could not be stored ({error})"
@@ -158,6 +175,28 @@ pub(super) struct CallElicitor {
 }
 
 impl CallElicitor {
+    /// The elicitor of `call`, given `replies` (stored answers, when it runs again).
+    pub(super) fn for_call(
+        agent: &Arc<AgentInner>,
+        call: &ToolUse,
+        emit: &Emit,
+        journal: Option<&Arc<Journal>>,
+        replies: Option<&Vec<ElicitationAnswer>>,
+    ) -> Arc<Self> {
+        let permissions = &agent.config.permissions;
+        Arc::new(CallElicitor {
+            agent: agent.clone(),
+            call: call.clone(),
+            emit: emit.clone(),
+            journal: journal.cloned(),
+            defer: agent.config.session.defer_approvals
+                && permissions.elicitation_handler.is_none(),
+            replies: Mutex::new(replies.cloned().unwrap_or_default().into()),
+            deferred: Mutex::new(None),
+            failure: Mutex::new(None),
+        })
+    }
+
     /// Stores `make`'s record; a failure is kept for the call's outcome (it ends the run).
     async fn store(&self, make: impl FnOnce() -> Record) -> Result<(), ToolError> {
         let journal = self.journal.as_deref();

@@ -279,18 +279,7 @@ async fn run_one(
     let span = tracing::Span::current();
     let tool = announce(agent, call, emit);
 
-    let defer = agent.config.session.defer_approvals && agent.config.permissions.handler.is_none();
-    let elicitor = Arc::new(CallElicitor {
-        agent: agent.clone(),
-        call: call.clone(),
-        emit: emit.clone(),
-        journal: journal.cloned(),
-        defer: agent.config.session.defer_approvals
-            && agent.config.permissions.elicitation_handler.is_none(),
-        replies: Mutex::new(replies.cloned().unwrap_or_default().into()),
-        deferred: Mutex::new(None),
-        failure: Mutex::new(None),
-    });
+    let elicitor = CallElicitor::for_call(agent, call, emit, journal, replies);
     let ctx = agent
         .tool_context(turn, &call.id, emit, cancel)
         .with_elicitor(elicitor.clone());
@@ -311,7 +300,7 @@ async fn run_one(
         asker: &hooked,
         answer,
         journal: journal.map(|journal| &**journal),
-        defer,
+        defer: agent.config.session.defer_approvals && agent.config.permissions.handler.is_none(),
         deferred: Mutex::new(None),
         failure: Mutex::new(None),
     };
@@ -331,12 +320,9 @@ async fn run_one(
     )
     .await;
 
-    let deferred = ask.deferred.into_inner().unwrap_or_else(|p| p.into_inner());
-    let unstored = ask.failure.into_inner().unwrap_or_else(|p| p.into_inner());
-    let unstored = unstored.or_else(|| elicitor.take_failure());
-    if let Some(deferred) = deferred.or_else(|| elicitor.take_deferred()) {
-        // No result: the call did not run (or stopped at its tool's question) and will run,
-        // or be refused, when the run continues.
+    let (deferred, unstored) = ask.finish(&elicitor);
+    if let Some(deferred) = deferred {
+        // No result: the call did not run (or stopped at its tool's question); it will.
         return Outcome {
             call_id: call.id.clone(),
             block: result_block(&call.id, &output),

@@ -190,26 +190,11 @@ fn restore_messages(records: &[Record]) -> Restored {
                     turn.answered(id, *allowed, *always, message.as_deref());
                 }
             }
-            Record::ElicitationAsked { id, question } => {
+            Record::ElicitationAsked { .. }
+            | Record::ElicitationAnswered { .. }
+            | Record::ApprovalDeferred { .. } => {
                 if let Some(turn) = &mut open {
-                    let title = question.message().to_owned();
-                    turn.titles.insert(id.clone(), title);
-                    turn.asking.insert(id.clone(), question.clone());
-                }
-            }
-            Record::ElicitationAnswered { id, answer } => {
-                if let Some(turn) = &mut open
-                    && turn.asking.remove(id).is_some()
-                {
-                    let replies = turn.replies.entry(id.clone()).or_default();
-                    replies.push(answer.clone());
-                }
-            }
-            Record::ApprovalDeferred { id } => {
-                if let Some(turn) = &mut open {
-                    // A call that ran until its tool's question was deferred runs again.
-                    turn.started.remove(id);
-                    turn.deferred.insert(id.clone());
+                    turn.question(record);
                 }
             }
             Record::Usage { .. }
@@ -254,6 +239,27 @@ fn result(open: Option<&mut OpenTurn>, block: &MessageContent) {
 }
 
 impl OpenTurn {
+    /// A question a call's tool asked, its answer, or a question deferred.
+    fn question(&mut self, record: &Record) {
+        match record {
+            // A call that waits has not run (or runs again, when its tool's question waits).
+            Record::ApprovalDeferred { id } => {
+                self.started.remove(id);
+                self.deferred.insert(id.clone());
+            }
+            Record::ElicitationAsked { id, question } => {
+                let title = question.message().to_owned();
+                self.titles.insert(id.clone(), title);
+                self.asking.insert(id.clone(), question.clone());
+            }
+            Record::ElicitationAnswered { id, answer } if self.asking.remove(id).is_some() => {
+                let replies = self.replies.entry(id.clone()).or_default();
+                replies.push(answer.clone());
+            }
+            _ => {}
+        }
+    }
+
     /// A permission answer for the call `id` of this turn.
     fn answered(&mut self, id: &str, allowed: bool, always: bool, message: Option<&str>) {
         // Kept for a call that runs again (after a deferred question of its tool) too: it is

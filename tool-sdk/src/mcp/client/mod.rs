@@ -7,10 +7,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientCapabilities, ClientConfig, ClientNotification, ClientRequest, DEFAULT_MRTR_MAX_ROUNDS,
-    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, ErrorData,
-    FormElicitationCapability, Implementation, InputRequest, InputResponses,
+    CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ClientNotification, ClientRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
     ProgressNotificationParam, ProtocolVersion, RequestId, ServerResult, UrlElicitationCapability,
 };
 use rmcp::service::{
@@ -23,11 +22,10 @@ use crate::mcp::McpError;
 use crate::mcp::adapter::McpTool;
 use crate::mcp::config::McpServerConfig;
 use crate::mcp::naming::NameMap;
-use crate::tool::{
-    Elicitation, ElicitationAnswer, Tool, ToolContext, ToolError, ToolOutput, ToolResult,
-};
+use crate::tool::{Tool, ToolContext, ToolError, ToolOutput, ToolResult};
 
 mod connect;
+mod elicit;
 
 /// How long connecting may take when the config sets no start-up timeout.
 const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
@@ -161,85 +159,6 @@ impl ClientHandler for Handler {
     }
 }
 
-/// The JSON-RPC error code of "open these pages first" (URL elicitation required).
-const URL_ELICITATION_REQUIRED: i32 = -32042;
-
-/// The pages a -32042 error asks the user to open (its `data.elicitations`), if it names any.
-fn pages_to_open(error: &ErrorData) -> Option<Vec<ElicitRequestParams>> {
-    let elicitations = error.data.as_ref()?.get("elicitations")?.clone();
-    let pages: Vec<ElicitRequestParams> = serde_json::from_value(elicitations).ok()?;
-    (!pages.is_empty()).then_some(pages)
-}
-
-/// A server's elicitation as our question; `None` for a mode this client does not know.
-fn question_of(request: ElicitRequestParams) -> Option<Elicitation> {
-    match request {
-        ElicitRequestParams::FormElicitationParams {
-            message,
-            requested_schema,
-            ..
-        } => Some(Elicitation::Form {
-            message,
-            schema: serde_json::to_value(requested_schema).unwrap_or_default(),
-        }),
-        ElicitRequestParams::UrlElicitationParams {
-            message,
-            url,
-            elicitation_id,
-            ..
-        } => Some(Elicitation::Url {
-            message,
-            url,
-            id: elicitation_id,
-        }),
-        _ => None,
-    }
-}
-
-/// Fills the fields the user left out with the form's defaults (SEP-1034).
-fn with_defaults(schema: &Value, values: &mut serde_json::Map<String, Value>) {
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-        return;
-    };
-    for (name, property) in properties {
-        if let Some(default) = property.get("default")
-            && !values.contains_key(name)
-        {
-            values.insert(name.clone(), default.clone());
-        }
-    }
-}
-
-/// Asks `request` through the elicitor of the call `ctx` (an agent's app, or the client of
-/// the MCP server this tool is served from). A call that cannot ask, an unknown mode, or a
-/// question that could not be asked (deferred, say) is answered "cancel".
-async fn ask_through(ctx: &ToolContext, request: ElicitRequestParams) -> ElicitResult {
-    let cancel = || ElicitResult::new(ElicitationAction::Cancel);
-    let (Some(elicitor), Some(question)) = (ctx.elicitor(), question_of(request)) else {
-        return cancel();
-    };
-    match elicitor.elicit(&question, ctx).await {
-        Ok(ElicitationAnswer::Accept { mut content }) => {
-            let accepted = ElicitResult::new(ElicitationAction::Accept);
-            if let (Elicitation::Form { schema, .. }, Value::Object(values)) =
-                (&question, &mut content)
-            {
-                with_defaults(schema, values);
-            }
-            match content {
-                Value::Null => accepted,
-                content => accepted.with_content(content),
-            }
-        }
-        Ok(ElicitationAnswer::Decline) => ElicitResult::new(ElicitationAction::Decline),
-        Ok(ElicitationAnswer::Cancel) => cancel(),
-        Err(error) => {
-            tracing::info!(%error, "a server's question was not answered");
-            cancel()
-        }
-    }
-}
-
 /// Version negotiation: ask with `server/discover` for the newest protocol (2026-07-28 and
 /// later); a server that does not know it (the TypeScript SDK's, at 2025-11-25, say) answers
 /// with an error and gets the `initialize` handshake at the newest version that has one, which
@@ -353,29 +272,6 @@ impl McpClient {
 impl ClientInner {
     fn lock_progress(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<CallProgress>>> {
         self.progress.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Asks the user a server's `elicitation/create`, through the latest of this client's
-    /// calls in flight that can ask (the request does not say which call it is for: a server
-    /// asks during the call that needs the answer). With none, the question is cancelled.
-    async fn ask_user(&self, request: ElicitRequestParams) -> ElicitResult {
-        let asking = self
-            .lock_progress()
-            .values()
-            .filter(|call| call.ctx.elicitor().is_some())
-            .max_by_key(|call| call.seq)
-            .map(|call| call.ctx.clone());
-        match asking {
-            Some(ctx) => ask_through(&ctx, request).await,
-            None => {
-                tracing::warn!(
-                    server = %self.name,
-                    "an MCP server asked the user a question outside a call that can ask; \
-                     it is cancelled"
-                );
-                ElicitResult::new(ElicitationAction::Cancel)
-            }
-        }
     }
 
     fn error(&self, message: impl Into<String>) -> McpError {
@@ -508,52 +404,9 @@ impl ClientInner {
                 meta.set_tracestate(state);
             }
         }
-        let seq = self.calls.fetch_add(1, Ordering::SeqCst);
-        // A server may ask the user in its answer: from 2026-07-28 in an
-        // `InputRequiredResult`, before that (pages to open first) with a -32042 error. The
-        // user is asked and the call made again, a few rounds at most.
-        let mut rounds = 0;
-        let response = loop {
-            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
-            let response = self.send(&peer, request, ctx, seq, &stderr).await?;
-            let input = match response {
-                Ok(ServerResult::InputRequiredResult(input)) => input,
-                Err(ServiceError::McpError(error)) if error.code.0 == URL_ELICITATION_REQUIRED => {
-                    match pages_to_open(&error) {
-                        Some(pages) if rounds < DEFAULT_MRTR_MAX_ROUNDS => {
-                            rounds += 1;
-                            if let Some(refused) = self.open_pages(ctx, pages).await {
-                                return Ok(refused);
-                            }
-                            continue;
-                        }
-                        _ => break Err(ServiceError::McpError(error)),
-                    }
-                }
-                other => break other,
-            };
-            rounds += 1;
-            if rounds > DEFAULT_MRTR_MAX_ROUNDS {
-                return Err(ToolError::failed(format!(
-                    "MCP server `{}` asked for input {DEFAULT_MRTR_MAX_ROUNDS} times in one \
-                     call; the call is given up",
-                    self.name
-                )));
-            }
-            let mut responses = InputResponses::new();
-            for (key, request) in input.input_requests.unwrap_or_default() {
-                let InputRequest::Elicitation(request) = request else {
-                    return Err(ToolError::failed(format!(
-                        "MCP server `{}` asked for input this client does not give (only \
-                         elicitation is supported): {key}",
-                        self.name
-                    )));
-                };
-                let answer = ask_through(ctx, request.params).await;
-                responses.insert(key, serde_json::to_value(answer).unwrap_or_default());
-            }
-            params.input_responses = Some(responses);
-            params.request_state = input.request_state;
+        let response = match self.send_in_rounds(&peer, params, ctx, &stderr).await {
+            Ok(response) => response,
+            Err(early) => return early,
         };
         match response {
             Ok(ServerResult::CallToolResult(result)) => Ok(tool.output(result)),
@@ -574,29 +427,6 @@ impl ClientInner {
             Err(ServiceError::Timeout { timeout }) => Err(ToolError::Timeout(timeout)),
             Err(error) => Err(self.call_failed(&error, &stderr)),
         }
-    }
-
-    /// Asks the user to open each of `pages` (a -32042 error's); the call is made again
-    /// when they all were, else its result says which was not.
-    async fn open_pages(
-        &self,
-        ctx: &ToolContext,
-        pages: Vec<ElicitRequestParams>,
-    ) -> Option<ToolOutput> {
-        for page in pages {
-            let url = match &page {
-                ElicitRequestParams::UrlElicitationParams { url, .. } => url.clone(),
-                _ => String::new(),
-            };
-            let answer = ask_through(ctx, page).await;
-            if answer.action != ElicitationAction::Accept {
-                return Some(ToolOutput::error(format!(
-                    "MCP server `{}` needs the user to open {url} first, and they did not",
-                    self.name
-                )));
-            }
-        }
-        None
     }
 
     /// Sends one `tools/call`, with progress going to `ctx`, and waits for its answer.
