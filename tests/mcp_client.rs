@@ -654,6 +654,24 @@ async fn permissions_treat_mcp_tools_by_their_hints_and_rules() {
     assert!(denied[0].contains("forbids"), "{denied:?}");
 }
 
+/// Waits until `agent` has the tool `name` and its tool list has settled: server-everything
+/// adds its elicitation tools one by one once the handshake is over (a client that declared
+/// elicitation gets them), each with a `list_changed` the agent answers by listing again, and
+/// a call made while the agent swaps the server's tools may not find its tool.
+async fn wait_for_tool(agent: &Agent, name: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = agent.tool_names();
+    let mut since = Instant::now();
+    while !seen.iter().any(|n| n == name) || since.elapsed() < Duration::from_millis(700) {
+        assert!(Instant::now() < deadline, "{name} never came: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let now = agent.tool_names();
+        if now != seen {
+            (seen, since) = (now, Instant::now());
+        }
+    }
+}
+
 /// server-everything's elicitation tools, called by an agent: the server's
 /// `elicitation/create` (a form of every kind of field, then a URL) reaches the app as an
 /// `ElicitationRequested` event, as a tool's own question does, and the app's answer goes
@@ -685,6 +703,7 @@ async fn a_servers_elicitation_reaches_the_app_and_its_answer_the_server() {
         .mcp(|m| m.with_server("everything", everything()))
         .permissions(|p| p.allow("mcp__everything__*"));
     let agent = Agent::create(config).await.unwrap();
+    wait_for_tool(&agent, "mcp__everything__trigger-url-elicitation").await;
     let mut run = agent.run("ask me");
     let mut asked = Vec::new();
     let mut results = Vec::new();
@@ -831,4 +850,72 @@ async fn a_python_server_asks_in_the_multi_round_trip_form() {
         .unwrap();
     assert!(out.to_text().contains("not booked: cancel"), "{out:?}");
     client.close().await;
+}
+
+/// A server's question deferred like a tool's own: the run stops with it pending, a new
+/// agent (a restarted process) answers it from the store, and the call, made again, gets the
+/// stored answer when the server asks again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_servers_question_is_deferred_and_answered_after_a_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let config = |model: ScriptedModel| {
+        let store = tool_sdk::session::SqliteStore::open(&path).unwrap();
+        AgentConfig::new()
+            .with_model(model)
+            .with_tools(["mcp__everything__*"])
+            .mcp(|m| m.with_server("everything", everything()))
+            .permissions(|p| p.allow("mcp__everything__*"))
+            .session(|s| s.with_store(store).with_deferred_approvals())
+    };
+    let model = ScriptedModel::new([ScriptedTurn::tool_call_with_id(
+        "call_form",
+        "mcp__everything__trigger-elicitation-request",
+        json!({}),
+    )]);
+    let agent = Agent::create(config(model)).await.unwrap();
+    wait_for_tool(&agent, "mcp__everything__trigger-elicitation-request").await;
+    let id = agent.session_id().to_owned();
+    let stopped = agent.prompt("ask me").await.unwrap_err();
+    let tool_sdk::agent::AgentError::ApprovalsPending(pending) = &stopped else {
+        panic!("the run stops for the server's question: {stopped:?}");
+    };
+    assert_eq!(pending[0].call_id, "call_form");
+    let Some(tool_sdk::Elicitation::Form { schema, .. }) = &pending[0].elicitation else {
+        panic!("the server's form: {pending:?}");
+    };
+    assert_eq!(schema["required"], json!(["name"]));
+    drop(agent);
+
+    let model = ScriptedModel::new([ScriptedTurn::text("Thanks.")]);
+    let agent = Agent::resume(config(model.clone()), &id).await.unwrap();
+    wait_for_tool(&agent, "mcp__everything__trigger-elicitation-request").await;
+    agent
+        .answer_elicitation(
+            "call_form",
+            tool_sdk::ElicitationAnswer::Accept {
+                content: json!({"name": "Grace Hopper"}),
+            },
+        )
+        .await
+        .unwrap();
+    let done = agent.continue_run().await.unwrap();
+    assert_eq!(done.text, "Thanks.");
+    let sent = model.requests()[0].messages.to_vec();
+    let results: Vec<String> = sent
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|block| match block {
+            tool_sdk::model::MessageContent::ToolResult { content, .. } => {
+                Some(content.iter().filter_map(|c| c.readable()).collect())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        results[0].contains("- Name: Grace Hopper"),
+        "{}",
+        results[0]
+    );
 }
