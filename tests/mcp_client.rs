@@ -396,6 +396,9 @@ async fn a_killed_server_is_restarted_on_the_next_call() {
     let client = McpClient::connect("phoenix", McpServerConfig::stdio("sh", ["-c", &script]))
         .await
         .unwrap();
+    // The tools server-everything adds after the handshake are listed again in the
+    // background; done after the kill, that would restart the server before the call does.
+    settled(|| client.tools().iter().map(|t| t.name().to_owned()).collect()).await;
     let echo = find(&client, "mcp__phoenix__echo");
     assert!(
         !echo
@@ -659,17 +662,23 @@ async fn permissions_treat_mcp_tools_by_their_hints_and_rules() {
 /// elicitation gets them), each with a `list_changed` the agent answers by listing again, and
 /// a call made while the agent swaps the server's tools may not find its tool.
 async fn wait_for_tool(agent: &Agent, name: &str) {
+    let names = settled(|| agent.tool_names()).await;
+    assert!(names.iter().any(|n| n == name), "no {name}: {names:?}");
+}
+
+/// What `names` gives once it has not changed for 700 ms (10 s at most).
+async fn settled(names: impl Fn() -> Vec<String>) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(10);
-    let mut seen = agent.tool_names();
+    let mut seen = names();
     let mut since = Instant::now();
-    while !seen.iter().any(|n| n == name) || since.elapsed() < Duration::from_millis(700) {
-        assert!(Instant::now() < deadline, "{name} never came: {seen:?}");
+    while since.elapsed() < Duration::from_millis(700) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let now = agent.tool_names();
+        let now = names();
         if now != seen {
             (seen, since) = (now, Instant::now());
         }
     }
+    seen
 }
 
 /// server-everything's elicitation tools, called by an agent: the server's
