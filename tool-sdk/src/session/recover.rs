@@ -676,6 +676,54 @@ mod tests {
     }
 
     #[test]
+    fn a_call_stopped_at_its_tools_question_waits_and_runs_again_with_the_answers() {
+        let form = |message: &str| crate::Elicitation::Form {
+            message: message.into(),
+            schema: json!({"type": "object", "properties": {}}),
+        };
+        let yes = crate::ElicitationAnswer::Accept { content: json!({}) };
+        let mut records = vec![
+            Record::user(Message::user("go")),
+            Record::model_turn(turn(&["a"])),
+            Record::ToolStarted {
+                id: "a".into(),
+                name: "write".into(),
+            },
+            // Its first question was answered as it ran; the second waits.
+            Record::ElicitationAsked {
+                id: "a".into(),
+                question: form("First?"),
+            },
+            Record::ElicitationAnswered {
+                id: "a".into(),
+                answer: yes.clone(),
+            },
+            Record::ElicitationAsked {
+                id: "a".into(),
+                question: form("Second?"),
+            },
+            Record::ApprovalDeferred { id: "a".into() },
+        ];
+        let waiting = restore(&records);
+        assert!(waiting.seals.is_empty(), "a call that waits is not sealed");
+        assert_eq!(waiting.pending.len(), 1);
+        assert_eq!(waiting.pending[0].title, "Second?");
+        assert_eq!(waiting.pending[0].elicitation, Some(form("Second?")));
+
+        records.push(Record::ElicitationAnswered {
+            id: "a".into(),
+            answer: crate::ElicitationAnswer::Decline,
+        });
+        let answered = restore(&records);
+        assert!(answered.pending.is_empty() && answered.seals.is_empty());
+        let turn = answered.deferred.expect("the call runs again");
+        assert_eq!(
+            turn.replies["a"],
+            vec![yes, crate::ElicitationAnswer::Decline]
+        );
+    }
+
+    #[test]
     fn the_last_compaction_and_every_cleared_result_are_restored() {
         let records = vec![
             Record::user(Message::user("go")),
