@@ -82,8 +82,19 @@ async fn ask_nested(ctx: &ToolContext) -> Result<String, ToolError> {
     Ok("asked".to_owned())
 }
 
+/// Asks, within a timeout far shorter than the user takes to answer.
+#[tool(register = false, timeout = "300ms")]
+async fn quick(ctx: &ToolContext) -> Result<String, ToolError> {
+    let answer = ctx.elicit::<Booking>("How many?").await?;
+    Ok(format!(
+        "{} guests",
+        answer.accepted().map_or(0, |b| b.guests)
+    ))
+}
+
 fn registry() -> Arc<ToolRegistry> {
     let registry = ToolRegistry::new();
+    registry.register(Arc::new(QuickTool)).unwrap();
     registry.register(Arc::new(BookTool)).unwrap();
     registry.register(Arc::new(AskNestedTool)).unwrap();
     Arc::new(registry)
@@ -101,7 +112,7 @@ fn config(model: ScriptedModel, starts: &Starts) -> AgentConfig {
         .with_model(model)
         .with_registry(registry())
         .with_state(starts.clone())
-        .permissions(|p| p.allow("book").allow("ask_nested"))
+        .permissions(|p| p.allow("book").allow("ask_nested").allow("quick"))
 }
 
 /// The text of the result of `call` in `messages`.
@@ -322,4 +333,38 @@ async fn a_deferred_question_waits_in_the_store_and_is_answered_after_a_resume()
             .await,
         Err(AgentError::Session(SessionError::NoPendingApproval { .. }))
     ));
+}
+
+/// Answers after a while.
+struct Slowly;
+
+impl Elicitor for Slowly {
+    fn elicit<'a>(
+        &'a self,
+        _question: &'a Elicitation,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ElicitationAnswer, ToolError>> {
+        Box::pin(async {
+            tokio::time::sleep(std::time::Duration::from_millis(900)).await;
+            Ok(ElicitationAnswer::Accept {
+                content: json!({"guests": 5, "seating": "inside"}),
+            })
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_time_the_user_takes_does_not_count_against_the_tools_timeout() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id("call_1", "quick", json!({})),
+        ScriptedTurn::text("Done."),
+    ]);
+    let config =
+        config(model, &Starts::default()).permissions(|p| p.with_elicitation_handler(Slowly));
+    let agent = Agent::create(config).await.unwrap();
+    let result = agent.prompt("Ask slowly.").await.unwrap();
+    assert_eq!(
+        result_of(&result.messages.to_vec(), "call_1"),
+        ("5 guests".to_owned(), false)
+    );
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::elicit::{Elicitation, ElicitationAnswer, Elicited, Elicitor, form_schema};
+use crate::elicit::{Elicitor, UserWait};
 use crate::{BoxFuture, ToolError};
 
 /// Which agent a call comes from.
@@ -193,8 +193,9 @@ pub struct ToolContext {
     tool_call_id: Arc<str>,
     cancellation: CancellationToken,
     updates: Option<UpdateSink>,
-    /// Who asks the user when the call elicits: set per call by the runtime.
-    elicitor: Option<Arc<dyn Elicitor>>,
+    /// Who asks the user when the call elicits, set per call by the runtime, and how long
+    /// the call waited for the answers.
+    pub(crate) elicitor: Option<(Arc<dyn Elicitor>, Arc<UserWait>)>,
     /// What the calls of an agent share: one handle to copy per call, not one per field.
     shared: Arc<Shared>,
 }
@@ -480,81 +481,13 @@ impl ToolContext {
 
     /// Sets who asks the user when this call elicits (runtimes do, per call).
     pub fn with_elicitor(mut self, elicitor: Arc<dyn Elicitor>) -> Self {
-        self.elicitor = Some(elicitor);
+        self.elicitor = Some((elicitor, Arc::default()));
         self
     }
 
     /// Who asks the user when this call elicits, if anyone can.
     pub fn elicitor(&self) -> Option<&Arc<dyn Elicitor>> {
-        self.elicitor.as_ref()
-    }
-
-    /// Asks the user to fill in a `T` (a struct of strings, numbers, booleans and enums: MCP's
-    /// elicitation forms), telling them `message`. The user accepts (with the values),
-    /// declines, or cancels.
-    ///
-    /// In an agent the question reaches the app as a permission question does (an
-    /// `ElicitationRequested` event, or its elicitation handler), and is stored in the
-    /// session; with deferred approvals it waits there, and the call runs again from the start
-    /// when the run continues, its questions answered from the session in order (so ask before
-    /// doing what cannot be done twice). Served over MCP it is the client's
-    /// `elicitation/create`.
-    ///
-    /// Fails when `T` cannot be a form (the error names the field), when nobody can be asked
-    /// (no runtime put an [`Elicitor`] here, or the MCP client cannot elicit), or when the
-    /// answer does not fit `T`.
-    pub async fn elicit<T>(&self, message: impl Into<String>) -> Result<Elicited<T>, ToolError>
-    where
-        T: serde::de::DeserializeOwned + schemars::JsonSchema,
-    {
-        let type_name = std::any::type_name::<T>();
-        let schema = form_schema(&crate::schema_for::<T>(), type_name)?;
-        let question = Elicitation::Form {
-            message: message.into(),
-            schema,
-        };
-        match self.ask(&question).await? {
-            ElicitationAnswer::Accept { content } => serde_json::from_value(content)
-                .map(Elicited::Accept)
-                .map_err(|error| {
-                    ToolError::failed(format!(
-                        "the user's answer does not fit `{type_name}`: {error}"
-                    ))
-                }),
-            ElicitationAnswer::Decline => Ok(Elicited::Decline),
-            ElicitationAnswer::Cancel => Ok(Elicited::Cancel),
-        }
-    }
-
-    /// Asks the user to open `url` (a sign-in, a payment), telling them `message`; nothing they
-    /// enter there goes through the agent. `Accept` means they went (and, for the asker, that
-    /// it may now check what was done there). Reaches the app as [`elicit`](Self::elicit) does;
-    /// served over MCP it is a URL-mode `elicitation/create`.
-    pub async fn elicit_url(
-        &self,
-        message: impl Into<String>,
-        url: impl Into<String>,
-    ) -> Result<Elicited<()>, ToolError> {
-        let question = Elicitation::Url {
-            message: message.into(),
-            url: url.into(),
-            id: self.tool_call_id.to_string(),
-        };
-        Ok(match self.ask(&question).await? {
-            ElicitationAnswer::Accept { .. } => Elicited::Accept(()),
-            ElicitationAnswer::Decline => Elicited::Decline,
-            ElicitationAnswer::Cancel => Elicited::Cancel,
-        })
-    }
-
-    async fn ask(&self, question: &Elicitation) -> Result<ElicitationAnswer, ToolError> {
-        let Some(elicitor) = &self.elicitor else {
-            return Err(ToolError::failed(
-                "this tool asks the user a question (ctx.elicit), and nobody can answer it \
-                 here: run it in an agent, or served over MCP to a client that can elicit",
-            ));
-        };
-        elicitor.elicit(question, self).await
+        self.elicitor.as_ref().map(|(elicitor, _)| elicitor)
     }
 
     /// The app state of type `T`, if the app provided one.

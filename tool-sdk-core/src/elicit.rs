@@ -7,6 +7,8 @@
 //! `date-time`), numbers, integers, booleans, enums of strings, or lists of such enums
 //! (multiple choice). [`form_schema`] checks it and says which field is not allowed.
 
+use std::sync::Mutex;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -93,6 +95,137 @@ pub trait Elicitor: Send + Sync {
         question: &'a Elicitation,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ElicitationAnswer, ToolError>>;
+}
+
+impl ToolContext {
+    /// How long this call has waited for its user's answers ([`elicit`](Self::elicit)) so
+    /// far, and whether it waits now. Runtimes leave this time out of the call's timeout: a
+    /// user who takes a while to fill in a form does not time the tool out.
+    pub fn waited_for_user(&self) -> (std::time::Duration, bool) {
+        match &self.elicitor {
+            Some((_, wait)) => wait.waited(),
+            None => Default::default(),
+        }
+    }
+
+    /// Asks the user to fill in a `T` (a struct of strings, numbers, booleans and enums: MCP's
+    /// elicitation forms), telling them `message`. The user accepts (with the values),
+    /// declines, or cancels.
+    ///
+    /// In an agent the question reaches the app as a permission question does (an
+    /// `ElicitationRequested` event, or its elicitation handler), and is stored in the
+    /// session; with deferred approvals it waits there, and the call runs again from the start
+    /// when the run continues, its questions answered from the session in order (so ask before
+    /// doing what cannot be done twice). Served over MCP it is the client's
+    /// `elicitation/create`.
+    ///
+    /// Fails when `T` cannot be a form (the error names the field), when nobody can be asked
+    /// (no runtime put an [`Elicitor`] here, or the MCP client cannot elicit), or when the
+    /// answer does not fit `T`.
+    pub async fn elicit<T>(&self, message: impl Into<String>) -> Result<Elicited<T>, ToolError>
+    where
+        T: serde::de::DeserializeOwned + schemars::JsonSchema,
+    {
+        let type_name = std::any::type_name::<T>();
+        let schema = form_schema(&crate::schema_for::<T>(), type_name)?;
+        let question = Elicitation::Form {
+            message: message.into(),
+            schema,
+        };
+        match self.ask_user(&question).await? {
+            ElicitationAnswer::Accept { content } => serde_json::from_value(content)
+                .map(Elicited::Accept)
+                .map_err(|error| {
+                    ToolError::failed(format!(
+                        "the user's answer does not fit `{type_name}`: {error}"
+                    ))
+                }),
+            ElicitationAnswer::Decline => Ok(Elicited::Decline),
+            ElicitationAnswer::Cancel => Ok(Elicited::Cancel),
+        }
+    }
+
+    /// Asks the user to open `url` (a sign-in, a payment), telling them `message`; nothing they
+    /// enter there goes through the agent. `Accept` means they went (and, for the asker, that
+    /// it may now check what was done there). Reaches the app as [`elicit`](Self::elicit) does;
+    /// served over MCP it is a URL-mode `elicitation/create`.
+    pub async fn elicit_url(
+        &self,
+        message: impl Into<String>,
+        url: impl Into<String>,
+    ) -> Result<Elicited<()>, ToolError> {
+        let question = Elicitation::Url {
+            message: message.into(),
+            url: url.into(),
+            id: self.tool_call_id().to_owned(),
+        };
+        Ok(match self.ask_user(&question).await? {
+            ElicitationAnswer::Accept { .. } => Elicited::Accept(()),
+            ElicitationAnswer::Decline => Elicited::Decline,
+            ElicitationAnswer::Cancel => Elicited::Cancel,
+        })
+    }
+
+    /// Asks `question` as it is, through the call's [`Elicitor`], the wait left out of the
+    /// call's timeout: for a runtime that passes on a question it was asked (an MCP server's).
+    /// A tool asks with [`elicit`](Self::elicit) or [`elicit_url`](Self::elicit_url).
+    pub async fn ask_user(&self, question: &Elicitation) -> Result<ElicitationAnswer, ToolError> {
+        let Some((elicitor, wait)) = &self.elicitor else {
+            return Err(ToolError::failed(
+                "this tool asks the user a question (ctx.elicit), and nobody can answer it \
+                 here: run it in an agent, or served over MCP to a client that can elicit",
+            ));
+        };
+        let _waiting = wait.begin();
+        elicitor.elicit(question, self).await
+    }
+}
+
+/// The time a call spent waiting for its user's answers: questions may overlap, so it counts
+/// from the first asked to the last answered.
+#[derive(Default)]
+pub(crate) struct UserWait {
+    /// Questions waiting now, since when, and the time waited before.
+    state: Mutex<(usize, Option<std::time::Instant>, std::time::Duration)>,
+}
+
+impl UserWait {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, (usize, Option<std::time::Instant>, std::time::Duration)> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A question is asked; the guard says when it is answered.
+    pub(crate) fn begin(&self) -> Waiting<'_> {
+        let mut state = self.lock();
+        if state.0 == 0 {
+            state.1 = Some(std::time::Instant::now());
+        }
+        state.0 += 1;
+        Waiting(self)
+    }
+
+    fn waited(&self) -> (std::time::Duration, bool) {
+        let state = self.lock();
+        let now = state.1.map(|since| since.elapsed()).unwrap_or_default();
+        (state.2 + now, state.0 > 0)
+    }
+}
+
+/// A question waiting for its answer (or dropped: the call stopped).
+pub(crate) struct Waiting<'a>(&'a UserWait);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        state.0 = state.0.saturating_sub(1);
+        if state.0 == 0
+            && let Some(since) = state.1.take()
+        {
+            state.2 += since.elapsed();
+        }
+    }
 }
 
 /// The formats a string of an elicitation form may have.

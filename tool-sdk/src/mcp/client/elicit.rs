@@ -183,10 +183,10 @@ fn with_defaults(schema: &Value, values: &mut serde_json::Map<String, Value>) {
 /// question that could not be asked (deferred, say) is answered "cancel".
 async fn ask_through(ctx: &ToolContext, request: ElicitRequestParams) -> ElicitResult {
     let cancel = || ElicitResult::new(ElicitationAction::Cancel);
-    let (Some(elicitor), Some(question)) = (ctx.elicitor(), question_of(request)) else {
+    let Some(question) = question_of(request) else {
         return cancel();
     };
-    match elicitor.elicit(&question, ctx).await {
+    match ctx.ask_user(&question).await {
         Ok(ElicitationAnswer::Accept { mut content }) => {
             let accepted = ElicitResult::new(ElicitationAction::Accept);
             if let (Elicitation::Form { schema, .. }, Value::Object(values)) =
