@@ -226,6 +226,7 @@ impl ToolRegistry {
 
     /// [`register_from`](Self::register_from), replacing a tool of the same name in one step:
     /// a call looking it up meanwhile finds the old tool or the new, never none.
+    #[cfg(feature = "mcp-client")]
     pub(crate) fn replace_from(
         &self,
         tool: Arc<dyn Tool>,
