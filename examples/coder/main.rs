@@ -16,6 +16,7 @@
 
 mod commands;
 mod demo;
+mod form;
 mod input;
 mod sessions;
 #[cfg(feature = "temporal")]
@@ -43,7 +44,7 @@ use tool_sdk::permission::{CallFacts, PermissionAnswer, Rule};
 use tool_sdk::session::SqliteStore;
 
 use input::{LineReader, QuietTerminal};
-use ui::{Answer, RunView};
+use ui::{Answer, Question, RunView};
 
 /// A terminal coding agent built on tool-sdk. With no API key it runs a scripted demo.
 #[derive(Parser, Debug)]
@@ -521,8 +522,20 @@ async fn one_turn(
             result = *finished;
             break;
         }
-        let Some(request) = view.show(event) else {
-            continue;
+        let request = match view.show(event) {
+            Some(Question::Permission(request)) => request,
+            Some(Question::Elicitation(request)) => {
+                // A tool asks the user: answered at the prompt, cancelled in --print mode.
+                match input {
+                    Some(input) => {
+                        let answer = view.ask_form(&request, input).await;
+                        request.answer(answer);
+                    }
+                    None => request.cancel(),
+                }
+                continue;
+            }
+            None => continue,
         };
         match input {
             None => {

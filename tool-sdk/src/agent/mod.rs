@@ -107,7 +107,7 @@ pub use config::{
 pub use context::{CompactDecision, CompactRequest, IMAGE_TOKENS};
 pub use effects::AgentEffects;
 pub use error::{AgentError, ConfigError, StoreNeed};
-pub use events::{AgentEvent, AgentRun, PermissionRequest, RunResult};
+pub use events::{AgentEvent, AgentRun, ElicitationRequest, PermissionRequest, RunResult};
 pub use hooks::{
     Hook, Hooks, Notification, NotificationKind, PromptCheck, SessionEnd, SessionEndReason,
     SessionSource, SessionStart, StopCheck, StopContext, SubagentStart, ToolCall, ToolFailure,

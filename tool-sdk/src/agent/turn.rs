@@ -149,7 +149,7 @@ impl AgentInner {
                 // before the next request.
                 self.note_call_message(messages);
                 let to_run = step::to_run(&calls, &answered, &started);
-                let ran = executor::execute(self, &to_run, &HashMap::new(), emit, cancel).await;
+                let ran = executor::execute(self, &to_run, &Default::default(), emit, cancel).await;
                 outcomes.extend(ran);
                 self.take_outcomes(&calls, answered, outcomes, messages, result)?;
                 match cancel.is_cancelled() {

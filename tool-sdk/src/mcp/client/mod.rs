@@ -7,11 +7,14 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientConfig, ClientNotification, ClientRequest, Implementation, ProgressNotificationParam,
-    ProtocolVersion, RequestId, ServerResult,
+    CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ClientNotification, ClientRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
+    ProgressNotificationParam, ProtocolVersion, RequestId, ServerResult, UrlElicitationCapability,
 };
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService,
+};
 use rmcp::{ClientHandler, RoleClient, ServiceError};
 use serde_json::{Value, json};
 
@@ -22,6 +25,7 @@ use crate::mcp::naming::NameMap;
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutput, ToolResult};
 
 mod connect;
+mod elicit;
 
 /// How long connecting may take when the config sets no start-up timeout.
 const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
@@ -67,6 +71,8 @@ pub(super) struct ClientInner {
     connection: tokio::sync::Mutex<Option<Connection>>,
     /// Progress tokens of calls in flight, to the context their updates go to.
     progress: Mutex<HashMap<String, Arc<CallProgress>>>,
+    /// How many calls were made: the `seq` of the next.
+    calls: std::sync::atomic::AtomicU64,
     tools: Mutex<Vec<Arc<dyn Tool>>>,
     on_change: Mutex<Option<ToolsChanged>>,
     closed: AtomicBool,
@@ -124,9 +130,30 @@ impl ClientHandler for Handler {
         }
     }
 
+    /// A server's question for the user: asked as the tool call it comes during asks its own
+    /// (see [`ClientInner::ask_user`]).
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let Some(client) = self.client.upgrade() else {
+            return Ok(ElicitResult::new(ElicitationAction::Cancel));
+        };
+        Ok(client.ask_user(request).await)
+    }
+
     fn get_info(&self) -> ClientConfig {
+        // Servers may ask the user (form and URL mode): the questions go where the calls'
+        // own questions go.
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::new())
+                .with_url(UrlElicitationCapability::new()),
+        );
         ClientConfig::new(
-            Default::default(),
+            capabilities,
             Implementation::new("tool-sdk", env!("CARGO_PKG_VERSION")),
         )
     }
@@ -161,6 +188,7 @@ impl McpClient {
             config,
             connection: tokio::sync::Mutex::new(None),
             progress: Mutex::new(HashMap::new()),
+            calls: Default::default(),
             tools: Mutex::new(Vec::new()),
             on_change: Mutex::new(None),
             closed: AtomicBool::new(false),
@@ -376,35 +404,10 @@ impl ClientInner {
                 meta.set_tracestate(state);
             }
         }
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let options = match self.config.tool_timeout {
-            Some(limit) => PeerRequestOptions::with_timeout(limit),
-            None => PeerRequestOptions::no_options(),
+        let response = match self.send_in_rounds(&peer, params, ctx, &stderr).await {
+            Ok(response) => response,
+            Err(early) => return early,
         };
-        let handle = peer
-            .send_request_with_option(request, options)
-            .await
-            .map_err(|e| self.call_failed(&e, &stderr))?;
-        let key = token_key(&handle.progress_token);
-        let progress = Arc::new(CallProgress {
-            ctx: ctx.clone(),
-            last: Mutex::new(None),
-            changed: tokio::sync::Notify::new(),
-        });
-        self.lock_progress().insert(key.clone(), progress.clone());
-        let mut guard = InFlight {
-            client: self.clone(),
-            key,
-            peer: peer.clone(),
-            id: Some(handle.id.clone()),
-        };
-        let response = tokio::select! {
-            _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
-            response = handle.await_response() => response,
-        };
-        // Answered (or timed out, which rmcp already reported as cancelled).
-        guard.id = None;
-        progress.settle().await;
         match response {
             Ok(ServerResult::CallToolResult(result)) => Ok(tool.output(result)),
             Ok(_) => Err(ToolError::failed(format!(
@@ -424,6 +427,47 @@ impl ClientInner {
             Err(ServiceError::Timeout { timeout }) => Err(ToolError::Timeout(timeout)),
             Err(error) => Err(self.call_failed(&error, &stderr)),
         }
+    }
+
+    /// Sends one `tools/call`, with progress going to `ctx`, and waits for its answer.
+    async fn send(
+        self: &Arc<Self>,
+        peer: &Peer<RoleClient>,
+        request: ClientRequest,
+        ctx: &ToolContext,
+        seq: u64,
+        stderr: &Arc<Mutex<VecDeque<String>>>,
+    ) -> Result<Result<ServerResult, ServiceError>, ToolError> {
+        let options = match self.config.tool_timeout {
+            Some(limit) => PeerRequestOptions::with_timeout(limit),
+            None => PeerRequestOptions::no_options(),
+        };
+        let handle = peer
+            .send_request_with_option(request, options)
+            .await
+            .map_err(|e| self.call_failed(&e, stderr))?;
+        let key = token_key(&handle.progress_token);
+        let progress = Arc::new(CallProgress {
+            ctx: ctx.clone(),
+            seq,
+            last: Mutex::new(None),
+            changed: tokio::sync::Notify::new(),
+        });
+        self.lock_progress().insert(key.clone(), progress.clone());
+        let mut guard = InFlight {
+            client: self.clone(),
+            key,
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let response = tokio::select! {
+            _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+            response = handle.await_response() => response,
+        };
+        // Answered (or timed out, which rmcp already reported as cancelled).
+        guard.id = None;
+        progress.settle().await;
+        Ok(response)
     }
 
     fn call_failed(
@@ -448,6 +492,9 @@ impl ClientInner {
 /// Where a call's progress notifications go, and the last one seen.
 struct CallProgress {
     ctx: ToolContext,
+    /// When the call started, in calls of this client: the latest call in flight is asked a
+    /// server's question.
+    seq: u64,
     last: Mutex<Option<(f64, Option<f64>)>>,
     changed: tokio::sync::Notify,
 }
