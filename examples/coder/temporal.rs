@@ -266,6 +266,17 @@ async fn one_run(
                 };
                 eprintln!("  ⎿ {first}");
             }
+            RunEvent::ElicitationAsked { id, question } => {
+                let tool = calls.get(&id).map_or("a tool", |(name, _)| name.as_str());
+                let answer = match session.input.filter(|_| session.print.is_none()) {
+                    Some(reader) => crate::form::ask(tool, &question, reader).await,
+                    // Nobody to ask in --print mode.
+                    None => tool_sdk::ElicitationAnswer::Cancel,
+                };
+                if let Err(error) = run.answer_elicitation(&id, answer).await {
+                    eprintln!("{} {error}", style("error:").red());
+                }
+            }
             RunEvent::ApprovalAsked { id, tool, title } => {
                 let input = calls.get(&id).map(|(_, input)| input.clone());
                 let answer = ask(session, &tool, &title, input.as_ref()).await;

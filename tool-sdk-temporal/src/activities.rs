@@ -6,8 +6,10 @@
 //! finds its record already stored (an earlier attempt stored it, then its worker died before
 //! reporting) returns what is stored instead of asking the model or running the tool again.
 
+use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -28,7 +30,10 @@ use tool_sdk::permission::{
 };
 use tool_sdk::pipeline::{RawInput, run_call};
 use tool_sdk::session::{Record, SessionStore, conversation};
-use tool_sdk::{BoxFuture, CancellationToken, ContentBlock};
+use tool_sdk::{
+    BoxFuture, CancellationToken, ContentBlock, Elicitation, ElicitationAnswer, Elicitor,
+    ToolContext, ToolError,
+};
 
 use crate::parts::ACTIVITY_GRACE;
 use crate::workflow::WORKER_STOPPED_MESSAGE;
@@ -152,6 +157,11 @@ pub struct ApprovalAnswer {
     /// the session ("allow always").
     #[serde(default)]
     pub always: bool,
+    /// Whether this answers the call's tool's question ([`tool_sdk::ToolContext::elicit`]),
+    /// stored in the session by the client, rather than a permission question: it only has
+    /// the call run again.
+    #[serde(default)]
+    pub elicitation: bool,
 }
 
 /// How a call ended.
@@ -302,9 +312,12 @@ impl AgentActivities {
             store.append(session, &start).await.map_err(retry)?;
         }
         let token = CancellationToken::new();
+        // The tool's questions: answered from the session, or stored for a person.
+        let elicitor = Arc::new(StoredElicitor::new(&self.store, session, call, &records));
         let tool_ctx = self
             .effects
-            .tool_context(session, &call.id, token.clone(), &records);
+            .tool_context(session, &call.id, token.clone(), &records)
+            .with_elicitor(elicitor.clone());
         let answer = Answered(approved);
         let road = run_call(
             self.effects.registry(),
@@ -315,6 +328,19 @@ impl AgentActivities {
             Some(&answer),
         );
         let outcome = heartbeating(&ctx, &token, async { Ok(road.await) }).await?;
+        if let Some(failure) = elicitor.take_failure() {
+            return Err(retry(failure));
+        }
+        if elicitor.deferred() {
+            // The tool asked a question nobody here can answer: the call runs again, from the
+            // start, once it is answered (the tool asks before it acts, as in process).
+            return Ok(CallDone {
+                is_error: false,
+                ran: false,
+                waiting: true,
+                not_started: false,
+            });
+        }
         let effects = &self.effects;
         let error = outcome.error.as_ref();
         effects
@@ -389,7 +415,9 @@ impl AgentActivities {
         input: &CallInput,
     ) -> Result<Permission, ActivityError> {
         let (store, session) = (&*self.store, input.session_id.as_str());
-        if let Some(answer) = &input.answer {
+        // The answer to its tool's question (stored by the client) only wakes the call.
+        let answer = input.answer.as_ref().filter(|answer| !answer.elicitation);
+        if let Some(answer) = answer {
             let mut add = Vec::with_capacity(2);
             if !has(records, &call.id, |record| {
                 matches!(record, Record::PermissionAnswered { .. })
@@ -434,6 +462,14 @@ impl AgentActivities {
         let dir = self.effects.working_dir();
         if gate.preview(&*tool, input_value, dir, mode) != PermissionPreview::Asks {
             return Ok(Permission::Unasked);
+        }
+        // Allowed before: the call runs again (its tool asked a question, or its worker died
+        // before it started).
+        let allowed = records.iter().any(|record| {
+            matches!(record, Record::PermissionAnswered { id, allowed: true, .. } if *id == call.id)
+        });
+        if allowed {
+            return Ok(Permission::Approved);
         }
         if self.allowed_always(records, &*tool, input_value) {
             return Ok(Permission::Approved);
@@ -565,6 +601,106 @@ async fn heartbeating<T>(
             }
             () = ctx.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
         }
+    }
+}
+
+/// A call's tool's questions ([`tool_sdk::ToolContext::elicit`]) on Temporal: answered from
+/// the session's `ElicitationAnswered` records, in order (a call that runs again after its
+/// question was answered); a question beyond them is stored with `ApprovalDeferred`, as an
+/// agent with deferred approvals stores it, and the tool gets an error: the call waits in the
+/// server, holding no process, for `RunHandle::answer_elicitation`.
+struct StoredElicitor {
+    store: Arc<dyn SessionStore>,
+    session: String,
+    call: ToolUse,
+    replies: Mutex<VecDeque<ElicitationAnswer>>,
+    /// The question an earlier attempt stored that is still unanswered: not stored twice.
+    unanswered: bool,
+    deferred: AtomicBool,
+    failure: Mutex<Option<String>>,
+}
+
+impl StoredElicitor {
+    fn new(
+        store: &Arc<dyn SessionStore>,
+        session: &str,
+        call: &ToolUse,
+        records: &[Record],
+    ) -> Self {
+        let mut replies = VecDeque::new();
+        let mut unanswered = false;
+        for record in records {
+            match record {
+                Record::ElicitationAsked { id, .. } if *id == call.id => unanswered = true,
+                Record::ElicitationAnswered { id, answer } if *id == call.id => {
+                    replies.push_back(answer.clone());
+                    unanswered = false;
+                }
+                _ => {}
+            }
+        }
+        StoredElicitor {
+            store: store.clone(),
+            session: session.to_owned(),
+            call: call.clone(),
+            replies: Mutex::new(replies),
+            unanswered,
+            deferred: AtomicBool::new(false),
+            failure: Mutex::new(None),
+        }
+    }
+
+    fn deferred(&self) -> bool {
+        self.deferred.load(Ordering::SeqCst)
+    }
+
+    fn take_failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+}
+
+impl Elicitor for StoredElicitor {
+    fn elicit<'a>(
+        &'a self,
+        question: &'a Elicitation,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ElicitationAnswer, ToolError>> {
+        Box::pin(async move {
+            let replay = self
+                .replies
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop_front();
+            if let Some(answer) = replay {
+                return Ok(answer);
+            }
+            let waits = || {
+                ToolError::failed(
+                    "this question waits for the user's answer: the call runs again once it \
+                     is given",
+                )
+            };
+            if self.deferred.swap(true, Ordering::SeqCst) || self.unanswered {
+                return Err(waits());
+            }
+            let id = self.call.id.clone();
+            let asked = [
+                Record::ElicitationAsked {
+                    id: id.clone(),
+                    question: question.clone(),
+                },
+                Record::ApprovalDeferred { id },
+            ];
+            if let Err(error) = self.store.append_all(&self.session, &asked).await {
+                let message = format!("the question could not be stored ({error})");
+                *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(message.clone());
+                return Err(ToolError::failed(message));
+            }
+            Err(waits())
+        })
     }
 }
 

@@ -11,10 +11,12 @@ use temporalio_client::{
     WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowHandle, WorkflowHistory,
     WorkflowListOptions, WorkflowSignalOptions, WorkflowStartOptions,
 };
+use tool_sdk::ElicitationAnswer;
 use tool_sdk::model::{Message, Role};
 use tool_sdk::permission::PermissionAnswer;
 use tool_sdk::session::{
-    NewSession, PendingApproval, Record, SessionStore, pending_approvals, stored_conversation,
+    NewSession, PendingApproval, Record, SessionStore, answer_elicitation, pending_approvals,
+    stored_conversation,
 };
 
 use crate::activities::ApprovalAnswer;
@@ -276,7 +278,32 @@ impl RunHandle {
             allow,
             always,
             message,
+            elicitation: false,
         };
+        self.signal(answer).await
+    }
+
+    /// Answers the question the tool of the call `call_id` asked
+    /// ([`ToolContext::elicit`](tool_sdk::ToolContext::elicit)), which waits in the server:
+    /// the answer is stored in the session, then the call runs again from the start with it
+    /// (as in process, the tool asks before it acts).
+    pub async fn answer_elicitation(
+        &self,
+        call_id: &str,
+        answer: ElicitationAnswer,
+    ) -> Result<(), TemporalError> {
+        answer_elicitation(&*self.store, &self.session_id, call_id, answer).await?;
+        let wake = ApprovalAnswer {
+            call_id: call_id.to_owned(),
+            allow: true,
+            always: false,
+            message: None,
+            elicitation: true,
+        };
+        self.signal(wake).await
+    }
+
+    async fn signal(&self, answer: ApprovalAnswer) -> Result<(), TemporalError> {
         self.handle
             .signal(
                 AgentWorkflow::answer_approval,

@@ -10,9 +10,9 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use futures::Stream;
-use tool_sdk::ContentBlock;
 use tool_sdk::model::{Message, MessageContent};
 use tool_sdk::session::Record;
+use tool_sdk::{ContentBlock, Elicitation};
 
 use crate::client::{RunHandle, RunStatus};
 use crate::error::TemporalError;
@@ -56,6 +56,14 @@ pub enum RunEvent {
         /// Whether it may run.
         allowed: bool,
     },
+    /// A call's tool asked the user a question: give the answer with
+    /// [`RunHandle::answer_elicitation`].
+    ElicitationAsked {
+        /// The tool_use id.
+        id: String,
+        /// The question: a form, or a page to open.
+        question: Elicitation,
+    },
     /// A message joined the conversation as the user's: a stop hook sent the run on with it.
     Prompt(Message),
 }
@@ -84,6 +92,9 @@ impl RunEvent {
             }
             Record::PermissionAnswered { id, allowed, .. } => {
                 vec![RunEvent::ApprovalAnswered { id, allowed }]
+            }
+            Record::ElicitationAsked { id, question } => {
+                vec![RunEvent::ElicitationAsked { id, question }]
             }
             _ => Vec::new(),
         }

@@ -29,6 +29,10 @@ use crate::error::TemporalError;
 /// - budgets (`max_budget_usd`, `max_run_tokens`) are counted per run by the workflow from
 ///   each turn's usage, priced at the model's price; a turn that spends one has its calls
 ///   answered as not run, and the run ends with [`RunSummary::stopped`](crate::RunSummary);
+/// - a tool's questions ([`ToolContext::elicit`](tool_sdk::ToolContext::elicit)) are stored in
+///   the session and wait in the server, holding no process, for
+///   [`RunHandle::answer_elicitation`](crate::RunHandle::answer_elicitation); the call then
+///   runs again from the start, its questions answered from the session (as in process);
 /// - `max_turns` is the config's, unless [`RunOptions::max_turns`] overrides it.
 ///
 /// Not on Temporal yet, and refused when the worker starts rather than skipped at run time:

@@ -320,3 +320,78 @@ async fn allow_always_lets_the_sessions_later_calls_of_its_rule_run_unasked() {
         .collect();
     assert_eq!(asked, ["toolu_1"], "the second write ran unasked");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_question_waits_in_the_server_and_the_call_runs_again_with_its_answer() {
+    use futures::StreamExt;
+    use serde_json::json;
+    use tool_sdk::ElicitationAnswer;
+    use tool_sdk_temporal::RunEvent;
+
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let greet = ("toolu_greet".to_owned(), "greet", json!({"dir": d}));
+    let script = vec![Turn::Calls(vec![greet]), Turn::Text("greeted".to_owned())];
+    let model = model_server(script).await;
+    let store = Arc::new(SqliteStore::open(d.join("s.db")).unwrap());
+    // Every worker of a queue runs the same config.
+    let greeting = || {
+        let registry = tools::registry();
+        registry.register(Arc::new(tools::GreetTool)).unwrap();
+        config(&model.uri(), d)
+            .with_registry(registry)
+            .permissions(|p| p.with_mode(PermissionMode::BypassPermissions))
+    };
+    let parts = AgentParts::from_config(greeting(), store.clone());
+    let worker = InProcessWorker::start(&server.address, "greet", parts);
+    let client = AgentClient::connect(&server.address, "greet", store.clone())
+        .await
+        .unwrap();
+    let run = client
+        .start("Greet me", RunOptions::default())
+        .await
+        .unwrap();
+    let pending = wait_for_approvals(&client, run.session_id()).await;
+    let question = pending[0]
+        .elicitation
+        .as_ref()
+        .expect("a question of the tool's");
+    assert_eq!(question.message(), "Who should be greeted?");
+    assert!(
+        !d.join("greetings").exists(),
+        "the tool waits before it acts"
+    );
+    // No process holds the question: the worker goes, another takes the call again.
+    drop(worker);
+    let other = AgentParts::from_config(greeting(), store.clone());
+    let _worker = InProcessWorker::start(&server.address, "greet", other);
+    let answer = ElicitationAnswer::Accept {
+        content: json!({"name": "Ada"}),
+    };
+    run.answer_elicitation("toolu_greet", answer).await.unwrap();
+    let (events, outcome) = tokio::time::timeout(RUN_LIMIT, async {
+        let events = run.events(Duration::from_millis(50)).collect::<Vec<_>>();
+        tokio::join!(events, run.result())
+    })
+    .await
+    .expect("the run ended in time");
+    assert_eq!(outcome.unwrap().text, "greeted");
+    let asked = events.iter().filter(
+        |event| matches!(event, Ok(RunEvent::ElicitationAsked { id, .. }) if id == "toolu_greet"),
+    );
+    assert_eq!(
+        asked.count(),
+        1,
+        "asked once: the second run was answered from the session"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("greetings")).unwrap(),
+        "hello Ada\n"
+    );
+    let messages = stored_conversation(&*store, run.session_id())
+        .await
+        .unwrap();
+    let (greeted, is_error) = result_of(&messages, "toolu_greet");
+    assert!(!is_error && greeted.contains("greeted Ada"), "{greeted}");
+}

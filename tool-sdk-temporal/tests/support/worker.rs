@@ -16,6 +16,8 @@ use tool_sdk_temporal::{AgentParts, AgentWorker};
 
 #[allow(dead_code)]
 mod floor;
+// `greet` serves the in-process tests only.
+#[allow(dead_code)]
 mod tools;
 
 #[tokio::main]
