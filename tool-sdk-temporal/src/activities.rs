@@ -65,6 +65,17 @@ pub struct RunSettings {
     pub max_stop_continuations: u32,
 }
 
+/// A run's prompt, to store at position `at` of its session once the prompt hooks let it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PromptInput {
+    /// The session.
+    pub session_id: String,
+    /// The prompt.
+    pub prompt: String,
+    /// How many records the session held when the run started.
+    pub at: u32,
+}
+
 /// A turn without calls, whose stop hooks are asked.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StopInput {
@@ -207,6 +218,39 @@ impl AgentActivities {
             hooks: !config.hooks.is_empty(),
             max_stop_continuations: config.hooks.max_stop_continuations,
         })
+    }
+
+    /// A run's prompt: the `user_prompt_submit` hooks see it first; one they block fails the
+    /// run and is not stored, else it is stored with the context they add.
+    #[activity(name = "tool_sdk.submit_prompt")]
+    pub async fn submit_prompt(
+        self: Arc<Self>,
+        _ctx: ActivityContext,
+        input: PromptInput,
+    ) -> Result<(), ActivityError> {
+        let (store, session) = (&*self.store, input.session_id.as_str());
+        let records = store.load(session).await.map_err(retry)?;
+        // An earlier attempt stored it.
+        if matches!(
+            records.get(input.at as usize),
+            Some(Record::UserMessage { .. })
+        ) {
+            return Ok(());
+        }
+        let contexts = self
+            .effects
+            .check_prompt(&input.prompt)
+            .await
+            .map_err(|reason| fail(format!("the prompt was blocked by a hook: {reason}")))?;
+        let mut prompt = Message::user(input.prompt);
+        let added = contexts
+            .into_iter()
+            .map(|text| MessageContent::Text { text });
+        prompt.content.extend(added);
+        store
+            .append(session, &Record::user(prompt))
+            .await
+            .map_err(retry)
     }
 
     /// One model turn: the conversation so far, read from the store, goes to the model as

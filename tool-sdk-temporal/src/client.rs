@@ -111,6 +111,22 @@ impl From<WorkflowExecutionStatus> for RunStatus {
     }
 }
 
+/// An error and its causes, each said once (`a: b: c`): a failed run's reason is in the
+/// activity failure beneath the workflow's.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// The session of a workflow with the default id.
 fn session_of(workflow_id: &str) -> Option<String> {
     workflow_id.strip_prefix("agent-").map(str::to_owned)
@@ -138,7 +154,8 @@ impl AgentClient {
         self
     }
 
-    /// Starts a run in a new session: the prompt is stored, then the workflow started.
+    /// Starts a run in a new session. The prompt is stored by the run, once the worker's
+    /// `user_prompt_submit` hooks let it through (with the context they add).
     pub async fn start(
         &self,
         prompt: impl Into<String>,
@@ -165,9 +182,6 @@ impl AgentClient {
             .iter()
             .filter(|record| matches!(record, Record::ModelTurn { .. }))
             .count() as u32;
-        store
-            .append(session_id, &Record::user(Message::user(prompt)))
-            .await?;
         let workflow_id = options
             .workflow_id
             .clone()
@@ -180,6 +194,10 @@ impl AgentClient {
             model_timeout_ms: options.model_timeout.as_millis() as u64,
             retry_attempts: options.retry_attempts.max(1),
             continue_after: options.continue_after,
+            // Stored by the run's first activity, after the worker's prompt hooks: a prompt
+            // they block is never stored, as in process.
+            prompt: Some(prompt.into()),
+            records_before: records.len() as u32,
             ..RunInput::default()
         };
         let start = WorkflowStartOptions::new(self.task_queue.clone(), workflow_id.clone()).build();
@@ -376,7 +394,7 @@ impl RunHandle {
             .await
             .map_err(|error| TemporalError::Workflow {
                 workflow_id: self.workflow_id.clone(),
-                reason: error.to_string(),
+                reason: with_causes(&error),
             })?;
         let messages = stored_conversation(&*self.store, &self.session_id).await?;
         let text = messages

@@ -76,8 +76,8 @@ mod worker;
 mod workflow;
 
 pub use activities::{
-    AgentActivities, ApprovalAnswer, BudgetStop, CallDone, CallInput, CallPlan, RunSettings,
-    StopInput, TurnInput, TurnOutcome,
+    AgentActivities, ApprovalAnswer, BudgetStop, CallDone, CallInput, CallPlan, PromptInput,
+    RunSettings, StopInput, TurnInput, TurnOutcome,
 };
 pub use client::{AgentClient, RunHandle, RunInfo, RunOutcome, RunStatus};
 pub use error::TemporalError;

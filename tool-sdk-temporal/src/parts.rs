@@ -21,6 +21,8 @@ use crate::error::TemporalError;
 /// What runs on Temporal, and where:
 /// - the model turn (with fallbacks, thinking, prompt caching) and each call (MCP servers'
 ///   included) are activities, run on a worker with this config;
+/// - the `user_prompt_submit` hooks see the prompt in the run's first activity, which stores
+///   it with the context they add; a prompt they block fails the run and is not stored;
 /// - permission rules and mode, and the `pre_tool_use`, `post_tool_use` and
 ///   `post_tool_use_failure` hooks, run in the call's activity; a call the rules would ask
 ///   about waits, holding no process, for [`RunHandle::answer_approval`];
@@ -38,8 +40,8 @@ use crate::error::TemporalError;
 /// Not on Temporal yet, and refused when the worker starts rather than skipped at run time:
 /// a managed context window (clearing and compaction: set
 /// `.context(|c| c.with_compaction(false))`), and sub-agents (the `Task` tool). The
-/// `user_prompt_submit`, `session_start`/`session_end`, `pre_compact`, `notification` and
-/// sub-agent hooks are not called.
+/// `session_start`/`session_end`, `pre_compact`, `notification` and sub-agent hooks are not
+/// called.
 ///
 /// [`RunHandle::answer_approval`]: crate::RunHandle::answer_approval
 #[derive(Clone)]

@@ -21,8 +21,8 @@ use tool_sdk::agent::decisions::{
 use tool_sdk::model::Usage;
 
 use crate::activities::{
-    AgentActivities, ApprovalAnswer, CallDone, CallInput, CallPlan, RunSettings, StopInput,
-    TurnInput,
+    AgentActivities, ApprovalAnswer, CallDone, CallInput, CallPlan, PromptInput, RunSettings,
+    StopInput, TurnInput,
 };
 
 /// The result a call gets when the worker running it died and its tool may not run twice
@@ -55,6 +55,13 @@ pub struct RunInput {
     /// What the runs this one continues did (continue-as-new).
     #[serde(default)]
     pub carried: RunSummary,
+    /// The prompt this run answers, stored by its first activity after the prompt hooks;
+    /// `None`: the session already ends with it.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// How many records the session held when the run was started: where its prompt goes.
+    #[serde(default)]
+    pub records_before: u32,
     /// Approvals answered before the run continued as new, for calls yet to ask.
     #[serde(default)]
     pub answers: Vec<ApprovalAnswer>,
@@ -108,6 +115,17 @@ impl AgentWorkflow {
         let settings = match &input.settings {
             Some(settings) => settings.clone(),
             None => {
+                // A new run (not a continued one): its prompt first.
+                if let Some(prompt) = &input.prompt {
+                    let submit = PromptInput {
+                        session_id: input.session_id.clone(),
+                        prompt: prompt.clone(),
+                        at: input.records_before,
+                    };
+                    let options = store_options(&input);
+                    ctx.execute_activity(AgentActivities::submit_prompt, submit, options)
+                        .await?;
+                }
                 let options = store_options(&input);
                 ctx.execute_activity(AgentActivities::run_settings, (), options)
                     .await?

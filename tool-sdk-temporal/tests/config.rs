@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tool_sdk::agent::{Agent, AgentConfig, AgentError, StopCheck};
+use tool_sdk::agent::{Agent, AgentConfig, AgentError, PromptCheck, StopCheck};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::permission::{HookDecision, PermissionMode};
 use tool_sdk::session::{SqliteStore, stored_conversation};
@@ -96,6 +96,10 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
             .permissions(|p| p.with_mode(PermissionMode::Default).allow("write_note"))
             .hooks(|hooks| {
                 hooks
+                    .on_user_prompt_submit(|prompt| match prompt.contains("secret") {
+                        true => PromptCheck::Block("no secrets here".into()),
+                        false => PromptCheck::AddContext("The notes are in the temp dir.".into()),
+                    })
                     .on_pre_tool_use(|call| match call.input["note"].as_str() {
                         Some("forbidden") => HookDecision::Deny("that note is forbidden".into()),
                         _ => HookDecision::Continue,
@@ -158,6 +162,34 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
         on_temporal.iter().any(|m| m.text() == "Say it once more"),
         "the stop hook's message is in the conversation"
     );
+    assert!(
+        on_temporal[0]
+            .text()
+            .contains("The notes are in the temp dir."),
+        "the prompt hook's context is in the prompt: {:?}",
+        on_temporal[0]
+    );
+    // A prompt the hook blocks fails the run and is not stored.
+    let worker = InProcessWorker::start(
+        &server.address,
+        "hooks",
+        AgentParts::from_config(hooked(&model.uri(), post_hooks.clone()), store.clone()),
+    );
+    let blocked = client
+        .continue_session(run.session_id(), "a secret", RunOptions::default())
+        .await
+        .unwrap();
+    let error = tokio::time::timeout(RUN_LIMIT, blocked.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap_err()
+        .to_string();
+    drop(worker);
+    assert!(error.contains("no secrets here"), "{error}");
+    let after = stored_conversation(&*store, run.session_id())
+        .await
+        .unwrap();
+    assert_eq!(after, on_temporal, "nothing of the blocked run was stored");
 
     // The same config and script in process leave the same conversation.
     std::fs::remove_file(d.join("writes")).unwrap();

@@ -406,10 +406,10 @@ async fn an_approval_is_answered_after_every_process_was_restarted() {
         ("toolu_write", "write_note")
     );
     // The question is stored before its activity reports back: the run waits in the server
-    // only once the run's settings, the model turn, the read and the asking call have all
-    // completed there. A worker killed before that is the next test's case.
+    // only once the prompt, the run's settings, the model turn, the read and the asking call
+    // have all completed there. A worker killed before that is the next test's case.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while completed_activities(&run).await < 4 {
+    while completed_activities(&run).await < 5 {
         assert!(
             std::time::Instant::now() < deadline,
             "the asking call's activity never completed"
@@ -484,8 +484,8 @@ async fn a_worker_killed_while_asking_leaves_the_call_to_ask_again() {
     // Its activity sleeps in the slow store, not completed: killed now, it never reports.
     assert_eq!(
         completed_activities(&run).await,
-        2,
-        "the settings and the model turn"
+        3,
+        "the prompt, the settings and the model turn"
     );
     worker.kill();
     let _worker = start_worker_with(&server, queue, &store_path, &model.uri(), &["ask"]);
