@@ -35,18 +35,13 @@ pub struct Temporal<'a> {
     pub worker: bool,
 }
 
-/// The coder's config as a worker runs it: the context window is not managed on Temporal yet.
-fn worker_config(config: AgentConfig) -> AgentConfig {
-    config.context(|c| c.with_compaction(false))
-}
-
 /// `coder --worker`: only a worker, until Ctrl-C.
 pub async fn worker_only(
     temporal: &Temporal<'_>,
     config: AgentConfig,
     store: SqliteStore,
 ) -> Result<ExitCode, String> {
-    let parts = AgentParts::from_config(worker_config(config), Arc::new(store));
+    let parts = AgentParts::from_config(config, Arc::new(store));
     let worker = AgentWorker::connect(temporal.address, temporal.task_queue, parts)
         .await
         .map_err(|e| e.to_string())?;
@@ -80,7 +75,7 @@ fn start_worker(
             Err(error) => return ready.send(Err(error.to_string())).unwrap_or(()),
         };
         runtime.block_on(async move {
-            let parts = AgentParts::from_config(worker_config(config), Arc::new(store));
+            let parts = AgentParts::from_config(config, Arc::new(store));
             match AgentWorker::connect(&address, &queue, parts).await {
                 Ok(worker) => {
                     let _ = ready.send(Ok(()));

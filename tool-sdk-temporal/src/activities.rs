@@ -29,7 +29,7 @@ use tool_sdk::permission::{
     CallFacts, PermissionAnswer, PermissionHandler, PermissionPreview, PermissionQuestion, Rule,
 };
 use tool_sdk::pipeline::{RawInput, run_call};
-use tool_sdk::session::{Record, SessionStore, conversation};
+use tool_sdk::session::{Record, SessionStore};
 use tool_sdk::{
     BoxFuture, CancellationToken, ContentBlock, Elicitation, ElicitationAnswer, Elicitor,
     ToolContext, ToolError,
@@ -267,7 +267,19 @@ impl AgentActivities {
         if let Some((stored, usage)) = stored_turn(&records, input.index as usize) {
             return Ok(self.plan(stored, usage, input.run_usage));
         }
-        let request = self.effects.request(conversation(&records).into());
+        // The conversation as the model is sent it: cleared or compacted first if the window
+        // is managed and the request would not fit (those records stored before it is sent).
+        let view = self
+            .effects
+            .context_view(
+                &input.session_id,
+                &records,
+                self.store.clone(),
+                input.run_usage,
+            )
+            .await
+            .map_err(|error| fail(format!("the context could not be prepared: {error}")))?;
+        let request = self.effects.request(view);
         let never = CancellationToken::new();
         let model = &**self.effects.model();
         let response = heartbeating(&ctx, &never, complete(model, &request)).await?;

@@ -37,11 +37,13 @@ use crate::error::TemporalError;
 ///   runs again from the start, its questions answered from the session (as in process);
 /// - `max_turns` is the config's, unless [`RunOptions::max_turns`] overrides it.
 ///
+/// - the context window is managed as in process: before a model turn, its activity clears
+///   old tool results or compacts the conversation (the `pre_compact` hooks asked, the
+///   summary requested from the model), each change stored in the session first;
+///
 /// Not on Temporal yet, and refused when the worker starts rather than skipped at run time:
-/// a managed context window (clearing and compaction: set
-/// `.context(|c| c.with_compaction(false))`), and sub-agents (the `Task` tool). The
-/// `session_start`/`session_end`, `pre_compact`, `notification` and sub-agent hooks are not
-/// called.
+/// sub-agents (the `Task` tool). The `session_start`/`session_end`, `notification` and
+/// sub-agent hooks are not called.
 ///
 /// [`RunHandle::answer_approval`]: crate::RunHandle::answer_approval
 #[derive(Clone)]
@@ -128,23 +130,11 @@ impl AgentParts {
 
 /// What of `effects`' config cannot run on Temporal yet, and how to do without it.
 fn unsupported(effects: &AgentEffects) -> Option<String> {
-    if effects.registry().get("Task").is_some() {
-        return Some(
-            "sub-agents (the Task tool) do not run on Temporal yet: leave `Task` out of the \
-             config's tools"
-                .to_owned(),
-        );
-    }
-    let managed = effects.manages_context();
-    if managed {
-        return Some(format!(
-            "the context window of {} would be managed (old tool results cleared, the \
-             conversation compacted), which does not run on Temporal yet: turn it off with \
-             `.context(|c| c.with_compaction(false))` (`[context] compaction = false` in a file)",
-            effects.model().model_id()
-        ));
-    }
-    None
+    effects.registry().get("Task").map(|_| {
+        "sub-agents (the Task tool) do not run on Temporal yet: leave `Task` out of the \
+         config's tools"
+            .to_owned()
+    })
 }
 
 /// What a call's activity may take beyond its tool's timeout: loading the conversation and

@@ -267,21 +267,21 @@ async fn what_cannot_run_on_temporal_is_refused_when_the_worker_starts() {
     // Nothing listens there: a config that passes fails only at the connection.
     let address = format!("127.0.0.1:{}", server::free_port());
 
-    // A model whose window the catalog knows is managed (cleared, compacted) by default.
-    let known = AgentConfig::new()
+    // Sub-agents do not run on Temporal yet: the Task tool is refused, with the way out.
+    let with_task = AgentConfig::new()
         .with_model(AnthropicModel::new("claude-sonnet-4-5", "test-key"))
-        .with_registry(tools::registry());
-    let parts = AgentParts::from_config(known.clone(), store.clone());
+        .with_tools(["Read", "Task"]);
+    let parts = AgentParts::from_config(with_task.clone(), store.clone());
     let error = AgentWorker::connect(&address, "q", parts)
         .await
         .err()
         .unwrap();
     assert!(matches!(error, TemporalError::Unsupported(_)), "{error}");
     let message = error.to_string();
-    assert!(message.contains("with_compaction(false)"), "{message}");
+    assert!(message.contains("leave `Task` out"), "{message}");
 
-    let unmanaged = known.context(|c| c.with_compaction(false));
-    let parts = AgentParts::from_config(unmanaged, store.clone());
+    // Without it, the config is fine (a known model's window managed): only the address fails.
+    let parts = AgentParts::from_config(with_task.with_tools(["Read"]), store.clone());
     let error = AgentWorker::connect(&address, "q", parts)
         .await
         .err()
@@ -426,4 +426,98 @@ async fn a_tools_question_waits_in_the_server_and_the_call_runs_again_with_its_a
         .unwrap();
     let (greeted, is_error) = result_of(&messages, "toolu_greet");
     assert!(!is_error && greeted.contains("greeted Ada"), "{greeted}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_managed_window_is_cleared_and_compacted_on_temporal_as_in_process() {
+    use tool_sdk::session::{Record, SessionStore};
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer};
+
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Eight looks at long notes (each call's input and result about 600 tokens), then the
+    // answer: past the window's thresholds, old results are cleared, then it compacts.
+    let note = "n".repeat(2_400);
+    let mut script: Vec<Turn> = (0..8)
+        .map(|k| {
+            Turn::Calls(vec![call(
+                &format!("toolu_{k}"),
+                "look",
+                d,
+                &format!("{k}{note}"),
+                0,
+            )])
+        })
+        .collect();
+    script.push(Turn::Text("looked at them all".to_owned()));
+    let mock = MockServer::start().await;
+    let responder = server::ByLastResult {
+        script,
+        summary: "Summary: the user asked for looks; eight were made.".to_owned(),
+    };
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(responder)
+        .mount(&mock)
+        .await;
+    let windowed = || {
+        config(&mock.uri(), d)
+            .permissions(|p| p.with_mode(PermissionMode::BypassPermissions))
+            .model(|m| m.with_max_tokens(1_000))
+            .context(|c| c.with_window(6_000))
+    };
+    let store = Arc::new(SqliteStore::open(d.join("temporal.db")).unwrap());
+    let parts = AgentParts::from_config(windowed(), store.clone());
+    let worker = InProcessWorker::start(&server.address, "window", parts);
+    let client = AgentClient::connect(&server.address, "window", store.clone())
+        .await
+        .unwrap();
+    let run = client
+        .start("Look at them", RunOptions::default())
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap();
+    drop(worker);
+    assert_eq!(outcome.text, "looked at them all");
+    std::fs::remove_file(d.join("looks")).unwrap();
+
+    let local = Arc::new(SqliteStore::open(d.join("local.db")).unwrap());
+    let agent = Agent::create(windowed().session(|s| s.with_store(local.clone())))
+        .await
+        .unwrap();
+    assert_eq!(
+        agent.prompt("Look at them").await.unwrap().text,
+        "looked at them all"
+    );
+
+    let kinds = |records: Vec<Record>| -> Vec<&'static str> {
+        records
+            .iter()
+            .map(Record::kind)
+            .filter(|kind| ["compacted", "tool_results_cleared", "model_turn"].contains(kind))
+            .collect()
+    };
+    let on_temporal = kinds(store.load(run.session_id()).await.unwrap());
+    let in_process = kinds(local.load(agent.session_id()).await.unwrap());
+    assert!(on_temporal.contains(&"compacted"), "{on_temporal:?}");
+    assert!(
+        on_temporal.contains(&"tool_results_cleared"),
+        "{on_temporal:?}"
+    );
+    assert_eq!(
+        on_temporal, in_process,
+        "the same changes, at the same turns"
+    );
+    let temporal_messages = stored_conversation(&*store, run.session_id())
+        .await
+        .unwrap();
+    let local_messages = stored_conversation(&*local, agent.session_id())
+        .await
+        .unwrap();
+    assert_eq!(temporal_messages, local_messages);
 }

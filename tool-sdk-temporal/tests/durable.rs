@@ -1,6 +1,7 @@
 //! Agents run as Temporal workflows, against a real dev server the tests start, by worker
 //! processes the tests start and kill, with a model served over HTTP to all of them.
 
+#[allow(dead_code)]
 #[path = "support/server.rs"]
 mod server;
 #[allow(dead_code)]

@@ -268,6 +268,48 @@ impl Respond for ByPosition {
     }
 }
 
+/// Answers by the last call the request carries a result of: `script[k + 1]` after the result
+/// of `toolu_<k>`, `script[0]` with none, so that a compacted conversation (fewer messages)
+/// still gets the next turn; a summary request (the agent compacting) gets `summary`.
+pub struct ByLastResult {
+    pub script: Vec<Turn>,
+    pub summary: String,
+}
+
+impl Respond for ByLastResult {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let last = &body["messages"].as_array().and_then(|m| m.last()).cloned();
+        let blocks = last
+            .as_ref()
+            .and_then(|message| message["content"].as_array().cloned())
+            .unwrap_or_default();
+        let compacting = blocks.iter().any(|block| {
+            block["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("about to be compacted"))
+        });
+        let summary = Turn::Text(self.summary.clone());
+        let turn = match compacting {
+            true => &summary,
+            false => {
+                let answered = blocks
+                    .iter()
+                    .filter_map(|block| block["tool_use_id"].as_str())
+                    .filter_map(|id| id.strip_prefix("toolu_")?.parse::<usize>().ok())
+                    .max();
+                let next = answered.map_or(0, |k| k + 1);
+                self.script
+                    .get(next)
+                    .unwrap_or_else(|| panic!("the script has no turn {next}"))
+            }
+        };
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "text/event-stream")
+            .set_body_string(anthropic_stream(turn))
+    }
+}
+
 /// The Anthropic SSE stream of one turn.
 fn anthropic_stream(turn: &Turn) -> String {
     let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");

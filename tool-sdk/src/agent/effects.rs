@@ -10,13 +10,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::AgentConfig;
 use super::error::AgentError;
+use super::events::{Emit, RunResult};
 use super::hooks::StopContext;
 use super::inner::AgentInner;
 use crate::builtin::{file_key, file_modified};
 use crate::model::{History, MessageContent, Model, ModelRequest, Usage};
 use crate::permission::{PermissionGate, PermissionMode};
 use crate::pipeline::CallPolicy;
-use crate::session::Record;
+use crate::session::{Record, SessionStore, restore};
 use crate::{AgentId, FileStateTracker, ToolContext, ToolError, ToolRegistry};
 
 /// An agent's parts, built from an [`AgentConfig`] exactly as [`Agent::create`] builds them
@@ -177,6 +178,36 @@ impl AgentEffects {
             model_window,
         )
         .is_some()
+    }
+
+    /// The messages of a request that continues the stored session `session_id` (its
+    /// `records`), as the agent would send them: when the window is managed, older tool
+    /// results are cleared or the conversation compacted first (the `pre_compact` hooks
+    /// asked, the summary requested from the model), each change appended to `store` before
+    /// the view uses it, as in process. `run_usage` is what the run used so far: a budget the
+    /// summary spends stops it.
+    pub async fn context_view(
+        &self,
+        session_id: &str,
+        records: &[Record],
+        store: Arc<dyn SessionStore>,
+        run_usage: Usage,
+    ) -> Result<History, AgentError> {
+        let restored = restore(records);
+        let messages = History::from(restored.messages.clone());
+        if !self.manages_context() {
+            return Ok(messages);
+        }
+        let step = self.inner.for_session(session_id, store)?;
+        step.context.restore(&restored);
+        let mut result = RunResult {
+            usage: run_usage,
+            ..RunResult::default()
+        };
+        let nobody = Emit::questions_to(|_| {});
+        let never = CancellationToken::new();
+        step.context_view(&messages, &mut result, &nobody, &never)
+            .await
     }
 
     /// What `usage` costs at the model's price; `None` when the price is unknown.

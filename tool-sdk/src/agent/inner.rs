@@ -20,7 +20,7 @@ use crate::model::{History, Model, ToolSpec};
 use crate::permission::{ModeState, PermissionGate, Sandbox};
 use crate::pipeline::CallPolicy;
 use crate::registry::near_matches;
-use crate::session::FileCheckpoints;
+use crate::session::{FileCheckpoints, SessionStore};
 use crate::validate::ValidationOptions;
 use crate::{
     AgentId, FileStateTracker, RegistryError, SessionValues, StateMap, Tool, ToolContext,
@@ -239,6 +239,44 @@ impl AgentInner {
             messages: tokio::sync::Mutex::new(History::new()),
             session_start: std::sync::Mutex::new(session_start),
             config,
+            #[cfg(feature = "mcp-client")]
+            mcp: None,
+            call_context: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// These parts for one step of the stored session `session_id` taken elsewhere (a durable
+    /// driver's activity): the same model, tools, config and policy, with a context view of
+    /// its own and a recorder that writes to `store`. It starts no session: dropped, it tells
+    /// the session hooks nothing.
+    pub(crate) fn for_session(
+        &self,
+        session_id: &str,
+        store: Arc<dyn SessionStore>,
+    ) -> Result<AgentInner, AgentError> {
+        let fallbacks = self.config.model.fallback_ids();
+        let ledger = Ledger::new(&self.config, self.model.model_id(), &fallbacks)?;
+        Ok(AgentInner {
+            model: self.model.clone(),
+            registry: self.registry.clone(),
+            specs: self.specs.clone(),
+            config: self.config.clone(),
+            policy: self.policy.clone(),
+            gate: self.gate.clone(),
+            state: self.state.clone(),
+            files: Arc::new(FileStateTracker::default()),
+            session: self.session.clone(),
+            sandbox: self.sandbox.clone(),
+            recorder: Recorder::stored(Arc::from(session_id), store, None),
+            context: ContextManager::default(),
+            agent_id: AgentId::Main,
+            checkpoints: Arc::new(FileCheckpoints::in_memory()),
+            call_message: Arc::new(AtomicUsize::new(0)),
+            working_dir: self.working_dir.clone(),
+            messages: tokio::sync::Mutex::new(History::new()),
+            // As if started already: its drop must not end a session it never began.
+            session_start: std::sync::Mutex::new(Some(SessionSource::Startup)),
+            ledger: Arc::new(ledger),
             #[cfg(feature = "mcp-client")]
             mcp: None,
             call_context: std::sync::OnceLock::new(),
