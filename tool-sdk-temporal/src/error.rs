@@ -38,10 +38,6 @@ pub enum TemporalError {
     /// `Agent::create` would say of it).
     #[error("the agent's config is refused: {0}")]
     Config(#[source] AgentError),
-    /// The config asks for something that does not run on Temporal yet: what, and how to do
-    /// without it.
-    #[error("this config cannot run on Temporal: {0}")]
-    Unsupported(String),
     /// The session store failed.
     #[error(transparent)]
     Session(#[from] SessionError),

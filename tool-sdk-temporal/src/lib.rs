@@ -58,10 +58,8 @@
 //! [`RunOptions::continue_after`] turns, or when the server suggests it.
 //!
 //! **The same `AgentConfig`.** [`AgentParts::from_config`] takes the config an in-process
-//! agent is made of: tools by name, permission mode and rules, tool hooks and stop hooks,
-//! limits and budgets, MCP servers. What does not run on Temporal yet (a managed context
-//! window, sub-agents) is refused when the worker starts, never skipped at run time; the list
-//! is on [`AgentParts`].
+//! agent is made of: tools by name, permission mode and rules, hooks, limits and budgets, the
+//! context window, sub-agents, MCP servers; what runs where is listed on [`AgentParts`].
 
 // Temporal's macros make an undocumented associated constant of each activity and of the
 // workflow's run method (what a workflow or a client names them by): the methods have docs.

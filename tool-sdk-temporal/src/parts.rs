@@ -35,15 +35,15 @@ use crate::error::TemporalError;
 ///   the session and wait in the server, holding no process, for
 ///   [`RunHandle::answer_elicitation`](crate::RunHandle::answer_elicitation); the call then
 ///   runs again from the start, its questions answered from the session (as in process);
-/// - `max_turns` is the config's, unless [`RunOptions::max_turns`] overrides it.
-///
 /// - the context window is managed as in process: before a model turn, its activity clears
 ///   old tool results or compacts the conversation (the `pre_compact` hooks asked, the
 ///   summary requested from the model), each change stored in the session first;
+/// - the Task tool's sub-agents run inside its call's activity, as they do in process inside
+///   the call (a worker that dies under one answers the call as one that may have partly
+///   happened); a call of theirs that would ask is refused, naming the rule that allows it;
+/// - `max_turns` is the config's, unless [`RunOptions::max_turns`] overrides it.
 ///
-/// Not on Temporal yet, and refused when the worker starts rather than skipped at run time:
-/// sub-agents (the `Task` tool). The `session_start`/`session_end`, `notification` and
-/// sub-agent hooks are not called.
+/// The `session_start`/`session_end` and `notification` hooks are not called on Temporal.
 ///
 /// [`RunHandle::answer_approval`]: crate::RunHandle::answer_approval
 #[derive(Clone)]
@@ -113,28 +113,16 @@ impl AgentParts {
         self
     }
 
-    /// The config's parts, built as `Agent::create` builds them; what cannot run on Temporal is
-    /// an error here, before any run.
+    /// The config's parts, built as `Agent::create` builds them: what it refuses is an error
+    /// here, before any run.
     pub(crate) async fn build(
         self,
     ) -> Result<(AgentEffects, Arc<dyn SessionStore>), TemporalError> {
         let effects = AgentEffects::build(self.config)
             .await
             .map_err(TemporalError::Config)?;
-        if let Some(problem) = unsupported(&effects) {
-            return Err(TemporalError::Unsupported(problem));
-        }
         Ok((effects, self.store))
     }
-}
-
-/// What of `effects`' config cannot run on Temporal yet, and how to do without it.
-fn unsupported(effects: &AgentEffects) -> Option<String> {
-    effects.registry().get("Task").map(|_| {
-        "sub-agents (the Task tool) do not run on Temporal yet: leave `Task` out of the \
-         config's tools"
-            .to_owned()
-    })
 }
 
 /// What a call's activity may take beyond its tool's timeout: loading the conversation and

@@ -261,27 +261,18 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
 }
 
 #[tokio::test]
-async fn what_cannot_run_on_temporal_is_refused_when_the_worker_starts() {
+async fn what_agent_create_refuses_the_worker_refuses_when_it_starts() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open(dir.path().join("s.db")).unwrap());
     // Nothing listens there: a config that passes fails only at the connection.
     let address = format!("127.0.0.1:{}", server::free_port());
 
-    // Sub-agents do not run on Temporal yet: the Task tool is refused, with the way out.
-    let with_task = AgentConfig::new()
+    // A config that passes (a known model, its window managed, the Task tool): only the
+    // address fails.
+    let fine = AgentConfig::new()
         .with_model(AnthropicModel::new("claude-sonnet-4-5", "test-key"))
         .with_tools(["Read", "Task"]);
-    let parts = AgentParts::from_config(with_task.clone(), store.clone());
-    let error = AgentWorker::connect(&address, "q", parts)
-        .await
-        .err()
-        .unwrap();
-    assert!(matches!(error, TemporalError::Unsupported(_)), "{error}");
-    let message = error.to_string();
-    assert!(message.contains("leave `Task` out"), "{message}");
-
-    // Without it, the config is fine (a known model's window managed): only the address fails.
-    let parts = AgentParts::from_config(with_task.with_tools(["Read"]), store.clone());
+    let parts = AgentParts::from_config(fine, store.clone());
     let error = AgentWorker::connect(&address, "q", parts)
         .await
         .err()
@@ -520,4 +511,83 @@ async fn a_managed_window_is_cleared_and_compacted_on_temporal_as_in_process() {
         .await
         .unwrap();
     assert_eq!(temporal_messages, local_messages);
+}
+
+/// The parent's requests and its sub-agent's, told apart by their first message, each turn
+/// by the number of messages so far.
+struct ParentAndChild {
+    parent: Vec<Turn>,
+    child: Vec<Turn>,
+}
+
+impl wiremock::Respond for ParentAndChild {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap();
+        let messages = body["messages"].as_array().unwrap();
+        let script = match messages[0].to_string().contains("Delegate") {
+            true => &self.parent,
+            false => &self.child,
+        };
+        server::turn_response(&script[(messages.len() - 1) / 2])
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_task_tools_sub_agent_runs_inside_its_calls_activity() {
+    use serde_json::json;
+    use tool_sdk::builtin::TaskTool;
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer};
+
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let task =
+        json!({"description": "look at r1", "prompt": "Look at note r1 and say what you saw"});
+    let responder = ParentAndChild {
+        parent: vec![
+            Turn::Calls(vec![("toolu_task".to_owned(), "Task", task)]),
+            Turn::Text("the sub-agent looked".to_owned()),
+        ],
+        child: vec![
+            Turn::Calls(vec![call("toolu_child_look", "look", d, "r1", 0)]),
+            Turn::Text("I saw r1".to_owned()),
+        ],
+    };
+    let mock = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(responder)
+        .mount(&mock)
+        .await;
+    let registry = tools::registry();
+    registry.register(Arc::new(TaskTool)).unwrap();
+    let with_task = config(&mock.uri(), d)
+        .with_registry(registry)
+        .permissions(|p| p.with_mode(PermissionMode::BypassPermissions));
+    let store = Arc::new(SqliteStore::open(d.join("s.db")).unwrap());
+    let parts = AgentParts::from_config(with_task, store.clone());
+    let _worker = InProcessWorker::start(&server.address, "task", parts);
+    let client = AgentClient::connect(&server.address, "task", store.clone())
+        .await
+        .unwrap();
+    let run = client
+        .start("Delegate the look", RunOptions::default())
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap();
+    assert_eq!(outcome.text, "the sub-agent looked");
+    assert_eq!(
+        std::fs::read_to_string(d.join("looks")).unwrap(),
+        "r1\n",
+        "the child's look ran"
+    );
+    let messages = stored_conversation(&*store, run.session_id())
+        .await
+        .unwrap();
+    let (report, is_error) = result_of(&messages, "toolu_task");
+    assert!(!is_error && report.contains("I saw r1"), "{report}");
 }

@@ -310,6 +310,13 @@ impl Respond for ByLastResult {
     }
 }
 
+/// The response that streams `turn`, as Anthropic's API would.
+pub fn turn_response(turn: &Turn) -> ResponseTemplate {
+    ResponseTemplate::new(200)
+        .insert_header("content-type", "text/event-stream")
+        .set_body_string(anthropic_stream(turn))
+}
+
 /// The Anthropic SSE stream of one turn.
 fn anthropic_stream(turn: &Turn) -> String {
     let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");

@@ -13,6 +13,7 @@ use super::error::AgentError;
 use super::events::{Emit, RunResult};
 use super::hooks::StopContext;
 use super::inner::AgentInner;
+use super::subagent::Subagents;
 use crate::builtin::{file_key, file_modified};
 use crate::model::{History, MessageContent, Model, ModelRequest, Usage};
 use crate::permission::{PermissionGate, PermissionMode};
@@ -125,7 +126,10 @@ impl AgentEffects {
     }
 
     /// The context a call of session `session_id` runs with: the config's app state, the
-    /// sandbox of its directories, the session's file tracker, `cancel` as its cancellation.
+    /// sandbox of its directories, the session's file tracker, `cancel` as its cancellation,
+    /// and the Task tool's sub-agents, which run inside the call as they do in process (their
+    /// conversations are not stored; a call of theirs that would ask is refused, naming the
+    /// rule that would allow it).
     ///
     /// The file tracker (which files the session read, so that an edit tool may change them)
     /// is the session's on this process; a session whose earlier calls ran elsewhere (another
@@ -139,15 +143,30 @@ impl AgentEffects {
         records: &[Record],
     ) -> ToolContext {
         let inner = &self.inner;
-        ToolContext::new(inner.working_dir.clone())
+        let files = self.session_files(session_id, records);
+        let context = ToolContext::new(inner.working_dir.clone())
             .with_session_id(session_id)
             .with_agent_id(AgentId::Main)
             .with_state(inner.state.clone())
-            .with_file_tracker(self.session_files(session_id, records))
+            .with_file_tracker(files.clone())
             .with_session_values(inner.session.clone())
             .with_sandbox(inner.sandbox.clone())
             .with_tool_call_id(call_id)
-            .with_cancellation(cancel)
+            .with_cancellation(cancel);
+        let Some(_) = inner.registry.get("Task") else {
+            return context;
+        };
+        match inner.for_session(session_id, None) {
+            Ok(mut parent) => {
+                // The sub-agents share the session's files, as in process.
+                parent.files = files;
+                // Nobody listens here: a question of theirs is refused.
+                let nobody = Emit::questions_to(|_| {});
+                context.with_subagents(Arc::new(Subagents::new(Arc::new(parent), nobody)))
+            }
+            // The config was checked when the parts were built: this does not fail.
+            Err(_) => context,
+        }
     }
 
     /// The file tracker of `session_id`: kept, or rebuilt from `records`.
@@ -198,7 +217,7 @@ impl AgentEffects {
         if !self.manages_context() {
             return Ok(messages);
         }
-        let step = self.inner.for_session(session_id, store)?;
+        let step = self.inner.for_session(session_id, Some(store))?;
         step.context.restore(&restored);
         let mut result = RunResult {
             usage: run_usage,

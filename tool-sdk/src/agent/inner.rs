@@ -247,12 +247,12 @@ impl AgentInner {
 
     /// These parts for one step of the stored session `session_id` taken elsewhere (a durable
     /// driver's activity): the same model, tools, config and policy, with a context view of
-    /// its own and a recorder that writes to `store`. It starts no session: dropped, it tells
-    /// the session hooks nothing.
+    /// its own and a recorder that writes to `store` (none: nothing is stored). It starts no
+    /// session: dropped, it tells the session hooks nothing.
     pub(crate) fn for_session(
         &self,
         session_id: &str,
-        store: Arc<dyn SessionStore>,
+        store: Option<Arc<dyn SessionStore>>,
     ) -> Result<AgentInner, AgentError> {
         let fallbacks = self.config.model.fallback_ids();
         let ledger = Ledger::new(&self.config, self.model.model_id(), &fallbacks)?;
@@ -267,7 +267,10 @@ impl AgentInner {
             files: Arc::new(FileStateTracker::default()),
             session: self.session.clone(),
             sandbox: self.sandbox.clone(),
-            recorder: Recorder::stored(Arc::from(session_id), store, None),
+            recorder: match store {
+                Some(store) => Recorder::stored(Arc::from(session_id), store, None),
+                None => Recorder::in_memory(Arc::from(session_id)),
+            },
             context: ContextManager::default(),
             agent_id: AgentId::Main,
             checkpoints: Arc::new(FileCheckpoints::in_memory()),
