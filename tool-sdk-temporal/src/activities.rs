@@ -6,7 +6,7 @@
 //! finds its record already stored (an earlier attempt stored it, then its worker died before
 //! reporting) returns what is stored instead of asking the model or running the tool again.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,7 +35,7 @@ use tool_sdk::{
     ToolContext, ToolError,
 };
 
-use crate::parts::ACTIVITY_GRACE;
+use crate::parts::{ACTIVITY_GRACE, ToolRetries};
 use crate::workflow::WORKER_STOPPED_MESSAGE;
 
 /// The agent's activities, registered by [`AgentWorker`](crate::AgentWorker) with the parts
@@ -43,13 +43,24 @@ use crate::workflow::WORKER_STOPPED_MESSAGE;
 pub struct AgentActivities {
     effects: AgentEffects,
     store: Arc<dyn SessionStore>,
+    retries: HashMap<String, ToolRetries>,
 }
 
 impl AgentActivities {
     /// The activities of an agent's parts (built from an `AgentConfig`), with the
     /// conversation in `store`.
     pub fn new(effects: AgentEffects, store: Arc<dyn SessionStore>) -> Self {
-        AgentActivities { effects, store }
+        AgentActivities {
+            effects,
+            store,
+            retries: HashMap::new(),
+        }
+    }
+
+    /// With the tools' own retries ([`AgentParts::with_tool_retries`](crate::AgentParts)).
+    pub fn with_retries(mut self, retries: HashMap<String, ToolRetries>) -> Self {
+        self.retries = retries;
+        self
     }
 }
 
@@ -132,8 +143,12 @@ pub struct CallPlan {
     pub name: String,
     /// Whether the tool only reads: it runs beside the turn's other read-only calls.
     pub read_only: bool,
-    /// Whether the call may be run again when its worker dies: read-only or idempotent.
+    /// Whether the call may be run again when its worker dies: read-only or idempotent, or
+    /// given retries of its own.
     pub retry: bool,
+    /// Its tool's own retries, if the worker's parts give it some.
+    #[serde(default)]
+    pub retries: Option<ToolRetries>,
     /// How long its activity may run, in milliseconds: the tool's timeout plus
     /// [`ACTIVITY_GRACE`].
     pub timeout_ms: u64,
@@ -595,11 +610,13 @@ impl AgentActivities {
                 let timeout = tool.as_ref().map_or(Duration::from_secs(60), |tool| {
                     self.effects.policy().timeout_for(&**tool)
                 });
+                let retries = self.retries.get(&call.name).copied();
                 CallPlan {
                     id: call.id.clone(),
                     name: call.name.clone(),
                     read_only: read_only || tool.is_none(),
-                    retry: read_only || idempotent || tool.is_none(),
+                    retry: read_only || idempotent || tool.is_none() || retries.is_some(),
+                    retries,
                     timeout_ms: (timeout + ACTIVITY_GRACE).as_millis() as u64,
                 }
             })

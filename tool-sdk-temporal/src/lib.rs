@@ -80,6 +80,6 @@ pub use activities::{
 pub use client::{AgentClient, RunHandle, RunInfo, RunOutcome, RunStatus};
 pub use error::TemporalError;
 pub use events::RunEvent;
-pub use parts::{ACTIVITY_GRACE, AgentParts, RunOptions};
+pub use parts::{ACTIVITY_GRACE, AgentParts, RunOptions, ToolRetries};
 pub use worker::AgentWorker;
 pub use workflow::{AgentWorkflow, RunInput, RunSummary, WORKER_STOPPED_MESSAGE, WORKFLOW_TYPE};

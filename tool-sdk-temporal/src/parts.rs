@@ -1,9 +1,11 @@
 //! What a worker runs an agent with, and what a run asks of the workflow.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use tool_sdk::ToolRegistry;
 use tool_sdk::agent::{AgentConfig, AgentEffects, Limits, PermissionSettings};
 use tool_sdk::model::Model;
@@ -50,13 +52,37 @@ use crate::error::TemporalError;
 pub struct AgentParts {
     pub(crate) config: AgentConfig,
     pub(crate) store: Arc<dyn SessionStore>,
+    pub(crate) retries: HashMap<String, ToolRetries>,
+}
+
+/// How a tool's calls are retried when the worker running them dies (or the tool's activity
+/// fails): set with [`AgentParts::with_tool_retries`]. A tool given one may run again, whatever
+/// it declares: its app says running it twice is safe.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolRetries {
+    /// How many attempts in all (at least 1).
+    pub attempts: u32,
+    /// How long before the second attempt; each next waits twice as long.
+    pub first_backoff: Duration,
 }
 
 impl AgentParts {
     /// Parts from `config`, with the conversation in `store` (the store every worker and
     /// client of the task queue shares).
     pub fn from_config(config: AgentConfig, store: Arc<dyn SessionStore>) -> Self {
-        AgentParts { config, store }
+        AgentParts {
+            config,
+            store,
+            retries: HashMap::new(),
+        }
+    }
+
+    /// Retries the calls of the tool `name` as `retries` says when their worker dies, instead
+    /// of answering them "may have partly happened" (a tool that is neither read-only nor
+    /// idempotent), or instead of [`RunOptions::retry_attempts`] (one that is).
+    pub fn with_tool_retries(mut self, name: impl Into<String>, retries: ToolRetries) -> Self {
+        self.retries.insert(name.into(), retries);
+        self
     }
 
     /// Parts of `model` and every tool of `registry`, with no permission checks (mode
@@ -115,13 +141,11 @@ impl AgentParts {
 
     /// The config's parts, built as `Agent::create` builds them: what it refuses is an error
     /// here, before any run.
-    pub(crate) async fn build(
-        self,
-    ) -> Result<(AgentEffects, Arc<dyn SessionStore>), TemporalError> {
+    pub(crate) async fn build(self) -> Result<crate::AgentActivities, TemporalError> {
         let effects = AgentEffects::build(self.config)
             .await
             .map_err(TemporalError::Config)?;
-        Ok((effects, self.store))
+        Ok(crate::AgentActivities::new(effects, self.store).with_retries(self.retries))
     }
 }
 

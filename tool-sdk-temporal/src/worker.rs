@@ -5,7 +5,6 @@ use std::time::Duration;
 use temporalio_client::{Client, ClientOptions, Connection, ConnectionOptions, Url};
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
-use crate::activities::AgentActivities;
 use crate::error::TemporalError;
 use crate::parts::AgentParts;
 use crate::workflow::AgentWorkflow;
@@ -36,7 +35,7 @@ impl AgentWorker {
         task_queue: &str,
         parts: AgentParts,
     ) -> Result<AgentWorker, TemporalError> {
-        let (effects, store) = parts.build().await?;
+        let activities = parts.build().await?;
         let runtime = Runtime::from_current_tokio(Default::default())
             .map_err(|error| TemporalError::Worker(error.to_string()))?;
         let client = connect(address).await?;
@@ -44,7 +43,7 @@ impl AgentWorker {
             .sticky_queue_schedule_to_start_timeout(STICKY_TIMEOUT)
             .register_workflow::<AgentWorkflow>()
             .map_err(|error| TemporalError::Worker(error.to_string()))?
-            .register_activities(AgentActivities::new(effects, store))
+            .register_activities(activities)
             .build();
         let worker = Worker::new(&runtime, client, options)
             .map_err(|error| TemporalError::Worker(error.to_string()))?;

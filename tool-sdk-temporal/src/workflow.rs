@@ -314,13 +314,26 @@ fn model_options(input: &RunInput) -> ActivityOptions {
 /// A call that may run again is retried up to `retry_attempts` attempts; another is
 /// attempted once.
 fn call_options(input: &RunInput, call: &CallPlan) -> ActivityOptions {
-    call_options_of(input, Duration::from_millis(call.timeout_ms), call.retry)
+    let timeout = Duration::from_millis(call.timeout_ms);
+    match call.retries {
+        Some(retries) => options_of(input, timeout, retries.attempts, retries.first_backoff),
+        None => call_options_of(input, timeout, call.retry),
+    }
 }
 
 fn call_options_of(input: &RunInput, timeout: Duration, retry: bool) -> ActivityOptions {
     let attempts = if retry { input.retry_attempts } else { 1 };
+    options_of(input, timeout, attempts, Duration::from_millis(100))
+}
+
+fn options_of(
+    input: &RunInput,
+    timeout: Duration,
+    attempts: u32,
+    first_backoff: Duration,
+) -> ActivityOptions {
     let retry = RetryPolicy::builder()
-        .initial_interval(Duration::from_millis(100))
+        .initial_interval(first_backoff)
         .maximum_attempts(attempts.max(1))
         .build();
     ActivityOptions::with_start_to_close_timeout(timeout)

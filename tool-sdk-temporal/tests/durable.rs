@@ -457,6 +457,59 @@ async fn an_approval_is_answered_after_every_process_was_restarted() {
     assert!(!is_error && written.contains("wrote w"), "{written}");
 }
 
+/// A tool the app gives retries (`AgentParts::with_tool_retries`) runs again when its worker
+/// dies, though it is neither read-only nor idempotent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_given_retries_runs_again_when_its_worker_dies() {
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = vec![
+        Turn::Calls(vec![call(
+            "toolu_write",
+            "write_note",
+            dir.path(),
+            "w",
+            60_000,
+        )]),
+        Turn::Text("written, twice".to_owned()),
+    ];
+    let model = model_server(script).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let queue = "retries";
+    let retrying = ["retry-writes"];
+    let mut worker = start_worker_with(&server, queue, &store_path, &model.uri(), &retrying);
+    let client = AgentClient::connect(&server.address, queue, store.clone())
+        .await
+        .unwrap();
+    let options = RunOptions {
+        heartbeat_timeout: Duration::from_secs(2),
+        ..RunOptions::default()
+    };
+    let run = client.start("Write", options).await.unwrap();
+    wait_for_file(&dir.path().join("in_write"), Duration::from_secs(30)).await;
+    worker.kill();
+    let _worker = start_worker_with(&server, queue, &store_path, &model.uri(), &retrying);
+    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap();
+    assert_eq!(
+        (outcome.text.as_str(), outcome.sealed),
+        ("written, twice", 0)
+    );
+    assert_eq!(
+        lines(&dir.path().join("writes")),
+        ["w", "w"],
+        "the write ran again"
+    );
+    let messages = stored_conversation(&*store, run.session_id())
+        .await
+        .unwrap();
+    let (written, is_error) = result_of(&messages, "toolu_write");
+    assert!(!is_error && written.contains("wrote w"), "{written}");
+}
+
 /// A worker killed after storing a call's question and before reporting back: the call never
 /// started, so it is not answered as one that may have partly happened; it asks again, and
 /// runs once answered.

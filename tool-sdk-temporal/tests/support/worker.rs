@@ -1,9 +1,10 @@
 //! A worker process of the tests: `temporal-test-worker ADDRESS TASK_QUEUE STORE MODEL_URL
-//! [ask|ask-slowly|floor]`. Runs the agent workflow and its activities with the tests' tools,
+//! [ask|ask-slowly|retry-writes|floor]`. Runs the agent workflow and its activities with the tests' tools,
 //! an Anthropic client of the tests' mock model server, and the SQLite store every process of
 //! a test shares, until it is killed. With `ask`, calls are checked in the default permission
 //! mode with no rules, which asks before each mutating call; `ask-slowly` too, with a store
-//! that takes 30 s to report a stored question. With `floor`, it runs the benchmark's no-op
+//! that takes 30 s to report a stored question; `retry-writes` retries `write_note`. With
+//! `floor`, it runs the benchmark's no-op
 //! workflow instead (`floor.rs`).
 
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use tool_sdk::BoxFuture;
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::permission::PermissionMode;
 use tool_sdk::session::{NewSession, Record, SessionError, SessionInfo, SessionStore, SqliteStore};
-use tool_sdk_temporal::{AgentParts, AgentWorker};
+use tool_sdk_temporal::{AgentParts, AgentWorker, ToolRetries};
 
 #[allow(dead_code)]
 mod floor;
@@ -26,6 +27,9 @@ async fn main() {
     let (address, task_queue, store, model_url, ask) = match args.as_slice() {
         [address, queue, store, url] => (address, queue, store, url, false),
         [address, queue, store, url, ask] if ask == "ask" => (address, queue, store, url, true),
+        [address, queue, store, url, retry] if retry == "retry-writes" => {
+            return retry_writes(address, queue, store, url).await;
+        }
         [address, queue, store, url, slow] if slow == "ask-slowly" => {
             return ask_slowly(address, queue, store, url).await;
         }
@@ -34,7 +38,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: temporal-test-worker ADDRESS TASK_QUEUE STORE MODEL_URL [ask|ask-slowly|floor]"
+                "usage: temporal-test-worker ADDRESS TASK_QUEUE STORE MODEL_URL [ask|ask-slowly|retry-writes|floor]"
             );
             std::process::exit(2);
         }
@@ -57,6 +61,23 @@ async fn main() {
         eprintln!("the worker stopped: {error}");
         std::process::exit(1);
     }
+}
+
+/// A worker whose app says `write_note` may run again: three attempts, 100 ms apart.
+async fn retry_writes(address: &str, task_queue: &str, store: &str, model_url: &str) {
+    let model = AnthropicModel::new("claude-test", "test-key").with_base_url(model_url);
+    let store = SqliteStore::open(store).expect("the store opens");
+    let retries = ToolRetries {
+        attempts: 3,
+        first_backoff: std::time::Duration::from_millis(100),
+    };
+    let parts = AgentParts::new(Arc::new(model), tools::registry(), Arc::new(store))
+        .with_tool_retries("write_note", retries);
+    let worker = AgentWorker::connect(address, task_queue, parts)
+        .await
+        .unwrap_or_else(|error| panic!("the worker connects: {error}"));
+    println!("worker ready");
+    let _ = worker.run().await;
 }
 
 /// The `ask` worker, whose store takes 30 s to report back once it stored a question: killed
