@@ -16,8 +16,10 @@
 
 mod commands;
 mod demo;
+mod durable;
 mod form;
 mod input;
+mod models;
 mod sessions;
 #[cfg(feature = "temporal")]
 mod temporal;
@@ -35,11 +37,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tool_sdk::RegistryError;
 use tool_sdk::agent::{Agent, AgentConfig, ClaudeSettings, ProjectMemory, RunResult};
-use tool_sdk::model::anthropic::AnthropicModel;
-use tool_sdk::model::gemini::GeminiModel;
-use tool_sdk::model::openai::OpenAiModel;
-use tool_sdk::model::openai_responses::OpenAiResponsesModel;
-use tool_sdk::model::{Effort, Model, ModelError, Thinking};
+use tool_sdk::model::{Effort, Model, Thinking};
 use tool_sdk::permission::{CallFacts, PermissionAnswer, Rule};
 use tool_sdk::session::SqliteStore;
 
@@ -170,7 +168,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
             "--print needs a prompt, e.g. --print \"How many Rust files are there?\"".into(),
         );
     }
-    let provider = provider_choice(&args);
+    let provider = models::provider_choice(&args);
     let demo = provider == ProviderChoice::Demo;
     if provider == ProviderChoice::Openai && args.thinking.is_some() {
         warn(
@@ -181,11 +179,11 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         warn("--effort is ignored on Gemini: --thinking sets its thinking budget");
     }
     let (cwd, scratch_note) = working_dir(&args, demo)?;
-    let model = choose_model(&args, provider, &cwd).map_err(|e| e.to_string())?;
+    let model = models::choose_model(&args, provider, &cwd).map_err(|e| e.to_string())?;
 
     let (config, store) = agent_config(&args, model.clone(), &cwd)?;
     if let Some(address) = &args.temporal {
-        let start = TemporalStart {
+        let start = durable::TemporalStart {
             args: &args,
             address,
             config,
@@ -195,7 +193,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
             scratch_note,
             model: &*model,
         };
-        return on_temporal(start).await;
+        return durable::on_temporal(start).await;
     }
     let input = match &args.print {
         None => Some(LineReader::new().map_err(|e| format!("cannot read the terminal: {e}"))?),
@@ -248,74 +246,6 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     talk(&agent, store.as_ref(), &cwd, &input, &current_turn, opening).await;
     sessions::finish(agent, store.as_ref(), created.as_deref()).await;
     Ok(ExitCode::SUCCESS)
-}
-
-/// What `--temporal` starts from: the coder's set-up, before any agent is made.
-// Without the `temporal` feature only its refusal is built, which reads none of it.
-#[cfg_attr(not(feature = "temporal"), allow(dead_code))]
-struct TemporalStart<'a> {
-    args: &'a Args,
-    address: &'a str,
-    config: AgentConfig,
-    store: Option<SqliteStore>,
-    cwd: &'a std::path::Path,
-    demo: bool,
-    scratch_note: Option<String>,
-    model: &'a dyn Model,
-}
-
-/// `--temporal`: the prompts as runs on a Temporal server.
-#[cfg(feature = "temporal")]
-async fn on_temporal(start: TemporalStart<'_>) -> Result<ExitCode, String> {
-    let TemporalStart {
-        args,
-        address,
-        config,
-        store,
-        cwd,
-        demo,
-        scratch_note,
-        model,
-    } = start;
-    let store = store.ok_or(
-        "--temporal keeps the conversation in the session file, which could not be opened (see \
-         above)",
-    )?;
-    let on = temporal::Temporal {
-        address,
-        task_queue: &args.task_queue,
-        worker: !args.no_worker,
-    };
-    if args.worker {
-        return temporal::worker_only(&on, config, store).await;
-    }
-    let input = match &args.print {
-        None => Some(LineReader::new().map_err(|e| format!("cannot read the terminal: {e}"))?),
-        Some(_) => None,
-    };
-    let resume = resume_id(args, Some(&store), input.as_ref(), cwd).await?;
-    let current_turn = cancel_on_ctrl_c();
-    let session = temporal::Session {
-        cwd,
-        input: input.as_ref(),
-        current_turn: &current_turn,
-        resume,
-        print: args.print.as_deref(),
-        demo,
-        scratch_note: scratch_note.as_deref(),
-        model_id: model.model_id(),
-    };
-    temporal::talk(&on, config, store, session).await
-}
-
-/// `--temporal` in a coder built without the `temporal` feature.
-#[cfg(not(feature = "temporal"))]
-async fn on_temporal(_: TemporalStart<'_>) -> Result<ExitCode, String> {
-    Err(format!(
-        "this coder was built without Temporal: run `cargo run --example coder --features \
-         temporal -- {}`",
-        std::env::args().skip(1).collect::<Vec<_>>().join(" ")
-    ))
 }
 
 /// Where the running turn's token goes, if any: Ctrl-C cancels it (at the prompt rustyline
@@ -564,52 +494,6 @@ async fn one_turn(
     view.finish(&result);
     view.out(style(commands::session_cost_line(agent)).dim().to_string());
     result
-}
-
-/// The provider from the flags, else from the environment, else the scripted demo.
-fn provider_choice(args: &Args) -> ProviderChoice {
-    let env = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
-    args.provider.unwrap_or(if env("ANTHROPIC_API_KEY") {
-        ProviderChoice::Anthropic
-    } else if env("OPENAI_API_KEY") || env("OPENAI_BASE_URL") {
-        ProviderChoice::Openai
-    } else if env("GEMINI_API_KEY") || env("GOOGLE_API_KEY") {
-        ProviderChoice::Gemini
-    } else {
-        ProviderChoice::Demo
-    })
-}
-
-/// The model of `provider`; the scripted demo's works on `cwd`.
-fn choose_model(
-    args: &Args,
-    provider: ProviderChoice,
-    cwd: &std::path::Path,
-) -> Result<Arc<dyn Model>, ModelError> {
-    let model_id = args.model.clone();
-    Ok(match provider {
-        ProviderChoice::Anthropic => Arc::new(AnthropicModel::from_env(
-            model_id.unwrap_or_else(|| "claude-sonnet-4-5".into()),
-        )?),
-        ProviderChoice::Openai => Arc::new(OpenAiModel::from_env(
-            model_id.unwrap_or_else(|| "gpt-4.1".into()),
-        )?),
-        ProviderChoice::Gemini => Arc::new(GeminiModel::from_env(
-            model_id.unwrap_or_else(|| "gemini-2.5-flash".into()),
-        )?),
-        ProviderChoice::OpenaiResponses => Arc::new(OpenAiResponsesModel::from_env(
-            model_id.unwrap_or_else(|| "gpt-5".into()),
-        )?),
-        ProviderChoice::Demo => {
-            if let Some(model) = &args.model {
-                warn(&format!(
-                    "--model {model} is ignored: the scripted demo plays the model (set \
-                     ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY, or pass --provider)"
-                ));
-            }
-            Arc::new(demo::model(cwd))
-        }
-    })
 }
 
 /// Why a `--allow`/`--deny` rule can never apply: it names no tool the model has.

@@ -17,7 +17,9 @@ use tokio_util::sync::CancellationToken;
 use tool_sdk::agent::AgentConfig;
 use tool_sdk::permission::PermissionAnswer;
 use tool_sdk::session::SqliteStore;
-use tool_sdk_temporal::{AgentClient, AgentParts, AgentWorker, RunEvent, RunOptions, RunStatus};
+use tool_sdk_temporal::{
+    AgentClient, AgentParts, AgentWorker, RunEvent, RunHandle, RunOptions, RunStatus,
+};
 
 use crate::demo;
 use crate::input::{Line, LineReader};
@@ -233,54 +235,7 @@ async fn one_run(
                 break;
             }
         };
-        match event {
-            RunEvent::Turn(turn) => {
-                let text = turn.text();
-                if session.print.is_none() && !text.trim().is_empty() {
-                    println!("{}", text.trim_end());
-                }
-                for call in turn.tool_uses() {
-                    let input = call.input.json_or_empty().into_owned();
-                    calls.insert(call.id.clone(), (call.name.clone(), input));
-                }
-            }
-            RunEvent::ToolStarted { id, name } => {
-                let shown = calls.get(&id).map(|(_, input)| summary(input));
-                let line = format!("{} {name} {}", style("●").cyan(), shown.unwrap_or_default());
-                eprintln!("{}", line.trim_end());
-            }
-            RunEvent::ToolResult {
-                content, is_error, ..
-            } => {
-                let text = content.iter().find_map(|block| block.readable());
-                let first = text.as_deref().and_then(|text| text.lines().next());
-                let first = first.unwrap_or_default();
-                let first = match is_error {
-                    true => style(first.to_owned()).red(),
-                    false => style(first.to_owned()).dim(),
-                };
-                eprintln!("  ⎿ {first}");
-            }
-            RunEvent::ElicitationAsked { id, question } => {
-                let tool = calls.get(&id).map_or("a tool", |(name, _)| name.as_str());
-                let answer = match session.input.filter(|_| session.print.is_none()) {
-                    Some(reader) => crate::form::ask(tool, &question, reader).await,
-                    // Nobody to ask in --print mode.
-                    None => tool_sdk::ElicitationAnswer::Cancel,
-                };
-                if let Err(error) = run.answer_elicitation(&id, answer).await {
-                    eprintln!("{} {error}", style("error:").red());
-                }
-            }
-            RunEvent::ApprovalAsked { id, tool, title } => {
-                let input = calls.get(&id).map(|(_, input)| input.clone());
-                let answer = ask(session, &tool, &title, input.as_ref()).await;
-                if let Err(error) = run.answer_approval(&id, answer).await {
-                    eprintln!("{} {error}", style("error:").red());
-                }
-            }
-            _ => {}
-        }
+        show(event, &run, session, &mut calls).await;
     }
     *session.current_turn.lock().unwrap() = None;
     match run.result().await {
@@ -299,6 +254,64 @@ async fn one_run(
             eprintln!("{} {error}", style("error:").red());
             Ok(false)
         }
+    }
+}
+
+/// Shows one event of `run`, and asks what it asks; `calls` keeps each call's tool and input
+/// from its turn, for the lines that follow.
+async fn show(
+    event: RunEvent,
+    run: &RunHandle,
+    session: &Session<'_>,
+    calls: &mut HashMap<String, (String, Value)>,
+) {
+    match event {
+        RunEvent::Turn(turn) => {
+            let text = turn.text();
+            if session.print.is_none() && !text.trim().is_empty() {
+                println!("{}", text.trim_end());
+            }
+            for call in turn.tool_uses() {
+                let input = call.input.json_or_empty().into_owned();
+                calls.insert(call.id.clone(), (call.name.clone(), input));
+            }
+        }
+        RunEvent::ToolStarted { id, name } => {
+            let shown = calls.get(&id).map(|(_, input)| summary(input));
+            let line = format!("{} {name} {}", style("●").cyan(), shown.unwrap_or_default());
+            eprintln!("{}", line.trim_end());
+        }
+        RunEvent::ToolResult {
+            content, is_error, ..
+        } => {
+            let text = content.iter().find_map(|block| block.readable());
+            let first = text.as_deref().and_then(|text| text.lines().next());
+            let first = first.unwrap_or_default();
+            let first = match is_error {
+                true => style(first.to_owned()).red(),
+                false => style(first.to_owned()).dim(),
+            };
+            eprintln!("  ⎿ {first}");
+        }
+        RunEvent::ElicitationAsked { id, question } => {
+            let tool = calls.get(&id).map_or("a tool", |(name, _)| name.as_str());
+            let answer = match session.input.filter(|_| session.print.is_none()) {
+                Some(reader) => crate::form::ask(tool, &question, reader).await,
+                // Nobody to ask in --print mode.
+                None => tool_sdk::ElicitationAnswer::Cancel,
+            };
+            if let Err(error) = run.answer_elicitation(&id, answer).await {
+                eprintln!("{} {error}", style("error:").red());
+            }
+        }
+        RunEvent::ApprovalAsked { id, tool, title } => {
+            let input = calls.get(&id).map(|(_, input)| input.clone());
+            let answer = ask(session, &tool, &title, input.as_ref()).await;
+            if let Err(error) = run.answer_approval(&id, answer).await {
+                eprintln!("{} {error}", style("error:").red());
+            }
+        }
+        _ => {}
     }
 }
 

@@ -6,43 +6,38 @@
 //! finds its record already stored (an earlier attempt stored it, then its worker died before
 //! reporting) returns what is stored instead of asking the model or running the tool again.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use temporalio_common::error::ApplicationFailure;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
-use tool_sdk::Tool;
 use tool_sdk::agent::AgentEffects;
 use tool_sdk::agent::decisions::not_run_message;
 use tool_sdk::model::{
-    Message, MessageContent, ModelEvent, ModelRequest, ModelResponse, Role, ToolInput, ToolUse,
-    Usage,
-};
-use tool_sdk::permission::{
-    CallFacts, PermissionAnswer, PermissionHandler, PermissionPreview, PermissionQuestion, Rule,
+    Message, MessageContent, ModelEvent, ModelRequest, ModelResponse, Role, Usage,
 };
 use tool_sdk::pipeline::{RawInput, run_call};
 use tool_sdk::session::{Record, SessionStore};
-use tool_sdk::{
-    BoxFuture, CancellationToken, ContentBlock, Elicitation, ElicitationAnswer, Elicitor,
-    ToolContext, ToolError,
-};
+use tool_sdk::{CancellationToken, ContentBlock};
 
 use crate::parts::{ACTIVITY_GRACE, ToolRetries};
+pub use crate::payloads::{
+    ApprovalAnswer, BudgetStop, CallDone, CallInput, CallPlan, PromptInput, RunSettings, StopInput,
+    TurnInput, TurnOutcome,
+};
+use crate::questions::{Answered, Permission, StoredElicitor};
+use crate::records::{find_call, is_prompt, started, stored_result, stored_turn, turn_position};
 use crate::workflow::WORKER_STOPPED_MESSAGE;
 
 /// The agent's activities, registered by [`AgentWorker`](crate::AgentWorker) with the parts
 /// they run with.
 pub struct AgentActivities {
-    effects: AgentEffects,
-    store: Arc<dyn SessionStore>,
+    pub(crate) effects: AgentEffects,
+    pub(crate) store: Arc<dyn SessionStore>,
     retries: HashMap<String, ToolRetries>,
 }
 
@@ -61,160 +56,6 @@ impl AgentActivities {
     pub fn with_retries(mut self, retries: HashMap<String, ToolRetries>) -> Self {
         self.retries = retries;
         self
-    }
-}
-
-/// What a run takes from the worker's config, read once when it starts (and kept in the
-/// workflow's history, so that a replay decides the same).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunSettings {
-    /// The config's `max_turns`.
-    pub max_turns: u32,
-    /// Whether the config has hooks (the stop hooks are asked only then).
-    pub hooks: bool,
-    /// How many times stop hooks may send a run on.
-    pub max_stop_continuations: u32,
-}
-
-/// A run's prompt, to store at position `at` of its session once the prompt hooks let it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PromptInput {
-    /// The session.
-    pub session_id: String,
-    /// The prompt.
-    pub prompt: String,
-    /// How many records the session held when the run started.
-    pub at: u32,
-}
-
-/// A turn without calls, whose stop hooks are asked.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct StopInput {
-    /// The session.
-    pub session_id: String,
-    /// Which model turn of the session it is (from 0).
-    pub index: u32,
-    /// How many times hooks sent this run on already.
-    pub continued: u32,
-}
-
-/// Which model turn of a session to take: the `index`th (from 0) of the whole session.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TurnInput {
-    /// The session.
-    pub session_id: String,
-    /// How many model turns the session holds before this one.
-    pub index: u32,
-    /// The tokens the run used before this turn: what its budgets are checked against.
-    #[serde(default)]
-    pub run_usage: Usage,
-}
-
-/// What the workflow needs of a model turn: its calls (not their inputs), its usage, and
-/// whether it spent a budget.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct TurnOutcome {
-    /// The turn's calls, in order.
-    pub calls: Vec<CallPlan>,
-    /// The tokens the turn used.
-    #[serde(default)]
-    pub usage: Usage,
-    /// The budget the run spent with this turn, if it did: why it stops, and what the model
-    /// is told of the turn's calls, which do not run.
-    #[serde(default)]
-    pub budget: Option<BudgetStop>,
-}
-
-/// A run stopped by a budget.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BudgetStop {
-    /// Which budget, and what was spent.
-    pub reason: String,
-    /// What each call of the turn is answered.
-    pub not_run: String,
-}
-
-/// One call as the workflow schedules it: from what its tool declares.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CallPlan {
-    /// The tool_use id.
-    pub id: String,
-    /// The tool.
-    pub name: String,
-    /// Whether the tool only reads: it runs beside the turn's other read-only calls.
-    pub read_only: bool,
-    /// Whether the call may be run again when its worker dies: read-only or idempotent, or
-    /// given retries of its own.
-    pub retry: bool,
-    /// Its tool's own retries, if the worker's parts give it some.
-    #[serde(default)]
-    pub retries: Option<ToolRetries>,
-    /// How long its activity may run, in milliseconds: the tool's timeout plus
-    /// [`ACTIVITY_GRACE`].
-    pub timeout_ms: u64,
-}
-
-/// A call of a session, by its tool_use id.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CallInput {
-    /// The session.
-    pub session_id: String,
-    /// The tool_use id.
-    pub call_id: String,
-    /// The answer to the call's approval, once it was asked and answered.
-    #[serde(default)]
-    pub answer: Option<ApprovalAnswer>,
-    /// For [`seal_call`](AgentActivities::seal_call): what the model is told (default:
-    /// [`WORKER_STOPPED_MESSAGE`]).
-    #[serde(default)]
-    pub reason: Option<String>,
-}
-
-/// A person's answer to the approval a call waits for.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ApprovalAnswer {
-    /// The tool_use id.
-    pub call_id: String,
-    /// Whether the call may run.
-    pub allow: bool,
-    /// What the model is told when it may not.
-    pub message: Option<String>,
-    /// Whether calls the question's suggested rule covers may run unasked for the rest of
-    /// the session ("allow always").
-    #[serde(default)]
-    pub always: bool,
-    /// Whether this answers the call's tool's question ([`tool_sdk::ToolContext::elicit`]),
-    /// stored in the session by the client, rather than a permission question: it only has
-    /// the call run again.
-    #[serde(default)]
-    pub elicitation: bool,
-}
-
-/// How a call ended.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CallDone {
-    /// Whether its result is an error for the model.
-    pub is_error: bool,
-    /// Whether this attempt ran the tool (or sealed the call); `false` when the result was
-    /// stored already.
-    pub ran: bool,
-    /// Whether the call did not run because it waits for an approval (its question stored).
-    #[serde(default)]
-    pub waiting: bool,
-    /// From [`seal_call`](AgentActivities::seal_call): the call never started (its worker
-    /// died before), so nothing was sealed and it may simply run.
-    #[serde(default)]
-    pub not_started: bool,
-}
-
-impl CallDone {
-    fn stored(is_error: bool) -> Self {
-        CallDone {
-            is_error,
-            ran: false,
-            waiting: false,
-            not_started: false,
-        }
     }
 }
 
@@ -252,6 +93,8 @@ impl AgentActivities {
         ) {
             return Ok(());
         }
+        // Each run begins as an agent's first run of the session does: new, or resumed.
+        self.effects.session_started(session, input.at == 0).await;
         let contexts = self
             .effects
             .check_prompt(&input.prompt)
@@ -476,125 +319,6 @@ impl AgentActivities {
 }
 
 impl AgentActivities {
-    /// What the gate says of `call` before it starts: it runs (approved by a person, now or
-    /// "always" earlier in the session, or not a question at all), or how it ended (it waits
-    /// for an answer, with its question stored; or it was refused).
-    async fn permission(
-        &self,
-        records: &[Record],
-        call: &ToolUse,
-        input: &CallInput,
-    ) -> Result<Permission, ActivityError> {
-        let (store, session) = (&*self.store, input.session_id.as_str());
-        // The answer to its tool's question (stored by the client) only wakes the call.
-        let answer = input.answer.as_ref().filter(|answer| !answer.elicitation);
-        if let Some(answer) = answer {
-            let mut add = Vec::with_capacity(2);
-            if !has(records, &call.id, |record| {
-                matches!(record, Record::PermissionAnswered { .. })
-            }) {
-                add.push(Record::PermissionAnswered {
-                    id: call.id.clone(),
-                    allowed: answer.allow,
-                    always: answer.allow && answer.always,
-                    message: answer.message.clone(),
-                });
-            }
-            if !answer.allow {
-                let message = answer.message.as_deref().unwrap_or(REFUSED_MESSAGE);
-                add.push(Record::ToolResult {
-                    block: MessageContent::ToolResult {
-                        tool_use_id: call.id.clone(),
-                        content: vec![ContentBlock::text(message)],
-                        is_error: true,
-                    },
-                });
-            }
-            store.append_all(session, &add).await.map_err(retry)?;
-            let refused = CallDone {
-                is_error: true,
-                ran: true,
-                waiting: false,
-                not_started: false,
-            };
-            return Ok(match answer.allow {
-                true => Permission::Approved,
-                false => Permission::Ended(refused),
-            });
-        }
-        let Some(tool) = self.effects.registry().get(&call.name) else {
-            return Ok(Permission::Unasked);
-        };
-        let input_value = match &call.input {
-            ToolInput::Parsed(value) => value,
-            ToolInput::Malformed { .. } => return Ok(Permission::Unasked),
-        };
-        let (gate, mode) = (self.effects.gate(), self.effects.permission_mode());
-        let dir = self.effects.working_dir();
-        if gate.preview(&*tool, input_value, dir, mode) != PermissionPreview::Asks {
-            return Ok(Permission::Unasked);
-        }
-        // Allowed before: the call runs again (its tool asked a question, or its worker died
-        // before it started).
-        let allowed = records.iter().any(|record| {
-            matches!(record, Record::PermissionAnswered { id, allowed: true, .. } if *id == call.id)
-        });
-        if allowed {
-            return Ok(Permission::Approved);
-        }
-        if self.allowed_always(records, &*tool, input_value) {
-            return Ok(Permission::Approved);
-        }
-        if !has(records, &call.id, |record| {
-            matches!(record, Record::PermissionAsked { .. })
-        }) {
-            let asked = [
-                Record::PermissionAsked {
-                    id: call.id.clone(),
-                    tool: call.name.clone(),
-                    title: tool.permission_prompt(input_value).title,
-                },
-                Record::ApprovalDeferred {
-                    id: call.id.clone(),
-                },
-            ];
-            store.append_all(session, &asked).await.map_err(retry)?;
-        }
-        Ok(Permission::Ended(CallDone {
-            is_error: false,
-            ran: false,
-            waiting: true,
-            not_started: false,
-        }))
-    }
-
-    /// Whether a person answered "allow always" to an earlier call of the session whose
-    /// rule (the one the question suggested) covers this one: the rules a session remembers
-    /// are in its records, so any worker knows them.
-    fn allowed_always(&self, records: &[Record], tool: &dyn Tool, input: &Value) -> bool {
-        let dir = self.effects.working_dir();
-        let facts = CallFacts::for_tool(tool, input, dir);
-        records.iter().any(|record| {
-            let Record::PermissionAnswered {
-                id, always: true, ..
-            } = record
-            else {
-                return false;
-            };
-            let Some(earlier) = find_call(records, id) else {
-                return false;
-            };
-            let (Some(earlier_tool), Some(earlier_input)) = (
-                self.effects.registry().get(&earlier.name),
-                earlier.input.parsed(),
-            ) else {
-                return false;
-            };
-            let rule = Rule::for_call(&CallFacts::for_tool(&*earlier_tool, earlier_input, dir));
-            rule.matches(&facts, input, dir)
-        })
-    }
-
     /// The calls of a stored turn, each with what its tool declares, and whether the turn's
     /// `usage` spent a budget of a run that used `run_usage` before it.
     fn plan(&self, turn: &Message, usage: Usage, run_usage: Usage) -> TurnOutcome {
@@ -677,215 +401,12 @@ async fn heartbeating<T>(
     }
 }
 
-/// A call's tool's questions ([`tool_sdk::ToolContext::elicit`]) on Temporal: answered from
-/// the session's `ElicitationAnswered` records, in order (a call that runs again after its
-/// question was answered); a question beyond them is stored with `ApprovalDeferred`, as an
-/// agent with deferred approvals stores it, and the tool gets an error: the call waits in the
-/// server, holding no process, for `RunHandle::answer_elicitation`.
-struct StoredElicitor {
-    store: Arc<dyn SessionStore>,
-    session: String,
-    call: ToolUse,
-    replies: Mutex<VecDeque<ElicitationAnswer>>,
-    /// The question an earlier attempt stored that is still unanswered: not stored twice.
-    unanswered: bool,
-    deferred: AtomicBool,
-    failure: Mutex<Option<String>>,
-}
-
-impl StoredElicitor {
-    fn new(
-        store: &Arc<dyn SessionStore>,
-        session: &str,
-        call: &ToolUse,
-        records: &[Record],
-    ) -> Self {
-        let mut replies = VecDeque::new();
-        let mut unanswered = false;
-        for record in records {
-            match record {
-                Record::ElicitationAsked { id, .. } if *id == call.id => unanswered = true,
-                Record::ElicitationAnswered { id, answer } if *id == call.id => {
-                    replies.push_back(answer.clone());
-                    unanswered = false;
-                }
-                _ => {}
-            }
-        }
-        StoredElicitor {
-            store: store.clone(),
-            session: session.to_owned(),
-            call: call.clone(),
-            replies: Mutex::new(replies),
-            unanswered,
-            deferred: AtomicBool::new(false),
-            failure: Mutex::new(None),
-        }
-    }
-
-    fn deferred(&self) -> bool {
-        self.deferred.load(Ordering::SeqCst)
-    }
-
-    fn take_failure(&self) -> Option<String> {
-        self.failure
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-    }
-}
-
-impl Elicitor for StoredElicitor {
-    fn elicit<'a>(
-        &'a self,
-        question: &'a Elicitation,
-        _ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ElicitationAnswer, ToolError>> {
-        Box::pin(async move {
-            let replay = self
-                .replies
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .pop_front();
-            if let Some(answer) = replay {
-                return Ok(answer);
-            }
-            let waits = || {
-                ToolError::failed(
-                    "this question waits for the user's answer: the call runs again once it \
-                     is given",
-                )
-            };
-            if self.deferred.swap(true, Ordering::SeqCst) || self.unanswered {
-                return Err(waits());
-            }
-            let id = self.call.id.clone();
-            let asked = [
-                Record::ElicitationAsked {
-                    id: id.clone(),
-                    question: question.clone(),
-                },
-                Record::ApprovalDeferred { id },
-            ];
-            if let Err(error) = self.store.append_all(&self.session, &asked).await {
-                let message = format!("the question could not be stored ({error})");
-                *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(message.clone());
-                return Err(ToolError::failed(message));
-            }
-            Err(waits())
-        })
-    }
-}
-
-/// What the permission check before a call decided.
-enum Permission {
-    /// It runs with no question (the gate would not ask).
-    Unasked,
-    /// It runs: a person allowed it, or allowed such calls always in this session.
-    Approved,
-    /// It does not run now.
-    Ended(CallDone),
-}
-
-/// What the model is told of a call a person refused without a message.
-const REFUSED_MESSAGE: &str = "the user refused this call";
-
-/// The gate's questions during a call: answered by the approval the call was given (the gate
-/// was previewed before the call started, so a question without one came from a hook).
-struct Answered(bool);
-
-impl PermissionHandler for Answered {
-    fn ask<'a>(&'a self, _question: &'a PermissionQuestion) -> BoxFuture<'a, PermissionAnswer> {
-        let answer = match self.0 {
-            true => PermissionAnswer::Allow,
-            false => PermissionAnswer::Deny("no approval was given for this call".to_owned()),
-        };
-        Box::pin(std::future::ready(answer))
-    }
-}
-
-/// Whether a record of the call `id` matching `kind` is stored.
-fn has(records: &[Record], id: &str, kind: impl Fn(&Record) -> bool) -> bool {
-    records.iter().any(|record| {
-        kind(record)
-            && match record {
-                Record::PermissionAsked { id: of, .. }
-                | Record::PermissionAnswered { id: of, .. } => of == id,
-                _ => false,
-            }
-    })
-}
-
-/// Where the `index`th model turn (from 0) is in `records`.
-fn turn_position(records: &[Record], index: usize) -> Option<usize> {
-    records
-        .iter()
-        .enumerate()
-        .filter(|(_, record)| matches!(record, Record::ModelTurn { .. }))
-        .nth(index)
-        .map(|(at, _)| at)
-}
-
-/// The `index`th model turn and the usage stored with it.
-fn stored_turn(records: &[Record], index: usize) -> Option<(&Message, Usage)> {
-    let at = turn_position(records, index)?;
-    let Record::ModelTurn { message } = &records[at] else {
-        return None;
-    };
-    let usage = records[at..].iter().find_map(|record| match record {
-        Record::Usage { usage } => Some(*usage),
-        _ => None,
-    });
-    Some((message, usage.unwrap_or_default()))
-}
-
-/// Whether `record` is a prompt (tool results are records of their own).
-fn is_prompt(record: &Record) -> bool {
-    matches!(record, Record::UserMessage { .. })
-}
-
-fn model_turns(records: &[Record]) -> impl Iterator<Item = &Message> {
-    records.iter().filter_map(|record| match record {
-        Record::ModelTurn { message } => Some(message),
-        _ => None,
-    })
-}
-
-/// Whether the call `id` has a stored result, and whether it is an error.
-fn stored_result(records: &[Record], id: &str) -> Option<bool> {
-    records.iter().rev().find_map(|record| match record {
-        Record::ToolResult {
-            block:
-                MessageContent::ToolResult {
-                    tool_use_id,
-                    is_error,
-                    ..
-                },
-        } if tool_use_id == id => Some(*is_error),
-        _ => None,
-    })
-}
-
-fn find_call<'r>(records: &'r [Record], id: &str) -> Option<&'r ToolUse> {
-    model_turns(records)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .find_map(|turn| turn.tool_uses().find(|call| call.id == id))
-}
-
-fn started(records: &[Record], call: &str) -> bool {
-    records
-        .iter()
-        .any(|record| matches!(record, Record::ToolStarted { id, .. } if id == call))
-}
-
 /// An error another attempt may not have (the store was busy, the stream was cut).
-fn retry(error: impl std::fmt::Display) -> ActivityError {
+pub(crate) fn retry(error: impl std::fmt::Display) -> ActivityError {
     ActivityError::application(ApplicationFailure::new(error.to_string()))
 }
 
 /// An error every attempt would have.
-fn fail(message: String) -> ActivityError {
+pub(crate) fn fail(message: String) -> ActivityError {
     ActivityError::application(ApplicationFailure::non_retryable(message))
 }

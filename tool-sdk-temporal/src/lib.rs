@@ -69,6 +69,9 @@ mod client;
 mod error;
 mod events;
 mod parts;
+mod payloads;
+mod questions;
+mod records;
 mod worker;
 #[allow(missing_docs)]
 mod workflow;

@@ -45,7 +45,10 @@ use crate::error::TemporalError;
 ///   happened); a call of theirs that would ask is refused, naming the rule that allows it;
 /// - `max_turns` is the config's, unless [`RunOptions::max_turns`] overrides it.
 ///
-/// The `session_start`/`session_end` and `notification` hooks are not called on Temporal.
+/// - `session_start` hooks are told as each run begins (a new session, or a resumed one), and
+///   `notification` hooks when a permission question is stored; `permission_request` hooks
+///   are not asked, every question waiting for a person, as with deferred approvals in
+///   process. `session_end` hooks are not called: a session on Temporal is never closed.
 ///
 /// [`RunHandle::answer_approval`]: crate::RunHandle::answer_approval
 #[derive(Clone)]

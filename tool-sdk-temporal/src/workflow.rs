@@ -167,22 +167,8 @@ impl AgentWorkflow {
             summary.usage += turn.usage;
             match after_turn(turn.calls.len(), turn.budget.as_ref()) {
                 AfterTurn::Finish => {
-                    let asks = settings.hooks
-                        && asks_stop_hooks(summary.continued, settings.max_stop_continuations);
-                    if !asks {
-                        return Ok(summary);
-                    }
-                    let stop = StopInput {
-                        session_id: input.session_id.clone(),
-                        index,
-                        continued: summary.continued,
-                    };
-                    let options = call_options_of(&input, STOP_HOOKS_TIMEOUT, false);
-                    let went_on = ctx
-                        .execute_activity(AgentActivities::check_stop, stop, options)
-                        .await?;
-                    // The hook's message is in the session; the workflow only needs to know.
-                    match after_stop(went_on.then(String::new)) {
+                    let goes_on = ask_stop_hooks(ctx, &input, &settings, &summary, index).await?;
+                    match goes_on {
                         AfterStop::Finish => return Ok(summary),
                         AfterStop::GoOn(_) => summary.continued += 1,
                     }
@@ -190,14 +176,11 @@ impl AgentWorkflow {
                 AfterTurn::StopForBudget(stop) => {
                     // The turn's calls do not run: each is answered so, and the run ends.
                     for call in &turn.calls {
-                        let mut call_input = call_input(&input, call, None);
-                        call_input.reason = Some(stop.not_run.clone());
-                        ctx.execute_activity(
-                            AgentActivities::seal_call,
-                            call_input,
-                            store_options(&input),
-                        )
-                        .await?;
+                        let mut not_run = call_input(&input, call, None);
+                        not_run.reason = Some(stop.not_run.clone());
+                        let options = store_options(&input);
+                        ctx.execute_activity(AgentActivities::seal_call, not_run, options)
+                            .await?;
                     }
                     summary.stopped = Some(stop.reason.clone());
                     return Ok(summary);
@@ -220,6 +203,33 @@ impl AgentWorkflow {
     ) {
         self.answers.insert(answer.call_id.clone(), answer);
     }
+}
+
+/// After the model's turn `index` made no calls: asks the stop hooks, if the config has some
+/// and they may still send the run on; their message is in the session if they did.
+async fn ask_stop_hooks(
+    ctx: &mut WorkflowContext<AgentWorkflow>,
+    input: &RunInput,
+    settings: &RunSettings,
+    summary: &RunSummary,
+    index: u32,
+) -> WorkflowResult<AfterStop> {
+    let asks =
+        settings.hooks && asks_stop_hooks(summary.continued, settings.max_stop_continuations);
+    if !asks {
+        return Ok(AfterStop::Finish);
+    }
+    let stop = StopInput {
+        session_id: input.session_id.clone(),
+        index,
+        continued: summary.continued,
+    };
+    let options = call_options_of(input, STOP_HOOKS_TIMEOUT, false);
+    let went_on = ctx
+        .execute_activity(AgentActivities::check_stop, stop, options)
+        .await?;
+    // The workflow only needs to know; the message is in the session.
+    Ok(after_stop(went_on.then(String::new)))
 }
 
 /// Runs a turn's calls in batches; returns how many were sealed.

@@ -91,7 +91,8 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
     ];
     let model = model_server(script).await;
     let post_hooks = Arc::new(AtomicUsize::new(0));
-    let hooked = |model_url: &str, counted: Arc<AtomicUsize>| {
+    let starts = Arc::new(AtomicUsize::new(0));
+    let hooked = |model_url: &str, counted: Arc<AtomicUsize>, started: Arc<AtomicUsize>| {
         config(model_url, d)
             .permissions(|p| p.with_mode(PermissionMode::Default).allow("write_note"))
             .hooks(|hooks| {
@@ -107,6 +108,11 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
                     .on_post_tool_use(move |_| {
                         counted.fetch_add(1, Ordering::SeqCst);
                     })
+                    .on_session_start(move |start| {
+                        if start.source == tool_sdk::agent::SessionSource::Startup {
+                            started.fetch_add(1, Ordering::SeqCst);
+                        }
+                    })
                     .on_stop(|stop| match stop.continued {
                         0 => StopCheck::Continue("Say it once more".to_owned()),
                         _ => StopCheck::Stop,
@@ -115,7 +121,8 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
     };
     let store_path = d.join("temporal.db");
     let store = Arc::new(SqliteStore::open(&store_path).unwrap());
-    let parts = AgentParts::from_config(hooked(&model.uri(), post_hooks.clone()), store.clone());
+    let hooks = hooked(&model.uri(), post_hooks.clone(), starts.clone());
+    let parts = AgentParts::from_config(hooks, store.clone());
     let worker = InProcessWorker::start(&server.address, "hooks", parts);
     let client = AgentClient::connect(&server.address, "hooks", store.clone())
         .await
@@ -158,6 +165,11 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
     );
     assert_eq!(std::fs::read_to_string(d.join("writes")).unwrap(), "w1\n");
     assert_eq!(post_hooks.load(Ordering::SeqCst), 2, "look and w1 returned");
+    assert_eq!(
+        starts.load(Ordering::SeqCst),
+        1,
+        "the new session started once"
+    );
     assert!(
         on_temporal.iter().any(|m| m.text() == "Say it once more"),
         "the stop hook's message is in the conversation"
@@ -173,7 +185,10 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
     let worker = InProcessWorker::start(
         &server.address,
         "hooks",
-        AgentParts::from_config(hooked(&model.uri(), post_hooks.clone()), store.clone()),
+        AgentParts::from_config(
+            hooked(&model.uri(), post_hooks.clone(), Arc::default()),
+            store.clone(),
+        ),
     );
     let blocked = client
         .continue_session(run.session_id(), "a secret", RunOptions::default())
@@ -196,10 +211,11 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
     std::fs::remove_file(d.join("looks")).unwrap();
     let local_hooks = Arc::new(AtomicUsize::new(0));
     let local = SqliteStore::open(d.join("local.db")).unwrap();
-    let agent =
-        Agent::create(hooked(&model.uri(), local_hooks.clone()).session(|s| s.with_store(local)))
-            .await
-            .unwrap();
+    let agent = Agent::create(
+        hooked(&model.uri(), local_hooks.clone(), Arc::default()).session(|s| s.with_store(local)),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         agent.prompt("Write the notes").await.unwrap().text,
         "done twice"
@@ -309,7 +325,15 @@ async fn allow_always_lets_the_sessions_later_calls_of_its_rule_run_unasked() {
     ];
     let model = model_server(script).await;
     let store = Arc::new(SqliteStore::open(d.join("s.db")).unwrap());
-    let asking = config(&model.uri(), d).permissions(|p| p.with_mode(PermissionMode::Default));
+    let notified = Arc::new(AtomicUsize::new(0));
+    let told = notified.clone();
+    let asking = config(&model.uri(), d)
+        .permissions(|p| p.with_mode(PermissionMode::Default))
+        .hooks(|h| {
+            h.on_notification(move |_| {
+                told.fetch_add(1, Ordering::SeqCst);
+            })
+        });
     let parts = AgentParts::from_config(asking, store.clone());
     let _worker = InProcessWorker::start(&server.address, "always", parts);
     let client = AgentClient::connect(&server.address, "always", store.clone())
@@ -342,6 +366,11 @@ async fn allow_always_lets_the_sessions_later_calls_of_its_rule_run_unasked() {
         })
         .collect();
     assert_eq!(asked, ["toolu_1"], "the second write ran unasked");
+    assert_eq!(
+        notified.load(Ordering::SeqCst),
+        1,
+        "the notification hook heard the question"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

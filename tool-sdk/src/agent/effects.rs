@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::AgentConfig;
 use super::error::AgentError;
 use super::events::{Emit, RunResult};
-use super::hooks::StopContext;
+use super::hooks::{Notification, NotificationKind, SessionSource, SessionStart, StopContext};
 use super::inner::AgentInner;
 use super::subagent::Subagents;
 use crate::builtin::{file_key, file_modified};
@@ -244,6 +244,30 @@ impl AgentEffects {
     /// it, else the context they add (each a user message after the prompt).
     pub async fn check_prompt(&self, prompt: &str) -> Result<Vec<String>, String> {
         self.inner.config.hooks.check_prompt(prompt).await
+    }
+
+    /// Tells the `session_start` hooks that a run of the stored session `session_id` begins:
+    /// its first (`new`) or a later one, as an agent that resumes it would.
+    pub async fn session_started(&self, session_id: &str, new: bool) {
+        let source = match new {
+            true => SessionSource::Startup,
+            false => SessionSource::Resume,
+        };
+        let start = SessionStart {
+            session_id: Some(session_id),
+            source,
+        };
+        self.inner.config.hooks.session_start(start).await;
+    }
+
+    /// Tells the `notification` hooks that a call of the tool `tool` waits for the user's
+    /// permission (its question stored for them).
+    pub async fn permission_prompt(&self, tool: &str) {
+        let notification = Notification {
+            kind: NotificationKind::PermissionPrompt,
+            message: format!("The agent needs your permission to use {tool}"),
+        };
+        self.inner.config.hooks.notify(&notification).await;
     }
 
     /// Runs the `stop` hooks when the model answered without calls, having been sent on

@@ -446,6 +446,13 @@ impl Hooks {
         Ok(instructions)
     }
 
+    /// Tells the `notification` hooks.
+    pub(crate) async fn notify(&self, notification: &Notification) {
+        for hook in &self.list {
+            hook.notification(notification).await;
+        }
+    }
+
     pub(crate) async fn session_start(&self, start: SessionStart<'_>) {
         if !self.sub {
             for hook in &self.list {
@@ -527,9 +534,7 @@ impl PermissionHandler for HookedAsker<'_> {
                 kind: NotificationKind::PermissionPrompt,
                 message: format!("The agent needs your permission to use {}", question.tool),
             };
-            for hook in &self.hooks.list {
-                hook.notification(&notification).await;
-            }
+            self.hooks.notify(&notification).await;
             self.ask.ask(question).await
         })
     }
