@@ -40,13 +40,20 @@ mod client;
 mod config;
 mod error;
 mod naming;
+mod oauth;
 #[cfg(feature = "mcp-server")]
 mod server;
 
 pub use client::{McpClient, ToolsChanged};
-pub use config::{McpFileError, McpServerConfig, McpServers, McpTransport};
+pub use config::{
+    McpFileError, McpOAuthConfig, McpServerConfig, McpServers, McpTransport, PROTOCOL_VERSIONS,
+};
 pub use error::McpError;
 pub use naming::{NameMap, sanitize, tool_name};
+pub use oauth::{
+    AuthorizationPrompt, McpAuthorizer, McpOAuth, McpTokenFile, McpTokenMemory, McpTokenStore,
+    OAuthStep,
+};
 #[cfg(feature = "mcp-server")]
 pub use server::{McpHttpServer, McpToolServer, serve_http, serve_stdio};
 

@@ -15,10 +15,10 @@ use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningServic
 use rmcp::{ClientHandler, RoleClient, ServiceError};
 use serde_json::{Value, json};
 
-use crate::mcp::McpError;
 use crate::mcp::adapter::McpTool;
 use crate::mcp::config::McpServerConfig;
 use crate::mcp::naming::NameMap;
+use crate::mcp::{McpError, McpOAuth};
 use crate::tool::{Tool, ToolContext, ToolError, ToolOutput, ToolResult};
 
 mod connect;
@@ -64,6 +64,8 @@ impl std::fmt::Debug for McpClient {
 pub(super) struct ClientInner {
     pub(super) name: String,
     pub(super) config: McpServerConfig,
+    /// The app's token store and authorizer, for servers that ask for OAuth.
+    pub(super) oauth: McpOAuth,
     connection: tokio::sync::Mutex<Option<Connection>>,
     /// Progress tokens of calls in flight, to the context their updates go to.
     progress: Mutex<HashMap<String, Arc<CallProgress>>>,
@@ -125,21 +127,44 @@ impl ClientHandler for Handler {
     }
 
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
+        let info = ClientConfig::new(
             Default::default(),
             Implementation::new("tool-sdk", env!("CARGO_PKG_VERSION")),
-        )
+        );
+        // A revision of the config's own is the one `initialize` asks for.
+        match self.client.upgrade().and_then(|c| protocol(&c.config)) {
+            Some(version) => info.with_protocol_version(version),
+            None => info,
+        }
     }
+}
+
+/// The revision the config pins, if any (checked when the config was read).
+fn protocol(config: &McpServerConfig) -> Option<ProtocolVersion> {
+    let version = config.protocol_version.as_deref()?;
+    ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .find(|known| known.as_str() == version)
+        .cloned()
 }
 
 /// Version negotiation: ask with `server/discover` for the newest protocol (2026-07-28 and
 /// later); a server that does not know it (the TypeScript SDK's, at 2025-11-25, say) answers
 /// with an error and gets the `initialize` handshake at the newest version that has one, which
-/// it may lower to its own.
-fn lifecycle() -> rmcp::ClientLifecycleMode {
-    rmcp::ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::LATEST],
-        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+/// it may lower to its own. A config that pins a revision gets that one's lifecycle only:
+/// `server/discover` for 2026-07-28, `initialize` (asking for it) before.
+fn lifecycle(config: &McpServerConfig) -> rmcp::ClientLifecycleMode {
+    match protocol(config) {
+        Some(version) if version == ProtocolVersion::NO_INITIALIZE => {
+            rmcp::ClientLifecycleMode::Discover {
+                preferred_versions: vec![version],
+            }
+        }
+        Some(_) => rmcp::ClientLifecycleMode::Initialize,
+        None => rmcp::ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::LATEST],
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        },
     }
 }
 
@@ -151,14 +176,46 @@ impl McpClient {
     /// Starts or reaches the server, does the handshake and lists its tools. Fails, with
     /// the command and the end of the server's stderr, if it does not come up within the
     /// start-up timeout.
+    ///
+    /// An HTTP server that asks for OAuth authorization fails to connect: the client has no
+    /// way to show the user the authorization URL. [`connect_with`](Self::connect_with) gives
+    /// it one.
     pub async fn connect(
         name: impl Into<String>,
         config: McpServerConfig,
+    ) -> Result<McpClient, McpError> {
+        Self::connect_with(name, config, McpOAuth::default()).await
+    }
+
+    /// [`connect`](Self::connect), authorizing an HTTP server that answers 401 with OAuth 2.1:
+    /// the app's authorizer shows the user the authorization URL, the redirect comes back to
+    /// a loopback listener, and the tokens go to the app's token store (and are refreshed
+    /// from there when they expire).
+    ///
+    /// ```no_run
+    /// use tool_sdk::mcp::{AuthorizationPrompt, McpClient, McpOAuth, McpServerConfig, McpTokenFile};
+    ///
+    /// # async fn demo() -> Result<(), tool_sdk::mcp::McpError> {
+    /// let oauth = McpOAuth::new()
+    ///     .with_token_store(McpTokenFile::new("/home/ada/.local/share/my-app/mcp-tokens"))
+    ///     .with_authorizer(|prompt: &AuthorizationPrompt| {
+    ///         eprintln!("Open {} to let this app use `{}`", prompt.url, prompt.server);
+    ///         Ok(())
+    ///     });
+    /// let config = McpServerConfig::http("https://mcp.example.com/mcp");
+    /// let client = McpClient::connect_with("example", config, oauth).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_with(
+        name: impl Into<String>,
+        config: McpServerConfig,
+        oauth: McpOAuth,
     ) -> Result<McpClient, McpError> {
         let (relist, mut relist_requests) = tokio::sync::mpsc::unbounded_channel();
         let inner = Arc::new(ClientInner {
             name: name.into(),
             config,
+            oauth,
             connection: tokio::sync::Mutex::new(None),
             progress: Mutex::new(HashMap::new()),
             tools: Mutex::new(Vec::new()),
@@ -181,10 +238,13 @@ impl McpClient {
             }
         });
         let mut connection = inner.connection.lock().await;
-        let fresh = inner.connect().await?;
-        let tools = inner.list(&fresh).await?;
-        *connection = Some(fresh);
+        *connection = Some(inner.connect().await?);
+        let listed = inner.list(&mut connection).await;
+        if listed.is_err() {
+            *connection = None;
+        }
         drop(connection);
+        let tools = listed?;
         *inner.tools.lock().unwrap_or_else(|p| p.into_inner()) = tools;
         Ok(McpClient { inner })
     }
@@ -258,16 +318,30 @@ impl ClientInner {
         McpError::new(&self.name, message, Some(crate::error::source(source)))
     }
 
+    /// Lists the tools over the live connection (reconnecting first if the server had
+    /// stopped). A server that wants (another) OAuth token for the list is authorized anew,
+    /// once.
     async fn list(
         self: &Arc<Self>,
-        connection: &Connection,
+        connection: &mut Option<Connection>,
     ) -> Result<Vec<Arc<dyn Tool>>, McpError> {
-        let listed = connection
-            .service
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|e| self.error_from(format!("cannot list its tools: {e}"), e))?;
+        let mut reauthorized = false;
+        let listed = loop {
+            let live = self.ensure_live(connection, None).await?;
+            match live.service.peer().list_all_tools().await {
+                Ok(listed) => break listed,
+                Err(error) if wants_authorization(&error) && !reauthorized => {
+                    reauthorized = true;
+                    let challenge = error.auth_challenge().map(str::to_owned);
+                    self.reauthorize(challenge.as_deref()).await?;
+                    // The old connection goes only now: calls in flight on it get their answers.
+                    *connection = Some(self.connect().await?);
+                }
+                Err(error) => {
+                    return Err(self.error_from(format!("cannot list its tools: {error}"), error));
+                }
+            }
+        };
         let names = NameMap::build(&self.name, listed.iter().map(|t| &*t.name))
             .map_err(|e| self.error(e))?;
         let exposed: HashMap<&str, &str> = names.iter().map(|(a, b)| (b, a)).collect();
@@ -285,8 +359,7 @@ impl ClientInner {
     async fn refresh(self: &Arc<Self>) -> Result<Vec<Arc<dyn Tool>>, McpError> {
         let tools = {
             let mut connection = self.connection.lock().await;
-            let live = self.ensure_live(&mut connection, None).await?;
-            self.list(live).await?
+            self.list(&mut connection).await?
         };
         self.publish(tools.clone());
         Ok(tools)
@@ -342,13 +415,61 @@ impl ClientInner {
         input: Value,
         ctx: &ToolContext,
     ) -> ToolResult {
+        match self.call_once(tool, input.clone(), ctx).await {
+            Ok(result) => result,
+            // Authorized anew once (a token that could not be refreshed, a scope the call
+            // needs): then the call is made again, and a second refusal is the answer.
+            Err(again) => {
+                ctx.progress(format!(
+                    "MCP server `{}` asks for authorization again ({})",
+                    self.name, again.error
+                ));
+                self.reauthorize(again.challenge.as_deref())
+                    .await
+                    .map_err(|e| ToolError::failed(e.to_string()))?;
+                match self.call_once(tool, input, ctx).await {
+                    Ok(result) => result,
+                    Err(again) => Err(ToolError::failed(format!(
+                        "MCP server `{}` refused the call again after a new authorization: {}; \
+                         fix: check that the account you approved may use this tool (the \
+                         scopes it was granted)",
+                        self.name, again.error
+                    ))),
+                }
+            }
+        }
+    }
+
+    /// Authorizes the (HTTP) server anew with OAuth, answering `challenge` (the scopes it
+    /// names); the next connection uses the new token.
+    async fn reauthorize(self: &Arc<Self>, challenge: Option<&str>) -> Result<(), McpError> {
+        let crate::mcp::McpTransport::Http { url, oauth, .. } = &self.config.transport else {
+            return Err(self.error("asks for authorization, which only HTTP servers can do"));
+        };
+        let url = expand(url);
+        let server = crate::mcp::oauth::ServerOAuth {
+            server: &self.name,
+            url: &url,
+            config: oauth.clone().unwrap_or_default(),
+            oauth: &self.oauth,
+        };
+        server.authorize(challenge).await
+    }
+
+    /// One try of a call; `Err` when the server wants (another) OAuth token for it.
+    async fn call_once(
+        self: &Arc<Self>,
+        tool: &McpTool,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult, AuthAgain> {
         let (peer, stderr, reconnected) = {
             let mut connection = self.connection.lock().await;
             let was_alive = connection.as_ref().is_some_and(Connection::is_alive);
-            let live = self
-                .ensure_live(&mut connection, Some(ctx))
-                .await
-                .map_err(|e| ToolError::failed(e.to_string()))?;
+            let live = match self.ensure_live(&mut connection, Some(ctx)).await {
+                Ok(live) => live,
+                Err(e) => return Ok(Err(ToolError::failed(e.to_string()))),
+            };
             (live.service.peer().clone(), live.stderr.clone(), !was_alive)
         };
         if reconnected {
@@ -360,9 +481,9 @@ impl ClientInner {
             Value::Object(map) => Some(map),
             Value::Null => None,
             other => {
-                return Err(ToolError::invalid_input(format!(
+                return Ok(Err(ToolError::invalid_input(format!(
                     "MCP tools take a JSON object, not {other}"
-                )));
+                ))));
             }
         };
         let mut params = CallToolRequestParams::new(tool.server_name.clone());
@@ -381,10 +502,16 @@ impl ClientInner {
             Some(limit) => PeerRequestOptions::with_timeout(limit),
             None => PeerRequestOptions::no_options(),
         };
-        let handle = peer
-            .send_request_with_option(request, options)
-            .await
-            .map_err(|e| self.call_failed(&e, &stderr))?;
+        let handle = match peer.send_request_with_option(request, options).await {
+            Ok(handle) => handle,
+            Err(error) => {
+                if wants_authorization(&error) {
+                    self.drop_connection().await;
+                    return Err(AuthAgain::from(&error));
+                }
+                return Ok(Err(self.call_failed(&error, &stderr)));
+            }
+        };
         let key = token_key(&handle.progress_token);
         let progress = Arc::new(CallProgress {
             ctx: ctx.clone(),
@@ -399,13 +526,13 @@ impl ClientInner {
             id: Some(handle.id.clone()),
         };
         let response = tokio::select! {
-            _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+            _ = ctx.cancellation().cancelled() => return Ok(Err(ToolError::Cancelled)),
             response = handle.await_response() => response,
         };
         // Answered (or timed out, which rmcp already reported as cancelled).
         guard.id = None;
         progress.settle().await;
-        match response {
+        Ok(match response {
             Ok(ServerResult::CallToolResult(result)) => Ok(tool.output(result)),
             Ok(_) => Err(ToolError::failed(format!(
                 "MCP server `{}` answered tools/call with something other than a tool result",
@@ -422,7 +549,25 @@ impl ClientInner {
                 Ok(ToolOutput::error(text))
             }
             Err(ServiceError::Timeout { timeout }) => Err(ToolError::Timeout(timeout)),
-            Err(error) => Err(self.call_failed(&error, &stderr)),
+            Err(error) => {
+                if wants_authorization(&error) {
+                    self.drop_connection().await;
+                    return Err(AuthAgain::from(&error));
+                }
+                Err(self.call_failed(&error, &stderr))
+            }
+        })
+    }
+
+    /// Forgets the connection of a server that wants authorization again (its token expired
+    /// or was revoked, and could not be refreshed): the next call connects anew, and so
+    /// authorizes anew.
+    async fn drop_connection(&self) {
+        if let Some(mut connection) = self.connection.lock().await.take() {
+            let _ = connection
+                .service
+                .close_with_timeout(Duration::from_secs(2))
+                .await;
         }
     }
 
@@ -441,6 +586,27 @@ impl ClientInner {
                 ))
             }
             other => ToolError::failed(format!("MCP server `{}`: {other}", self.name)),
+        }
+    }
+}
+
+/// Whether a request failed for want of an OAuth token: none, an expired or revoked one (401),
+/// or one without the scope it needs (403 `insufficient_scope`).
+fn wants_authorization(error: &ServiceError) -> bool {
+    error.is_authorization_required() || error.auth_challenge().is_some()
+}
+
+/// A server wants (another) OAuth token: its challenge, and rmcp's error.
+struct AuthAgain {
+    challenge: Option<String>,
+    error: String,
+}
+
+impl From<&ServiceError> for AuthAgain {
+    fn from(error: &ServiceError) -> Self {
+        AuthAgain {
+            challenge: error.auth_challenge().map(str::to_owned),
+            error: error.to_string(),
         }
     }
 }
@@ -512,7 +678,7 @@ fn stderr_tail(tail: &Mutex<VecDeque<String>>) -> String {
 }
 
 /// `${VAR}` and `${VAR:-default}` replaced from the environment, as in `.mcp.json` files.
-fn expand(text: &str) -> String {
+pub(crate) fn expand(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
