@@ -25,6 +25,12 @@ impl Peers {
         self.dir.join("node_modules/.bin").join(name)
     }
 
+    /// A script of ours run by the peers' Node.js (copied from `tests/mcp-peers/` next to
+    /// their `node_modules`, where its imports resolve), such as `oauth-server.mjs`.
+    pub fn node_script(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
     /// A file inside an npm package.
     pub fn node_file(&self, package: &str, path: &str) -> PathBuf {
         self.dir.join("node_modules").join(package).join(path)
@@ -75,7 +81,12 @@ pub fn peers() -> &'static Peers {
 
 fn install(dir: &Path) {
     let manifests = workspace_root().join("tests/mcp-peers");
-    let files = ["package.json", "package-lock.json", "requirements.txt"];
+    let files = [
+        "package.json",
+        "package-lock.json",
+        "requirements.txt",
+        "oauth-server.mjs",
+    ];
     let mut stamp = String::new();
     for file in files {
         let text = std::fs::read_to_string(manifests.join(file))
@@ -93,7 +104,7 @@ fn install(dir: &Path) {
         return;
     }
     eprintln!("installing the MCP test peers into {} ...", dir.display());
-    for file in ["package.json", "package-lock.json"] {
+    for file in ["package.json", "package-lock.json", "oauth-server.mjs"] {
         std::fs::copy(manifests.join(file), dir.join(file))
             .unwrap_or_else(|e| panic!("cannot copy {file}: {e}"));
     }
