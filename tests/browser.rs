@@ -8,6 +8,17 @@ use std::sync::Mutex;
 use tool_sdk::BoxFuture;
 use tool_sdk::mcp::{AuthorizationPrompt, McpAuthorizer};
 
+/// A GET of `url`, following redirects, as a browser would.
+pub async fn open(url: &str) -> Result<reqwest::Response, String> {
+    // reqwest is built without a TLS provider of its own (see tool-sdk/src/tls.rs).
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    reqwest::get(url)
+        .await
+        .map_err(|e| format!("GET {url}: {e}"))
+}
+
 /// Follows each authorization URL; remembers the prompts.
 #[derive(Debug, Default)]
 pub struct Browser {
@@ -29,9 +40,7 @@ impl McpAuthorizer for Browser {
     ) -> BoxFuture<'a, Result<(), String>> {
         self.prompts.lock().unwrap().push(prompt.clone());
         Box::pin(async move {
-            let response = reqwest::get(&prompt.url)
-                .await
-                .map_err(|e| format!("GET {}: {e}", prompt.url))?;
+            let response = open(&prompt.url).await?;
             eprintln!(
                 "the browser opened {} and ended at {} ({})",
                 prompt.url,

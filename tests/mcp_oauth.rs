@@ -7,14 +7,12 @@
 //! The conformance suite's auth scenarios (tests/mcp_conformance.rs) test the same client
 //! against the suite's authorization servers.
 
-use std::io::BufRead;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tests::browser::Browser;
-use tests::mcp_peers::peers;
+use tests::mcp_peers::OAuthServer;
 use tool_sdk::ToolContext;
 use tool_sdk::mcp::{
     AuthorizationPrompt, McpClient, McpOAuth, McpOAuthConfig, McpServerConfig, McpTokenFile,
@@ -23,33 +21,8 @@ use tool_sdk::mcp::{
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-/// The OAuth-protected MCP server, killed when dropped.
-struct OAuthServer {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Drop for OAuthServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn oauth_server(args: &[&str]) -> OAuthServer {
-    let mut child = Command::new("node")
-        .arg(peers().node_script("oauth-server.mjs"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("node (20 or newer) runs oauth-server.mjs");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line.trim().to_owned();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
-    OAuthServer { child, url }
+    OAuthServer::start(args)
 }
 
 /// What the authorization server saw, from its `stats` tool.

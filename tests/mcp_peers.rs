@@ -153,3 +153,43 @@ pub fn free_port() -> u16 {
         .map(|addr| addr.port())
         .expect("no free loopback port")
 }
+
+/// `tests/mcp-peers/oauth-server.mjs` running: an MCP server behind the TypeScript SDK's OAuth
+/// authorization server. Killed when dropped.
+#[derive(Debug)]
+pub struct OAuthServer {
+    child: std::process::Child,
+    /// Its MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+}
+
+impl OAuthServer {
+    /// Starts it with `args` (`--token-seconds N`, `--deny`).
+    pub fn start(args: &[&str]) -> OAuthServer {
+        use std::io::BufRead;
+        let mut child = Command::new("node")
+            .arg(peers().node_script("oauth-server.mjs"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("node (20 or newer) runs oauth-server.mjs");
+        let mut line = String::new();
+        let read =
+            std::io::BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line);
+        let url = line.trim().to_owned();
+        let server = OAuthServer { child, url };
+        assert!(
+            read.is_ok() && server.url.starts_with("http://127.0.0.1:"),
+            "oauth-server.mjs did not print its URL: {:?}",
+            server.url
+        );
+        server
+    }
+}
+
+impl Drop for OAuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -122,7 +122,7 @@ const listener = app.listen(0, '127.0.0.1', () => {
   app.post('/mcp', express.json(), bearer, async (req, res) => {
     // Stateless: a server and a transport per request.
     const server = new McpServer({ name: 'oauth-test-server', version: '1.0.0' });
-    server.registerTool('stats', { description: 'What the authorization server saw, as JSON.' }, async () => ({
+    server.registerTool('stats', { description: 'What the authorization server saw, as JSON.', annotations: { readOnlyHint: true } }, async () => ({
       content: [{ type: 'text', text: JSON.stringify({ ...stats, client: req.auth.clientId }) }],
     }));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
