@@ -336,6 +336,15 @@ impl ClientInner {
                     // The old connection goes only now: calls in flight on it get their answers.
                     *connection = Some(self.connect().await?);
                 }
+                Err(error) if wants_authorization(&error) => {
+                    let message = format!(
+                        "refused to list its tools even after a new OAuth authorization \
+                         ({error}); fix: check that the account you approved may use this \
+                         server (the scopes it was granted), or set the scopes it needs in \
+                         `oauth.scopes`"
+                    );
+                    return Err(self.error_from(message, error));
+                }
                 Err(error) => {
                     return Err(self.error_from(format!("cannot list its tools: {error}"), error));
                 }
