@@ -1,9 +1,9 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned in
 //! tests/mcp-peers/) against our MCP client, at every protocol revision a scenario applies to:
 //! the suite starts each scenario's server (and, for the auth scenarios, its authorization
-//! server) and runs `mcp-conformance-client` (tests/bin/) against it. Then the suite's
-//! 2026-07-28 server scenarios against our server (the earlier revisions' are in
-//! tests/mcp_server.rs), and protocol negotiation between our client, our server and the
+//! server) and runs `mcp-conformance-client` (tests/bin/) against it. Then the suite's server
+//! scenarios against our server at 2026-07-28, 2025-06-18 and 2025-03-26 (tests/mcp_server.rs
+//! runs the 2025-11-25 ones), and protocol negotiation between our client, our server and the
 //! TypeScript SDK's server, at each revision.
 
 use std::process::Command;
@@ -106,25 +106,48 @@ const CLIENT_SCENARIOS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// The suite's 2026-07-28 server scenarios that apply to our tools-only server. Left out:
-/// `server-stateless` (it calls diagnostic tools a test server must provide and checks
-/// subscriptions and log-level handling that a tools-only server does not have),
-/// `caching` (its prompts and resources lists: the server has neither), `sep-2164-resource-not-found`
-/// (no resources), `http-custom-header-server-validation` (no tool declares `x-mcp-header`),
-/// `tools-call-audio`, `tools-call-embedded-resource` and `tools-call-mixed-content` (the
-/// test server has no such fixture tools, as at 2025-11-25), the `input-required-result-*`
-/// scenarios (multi-round tool calls, not supported by the server), the `prompts-*` and
-/// `resources-*` ones, and the extensions (`tasks-*`, `sep-2640-*`).
-const SERVER_SCENARIOS_2026: &[&str] = &[
-    "tools-list",
-    "tools-call-simple-text",
-    "tools-call-image",
-    "tools-call-error",
-    "tools-call-with-progress",
-    "json-schema-2020-12",
-    "dns-rebinding-protection",
-    "server-sse-multiple-streams",
-    "http-header-validation",
+/// The suite's server scenarios that apply to our tools-only server, at the revisions
+/// tests/mcp_server.rs does not run them at (it runs the 2025-11-25 ones). Left out at
+/// 2026-07-28: `server-stateless` (it calls diagnostic tools a test server must provide and
+/// checks subscriptions and log-level handling that a tools-only server does not have),
+/// `caching` (its prompts and resources lists: the server has neither),
+/// `sep-2164-resource-not-found` (no resources), `http-custom-header-server-validation` (no
+/// tool declares `x-mcp-header`), `tools-call-audio`, `tools-call-embedded-resource` and
+/// `tools-call-mixed-content` (the test server has no such fixture tools, as at 2025-11-25),
+/// the `input-required-result-*` scenarios (multi-round tool calls, not supported by the
+/// server), the `prompts-*` and `resources-*` ones, and the extensions (`tasks-*`,
+/// `sep-2640-*`). At 2025-06-18, `logging-set-level` (no logging capability), sampling,
+/// elicitation, completion, prompts and resources, as at 2025-11-25.
+const SERVER_SCENARIOS: &[(&str, &[&str])] = &[
+    (
+        "2026-07-28",
+        &[
+            "tools-list",
+            "tools-call-simple-text",
+            "tools-call-image",
+            "tools-call-error",
+            "tools-call-with-progress",
+            "json-schema-2020-12",
+            "dns-rebinding-protection",
+            "server-sse-multiple-streams",
+            "http-header-validation",
+        ],
+    ),
+    ("2025-11-25", &["server-session-lifecycle"]),
+    (
+        "2025-06-18",
+        &[
+            "server-initialize",
+            "server-session-lifecycle",
+            "ping",
+            "tools-list",
+            "tools-call-simple-text",
+            "tools-call-image",
+            "tools-call-error",
+            "tools-call-with-progress",
+        ],
+    ),
+    ("2025-03-26", &["server-session-lifecycle"]),
 ];
 
 fn node22() -> std::path::PathBuf {
@@ -214,23 +237,24 @@ fn http_server(root: &std::path::Path) -> (Child, String) {
 }
 
 #[test]
-fn conformance_suite_server_scenarios_at_2026_07_28() {
+fn conformance_suite_server_scenarios_at_each_revision() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, url) = http_server(dir.path());
-    let failed: Vec<String> = SERVER_SCENARIOS_2026
-        .iter()
-        .filter_map(|scenario| {
-            suite(&[
+    let mut failed = Vec::new();
+    for (version, scenarios) in SERVER_SCENARIOS {
+        for scenario in *scenarios {
+            let args = [
                 "server",
                 "--url",
                 &url,
                 "--scenario",
                 scenario,
                 "--spec-version",
-                "2026-07-28",
-            ])
-        })
-        .collect();
+                version,
+            ];
+            failed.extend(suite(&args));
+        }
+    }
     assert!(
         failed.is_empty(),
         "conformance failures:\n{}",
