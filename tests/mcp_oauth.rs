@@ -129,6 +129,43 @@ async fn authorizes_refreshes_and_reuses_the_stored_token() {
     third.close().await;
 }
 
+/// Two clients (two processes of an app, say) share the token file; the server's refresh
+/// tokens work once. When the access token expires both refresh at the same moment: under the
+/// file's lock one refreshes, the other then reads (or refreshes) the new token, and neither
+/// spends a refresh token twice; the second, which cannot ask the user, still gets through.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_clients_sharing_a_token_file_refresh_in_turn() {
+    let server = oauth_server(&["--token-seconds", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = || McpTokenFile::new(dir.path().join("mcp-tokens"));
+    let first = McpClient::connect_with(
+        "guarded",
+        McpServerConfig::http(&server.url),
+        McpOAuth::new()
+            .with_token_store(store())
+            .with_authorizer(Browser::default()),
+    )
+    .await
+    .unwrap();
+    let second = McpClient::connect_with(
+        "guarded",
+        McpServerConfig::http(&server.url),
+        McpOAuth::new().with_token_store(store()),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    for _ in 0..3 {
+        let (a, b) = tokio::join!(stats(&first), stats(&second));
+        assert_eq!(a["authorizations"], 1, "{a}");
+        assert_eq!(b["authorizations"], 1, "{b}");
+    }
+    let seen = stats(&second).await;
+    assert!(seen["refreshes"].as_u64().unwrap() >= 1, "{seen}");
+    first.close().await;
+    second.close().await;
+}
+
 /// An agent gets the tools of an OAuth server from its config: the settings' authorizer and
 /// token store are used.
 #[tokio::test(flavor = "multi_thread")]
@@ -176,6 +213,37 @@ async fn a_refused_authorization_names_the_server_the_step_and_the_fix() {
         "{text}"
     );
     assert!(text.contains("\nfix: "), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_refresh_names_the_step_and_the_fix() {
+    let server = oauth_server(&["--token-seconds", "2", "--refresh-down"]);
+    let client = McpClient::connect_with(
+        "guarded",
+        McpServerConfig::http(&server.url),
+        McpOAuth::new().with_authorizer(Browser::default()),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let tool = client
+        .tools()
+        .into_iter()
+        .find(|t| t.name().ends_with("__stats"))
+        .unwrap();
+    let text = message(
+        tool.call(json!({}), &ToolContext::default())
+            .await
+            .unwrap_err(),
+    );
+    assert!(text.contains("MCP server `guarded`:"), "{text}");
+    assert!(text.contains("failed at token refresh"), "{text}");
+    assert!(text.contains("down for maintenance"), "{text}");
+    assert!(
+        text.contains("fix: check that the authorization server is reachable"),
+        "{text}"
+    );
+    client.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

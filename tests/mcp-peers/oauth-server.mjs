@@ -4,11 +4,12 @@
 // code here is the provider's storage, which approves every authorization at once (no login
 // page: the test's "browser" is an HTTP GET that follows the redirect).
 //
-//   node oauth-server.mjs [--token-seconds N] [--deny]
+//   node oauth-server.mjs [--token-seconds N] [--deny] [--refresh-down]
 //
 // prints the MCP endpoint's URL (http://127.0.0.1:PORT/mcp) on stdout. Access tokens live
 // N seconds (default 3600) and come with a refresh token, a new one at each refresh. With
-// --deny, the authorization endpoint sends the user back with `error=access_denied`.
+// --deny, the authorization endpoint sends the user back with `error=access_denied`; with
+// --refresh-down, the token endpoint answers every refresh with `temporarily_unavailable`.
 // The tool `stats` tells how many registrations, authorizations, code exchanges and refreshes
 // the server saw.
 
@@ -18,12 +19,14 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { mcpAuthRouter, getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
+import { InvalidGrantError, TemporarilyUnavailableError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 
 const args = process.argv.slice(2);
 const tokenSeconds = args.includes('--token-seconds')
   ? Number(args[args.indexOf('--token-seconds') + 1])
   : 3600;
 const deny = args.includes('--deny');
+const refreshDown = args.includes('--refresh-down');
 
 const stats = { registrations: 0, authorizations: 0, codeExchanges: 0, refreshes: 0, rejectedTokens: 0 };
 const clients = new Map();
@@ -72,19 +75,20 @@ const provider = {
   },
   async challengeForAuthorizationCode(client, code) {
     const found = codes.get(code);
-    if (!found) throw new Error('unknown authorization code');
+    if (!found) throw new InvalidGrantError('unknown authorization code');
     return found.params.codeChallenge;
   },
   async exchangeAuthorizationCode(client, code) {
     const found = codes.get(code);
-    if (!found || found.client.client_id !== client.client_id) throw new Error('unknown authorization code');
+    if (!found || found.client.client_id !== client.client_id) throw new InvalidGrantError('unknown authorization code');
     codes.delete(code);
     stats.codeExchanges += 1;
     return issue(client.client_id, found.params.scopes ?? [], found.params.resource);
   },
   async exchangeRefreshToken(client, refreshToken, scopes, resource) {
+    if (refreshDown) throw new TemporarilyUnavailableError('refreshing is down for maintenance');
     const found = refreshTokens.get(refreshToken);
-    if (!found || found.clientId !== client.client_id) throw new Error('unknown refresh token');
+    if (!found || found.clientId !== client.client_id) throw new InvalidGrantError('unknown or spent refresh token');
     refreshTokens.delete(refreshToken);
     stats.refreshes += 1;
     return issue(client.client_id, scopes ?? found.scopes, resource ?? found.resource);

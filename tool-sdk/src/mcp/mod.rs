@@ -52,7 +52,7 @@ pub use error::McpError;
 pub use naming::{NameMap, sanitize, tool_name};
 pub use oauth::{
     AuthorizationPrompt, McpAuthorizer, McpOAuth, McpTokenFile, McpTokenMemory, McpTokenStore,
-    OAuthStep,
+    OAuthStep, TokenLock,
 };
 #[cfg(feature = "mcp-server")]
 pub use server::{McpHttpServer, McpToolServer, serve_http, serve_stdio};

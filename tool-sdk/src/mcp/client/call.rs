@@ -14,8 +14,10 @@ use rmcp::{RoleClient, ServiceError};
 use serde_json::Value;
 
 use super::{ClientInner, Connection, expand, stderr_tail, token_key};
-use crate::mcp::McpError;
+use rmcp::transport::auth::AuthError;
+
 use crate::mcp::adapter::McpTool;
+use crate::mcp::{McpError, OAuthStep};
 use crate::tool::{ToolContext, ToolError, ToolOutput, ToolResult};
 
 impl ClientInner {
@@ -199,6 +201,16 @@ impl ClientInner {
         error: &ServiceError,
         stderr: &Arc<Mutex<VecDeque<String>>>,
     ) -> ToolError {
+        // An OAuth step under the call (a refresh that failed, a store that cannot be read).
+        if let Some(auth) = crate::mcp::oauth::auth_error_in(error)
+            && !matches!(auth, AuthError::AuthorizationRequired)
+        {
+            let url = expand(&self.config.describe());
+            let step = crate::mcp::oauth::step_of(auth, OAuthStep::Refresh);
+            let what = format!("the call could not be authorized: {auth}");
+            let failed = crate::mcp::oauth::step_error(&self.name, &url, step, &what, None);
+            return ToolError::failed(failed.to_string());
+        }
         match error {
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 ToolError::failed(format!(

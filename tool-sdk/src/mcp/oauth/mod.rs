@@ -17,7 +17,7 @@ mod flow;
 mod store;
 
 pub(crate) use flow::{ServerOAuth, auth_error_in, step_error, step_of};
-pub use store::{McpTokenFile, McpTokenMemory, McpTokenStore};
+pub use store::{McpTokenFile, McpTokenMemory, McpTokenStore, TokenLock};
 
 /// How long the user has to approve access in the browser, by default.
 const DEFAULT_AUTHORIZATION_TIMEOUT: Duration = Duration::from_secs(300);

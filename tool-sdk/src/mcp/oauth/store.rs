@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+use rmcp::transport::auth::{
+    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
+};
 use serde_json::Value;
 
 use crate::BoxFuture;
@@ -27,7 +29,18 @@ pub trait McpTokenStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<(), String>>;
     /// Forgets the credentials of `server_url`.
     fn clear<'a>(&'a self, server_url: &'a str) -> BoxFuture<'a, Result<(), String>>;
+    /// Holds others (other processes, for a store they share) off `server_url`'s credentials
+    /// until the returned guard is dropped: a refresh is done under it, from loading the
+    /// refresh token to saving the new one, so that a refresh token that works only once is
+    /// not spent twice. `None`, the default, coordinates nothing.
+    fn lock<'a>(&'a self, server_url: &'a str) -> BoxFuture<'a, Result<Option<TokenLock>, String>> {
+        let _ = server_url;
+        Box::pin(std::future::ready(Ok(None)))
+    }
 }
+
+/// What [`McpTokenStore::lock`] holds: the lock is released when this is dropped.
+pub type TokenLock = Box<dyn Send>;
 
 /// Tokens in memory, forgotten when the process ends (the default store).
 #[derive(Debug, Default)]
@@ -68,7 +81,8 @@ impl McpTokenStore for McpTokenMemory {
 }
 
 /// Tokens in files: one per server in a directory (created readable by this user only), each
-/// file of mode 0600, written whole (a temporary file renamed over the old one).
+/// file of mode 0600, written whole (a temporary file renamed over the old one). Processes
+/// that share the directory refresh a server's token in turn, under a lock on its `.lock` file.
 ///
 /// ```no_run
 /// use tool_sdk::mcp::{McpOAuth, McpTokenFile};
@@ -191,6 +205,30 @@ impl McpTokenStore for McpTokenFile {
     fn clear<'a>(&'a self, server_url: &'a str) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(std::future::ready(self.remove(server_url)))
     }
+
+    fn lock<'a>(&'a self, server_url: &'a str) -> BoxFuture<'a, Result<Option<TokenLock>, String>> {
+        let dir = self.dir.clone();
+        let path = self.file(server_url).with_extension("lock");
+        Box::pin(async move {
+            // Blocks until the other holder is done: off the async threads.
+            let locked = tokio::task::spawn_blocking(move || {
+                private_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                let mut options = std::fs::OpenOptions::new();
+                options.create(true).truncate(false).write(true);
+                #[cfg(unix)]
+                std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+                let file = options
+                    .open(&path)
+                    .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+                file.lock()
+                    .map_err(|e| format!("cannot lock {}: {e}", path.display()))?;
+                Ok::<TokenLock, String>(Box::new(file))
+            })
+            .await
+            .map_err(|e| format!("the token lock's thread failed: {e}"))??;
+            Ok(Some(locked))
+        })
+    }
 }
 
 /// rmcp's credential store over the app's, for one server.
@@ -228,5 +266,14 @@ impl CredentialStore for StoreAdapter {
             .clear(&self.url)
             .await
             .map_err(AuthError::CredentialStoreError)
+    }
+
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let held = self
+            .store
+            .lock(&self.url)
+            .await
+            .map_err(AuthError::CredentialStoreError)?;
+        Ok(held.map(CredentialRefreshGuard::new))
     }
 }
