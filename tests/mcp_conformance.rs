@@ -311,6 +311,7 @@ async fn protocol_versions_are_negotiated_with_real_peers() {
         (None, "2025-11-25"),
         (Some("2025-06-18"), "2025-06-18"),
         (Some("2025-03-26"), "2025-03-26"),
+        (Some("2024-11-05"), "2024-11-05"),
     ] {
         let client = McpClient::connect("everything", everything(pinned))
             .await
@@ -322,4 +323,14 @@ async fn protocol_versions_are_negotiated_with_real_peers() {
         );
         client.close().await;
     }
+    // Pinned at 2026-07-28, which it does not speak: a clear failure, not a hang.
+    let error = McpClient::connect("everything", everything(Some("2026-07-28")))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.starts_with("MCP server `everything`"), "{error}");
+    assert!(
+        error.contains("pins protocol version 2026-07-28") && error.contains("leave it out"),
+        "{error}"
+    );
 }

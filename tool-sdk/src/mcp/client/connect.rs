@@ -29,7 +29,7 @@ impl ClientInner {
         if let Some(version) = &self.config.protocol_version {
             crate::mcp::config::check_protocol_version(version).map_err(|e| self.error(e))?;
         }
-        match &self.config.transport {
+        let connected = match &self.config.transport {
             McpTransport::Stdio {
                 command,
                 args,
@@ -47,7 +47,26 @@ impl ClientInner {
                 self.connect_http(handler, startup, url, headers, oauth.as_ref())
                     .await
             }
+        };
+        connected.map_err(|error| self.pinned_version_hint(error))
+    }
+
+    /// A handshake refused at the revision the config pins (the method unknown, the version
+    /// unsupported) says how to let the client negotiate instead.
+    fn pinned_version_hint(&self, mut error: McpError) -> McpError {
+        let Some(version) = &self.config.protocol_version else {
+            return error;
+        };
+        let refused = ["-32601", "-32022", "protocol version"]
+            .iter()
+            .any(|sign| error.message.contains(sign));
+        if refused {
+            error.message.push_str(&format!(
+                "\nfix: the config pins protocol version {version} (`protocolVersion`), which \
+                 the server may not speak; leave it out to take the newest the server does"
+            ));
         }
+        error
     }
 
     async fn connect_stdio(
