@@ -1199,3 +1199,61 @@ fn thinking_streams_folded_into_a_line_and_slash_thinking_shows_it_whole() {
         .unwrap();
     quit_with_ctrl_d(coder);
 }
+
+/// A tool's question reaches the coder's prompt: `book` of an MCP server (ours, which asks in
+/// the 2026-07-28 form) asks for a form, the user fills it in field by field (a wrong value is
+/// asked again), and the tool gets the answer.
+#[test]
+fn a_tools_question_is_answered_at_the_prompt() {
+    let dir = project();
+    let config = dir.path().join("mcp.json");
+    let server = env!("CARGO_BIN_EXE_mcp-test-server");
+    std::fs::write(
+        &config,
+        serde_json::json!({ "mcpServers": { "food": { "command": server, "args": [dir.path()] } } })
+            .to_string(),
+    )
+    .unwrap();
+    let mut coder = Session::spawn(coder_command(
+        dir.path(),
+        &["--mcp-config", config.to_str().unwrap()],
+    ))
+    .expect("coder starts in a pty");
+    coder.set_expect_timeout(Some(Duration::from_secs(30)));
+    decline_the_demos_edit(&mut coder);
+
+    coder
+        .send_line(r#"call mcp__food__book {"restaurant": "Chez Nous"}"#)
+        .unwrap();
+    coder.expect("Allow? [y]es / [n]o / [a]lways").unwrap();
+    coder.send_line("y").unwrap();
+    coder.expect("Book a table at Chez Nous?").unwrap();
+    coder.expect("(asked by mcp__food__book)").unwrap();
+    coder.expect("guests").unwrap();
+    coder.expect(": ").unwrap();
+    coder.send_line("four").unwrap();
+    coder.expect("A whole number, please.").unwrap();
+    coder.expect("guests").unwrap();
+    coder.send_line("4").unwrap();
+    coder.expect("inside / outside").unwrap();
+    coder.send_line("Outside").unwrap();
+    coder.expect("note").unwrap();
+    coder.send_line("").unwrap();
+    coder
+        .expect("Its output starts with: booked Chez Nous for 4 outside")
+        .unwrap();
+    coder.expect("1 tool call").unwrap();
+
+    // `-` declines.
+    coder
+        .send_line(r#"call mcp__food__book {"restaurant": "Le Bistro"}"#)
+        .unwrap();
+    coder.expect("Allow? [y]es / [n]o / [a]lways").unwrap();
+    coder.send_line("y").unwrap();
+    coder.expect("Book a table at Le Bistro?").unwrap();
+    coder.expect("guests").unwrap();
+    coder.send_line("-").unwrap();
+    coder.expect("Its output starts with: declined").unwrap();
+    coder.expect("1 tool call").unwrap();
+    quit_with_ctrl_d(coder);
+}

@@ -396,6 +396,9 @@ async fn a_killed_server_is_restarted_on_the_next_call() {
     let client = McpClient::connect("phoenix", McpServerConfig::stdio("sh", ["-c", &script]))
         .await
         .unwrap();
+    // The tools server-everything adds after the handshake are listed again in the
+    // background; done after the kill, that would restart the server before the call does.
+    settled(|| client.tools().iter().map(|t| t.name().to_owned()).collect()).await;
     let echo = find(&client, "mcp__phoenix__echo");
     assert!(
         !echo
@@ -652,4 +655,276 @@ async fn permissions_treat_mcp_tools_by_their_hints_and_rules() {
     .await;
     assert_eq!(denied.len(), 1, "{denied:?}");
     assert!(denied[0].contains("forbids"), "{denied:?}");
+}
+
+/// Waits until `agent` has the tool `name` and its tool list has settled: server-everything
+/// adds its elicitation tools one by one once the handshake is over (a client that declared
+/// elicitation gets them), each with a `list_changed` the agent answers by listing again, and
+/// a call made while the agent swaps the server's tools may not find its tool.
+async fn wait_for_tool(agent: &Agent, name: &str) {
+    let names = settled(|| agent.tool_names()).await;
+    assert!(names.iter().any(|n| n == name), "no {name}: {names:?}");
+}
+
+/// What `names` gives once it has not changed for 700 ms (10 s at most).
+async fn settled(names: impl Fn() -> Vec<String>) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = names();
+    let mut since = Instant::now();
+    while since.elapsed() < Duration::from_millis(700) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let now = names();
+        if now != seen {
+            (seen, since) = (now, Instant::now());
+        }
+    }
+    seen
+}
+
+/// server-everything's elicitation tools, called by an agent: the server's
+/// `elicitation/create` (a form of every kind of field, then a URL) reaches the app as an
+/// `ElicitationRequested` event, as a tool's own question does, and the app's answer goes
+/// back to the server.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_servers_elicitation_reaches_the_app_and_its_answer_the_server() {
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call_with_id(
+            "call_form",
+            "mcp__everything__trigger-elicitation-request",
+            json!({}),
+        ),
+        ScriptedTurn::tool_call_with_id(
+            "call_url",
+            "mcp__everything__trigger-url-elicitation",
+            json!({"url": "https://example.com/authorize", "message": "Authorize the demo."}),
+        ),
+        // The error path: a -32042 error names a page to open first; the call is made again.
+        ScriptedTurn::tool_call_with_id(
+            "call_first",
+            "mcp__everything__trigger-url-elicitation",
+            json!({"url": "https://example.com/pay", "message": "Pay.", "errorPath": true}),
+        ),
+        ScriptedTurn::text("done"),
+    ]);
+    let config = AgentConfig::new()
+        .with_model(model)
+        .with_tools(["mcp__everything__*"])
+        .mcp(|m| m.with_server("everything", everything()))
+        .permissions(|p| p.allow("mcp__everything__*"));
+    let agent = Agent::create(config).await.unwrap();
+    wait_for_tool(&agent, "mcp__everything__trigger-url-elicitation").await;
+    let mut run = agent.run("ask me");
+    let mut asked = Vec::new();
+    let mut results = Vec::new();
+    use futures::StreamExt;
+    while let Some(event) = run.next().await {
+        match event {
+            AgentEvent::ElicitationRequested(request) => {
+                let answer = match &request.question {
+                    tool_sdk::Elicitation::Form { .. } => json!({
+                        "name": "Ada Lovelace", "check": true, "number": 7,
+                        "email": "ada@example.com", "untitledMultipleSelectEnum": ["Piano"]
+                    }),
+                    tool_sdk::Elicitation::Url { .. } => Value::Null,
+                };
+                asked.push((request.id.clone(), request.question.clone()));
+                request.accept(answer);
+            }
+            AgentEvent::ToolCompleted { id, output, .. } => {
+                results.push((id, output.to_text().into_owned()))
+            }
+            AgentEvent::ToolFailed { name, output, .. } => panic!("{name}: {output:?}"),
+            _ => {}
+        }
+    }
+    assert_eq!(asked.len(), 4, "{asked:?}");
+    // The question is the call's that was running.
+    assert_eq!(asked[0].0, "call_form");
+    let tool_sdk::Elicitation::Form { message, schema } = &asked[0].1 else {
+        panic!("a form: {:?}", asked[0].1);
+    };
+    assert!(message.contains("Please provide inputs"), "{message}");
+    assert_eq!(schema["properties"]["email"]["format"], "email");
+    assert_eq!(schema["properties"]["integer"]["default"], 42);
+    assert_eq!(
+        schema["properties"]["titledSingleSelectEnum"]["oneOf"][0],
+        json!({"const": "hero-1", "title": "Superman"})
+    );
+    assert_eq!(schema["required"], json!(["name"]));
+    assert_eq!(asked[1].0, "call_url");
+    assert_eq!(
+        asked[1].1,
+        tool_sdk::Elicitation::Url {
+            message: "Authorize the demo.".into(),
+            url: "https://example.com/authorize".into(),
+            id: match &asked[1].1 {
+                tool_sdk::Elicitation::Url { id, .. } => id.clone(),
+                _ => unreachable!(),
+            },
+        }
+    );
+    let form = &results.iter().find(|(id, _)| id == "call_form").unwrap().1;
+    assert!(form.contains("- Name: Ada Lovelace"), "{form}");
+    assert!(form.contains("- Email: ada@example.com"), "{form}");
+    assert!(form.contains("- Favorite Number: 7"), "{form}");
+    // A field the user left out gets the form's default (SEP-1034).
+    assert!(form.contains("- Favorite Integer: 42"), "{form}");
+    let url = &results.iter().find(|(id, _)| id == "call_url").unwrap().1;
+    assert!(
+        url.contains("User completed the URL elicitation flow"),
+        "{url}"
+    );
+    assert!(url.contains("https://example.com/authorize"), "{url}");
+    // The page the error named, then the call's own.
+    let pages: Vec<&str> = asked[2..]
+        .iter()
+        .map(|(id, question)| {
+            assert_eq!(id, "call_first");
+            match question {
+                tool_sdk::Elicitation::Url { url, .. } => url.as_str(),
+                other => panic!("a page: {other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(
+        pages,
+        ["https://modelcontextprotocol.io", "https://example.com/pay"]
+    );
+    let paid = &results.iter().find(|(id, _)| id == "call_first").unwrap().1;
+    assert!(
+        paid.contains("User completed the URL elicitation flow"),
+        "{paid}"
+    );
+}
+
+/// Answers every question with `answer`, noting each.
+struct Answering {
+    answer: tool_sdk::ElicitationAnswer,
+    asked: Mutex<Vec<tool_sdk::Elicitation>>,
+}
+
+impl tool_sdk::Elicitor for Answering {
+    fn elicit<'a>(
+        &'a self,
+        question: &'a tool_sdk::Elicitation,
+        _ctx: &'a ToolContext,
+    ) -> tool_sdk::BoxFuture<'a, Result<tool_sdk::ElicitationAnswer, ToolError>> {
+        self.asked.lock().unwrap().push(question.clone());
+        let answer = self.answer.clone();
+        Box::pin(async move { Ok(answer) })
+    }
+}
+
+/// The Python SDK's server asks in the 2026-07-28 form: its answer to the call is an
+/// `InputRequiredResult`; our client asks the calling tool's elicitor and calls again with
+/// the answer. A call whose context cannot ask answers "cancel".
+#[tokio::test(flavor = "multi_thread")]
+async fn a_python_server_asks_in_the_multi_round_trip_form() {
+    let script = tests::mcp_peers::workspace_root().join("tests/mcp-peers/elicit_server.py");
+    let config = McpServerConfig::stdio(
+        peers().python().display().to_string(),
+        [script.display().to_string()],
+    );
+    let client = McpClient::connect("py", config).await.unwrap();
+    assert_eq!(
+        client.protocol_version().await.as_deref(),
+        Some("2026-07-28")
+    );
+    let answering = Arc::new(Answering {
+        answer: tool_sdk::ElicitationAnswer::Accept {
+            content: json!({"guests": 2, "seating": "outside"}),
+        },
+        asked: Mutex::new(Vec::new()),
+    });
+    let ctx = ToolContext::default().with_elicitor(answering.clone());
+    let out = find(&client, "mcp__py__book")
+        .call(json!({"restaurant": "Chez Nous"}), &ctx)
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{out:?}");
+    assert!(
+        out.to_text().contains("booked Chez Nous for 2 outside"),
+        "{out:?}"
+    );
+    let asked = answering.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let tool_sdk::Elicitation::Form { message, schema } = &asked[0] else {
+        panic!("a form: {asked:?}");
+    };
+    assert_eq!(message, "Book a table at Chez Nous?");
+    assert_eq!(schema["properties"]["guests"]["type"], "integer");
+
+    let out = call(&client, "mcp__py__book", json!({"restaurant": "Chez Nous"}))
+        .await
+        .unwrap();
+    assert!(out.to_text().contains("not booked: cancel"), "{out:?}");
+    client.close().await;
+}
+
+/// A server's question deferred like a tool's own: the run stops with it pending, a new
+/// agent (a restarted process) answers it from the store, and the call, made again, gets the
+/// stored answer when the server asks again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_servers_question_is_deferred_and_answered_after_a_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let config = |model: ScriptedModel| {
+        let store = tool_sdk::session::SqliteStore::open(&path).unwrap();
+        AgentConfig::new()
+            .with_model(model)
+            .with_tools(["mcp__everything__*"])
+            .mcp(|m| m.with_server("everything", everything()))
+            .permissions(|p| p.allow("mcp__everything__*"))
+            .session(|s| s.with_store(store).with_deferred_approvals())
+    };
+    let model = ScriptedModel::new([ScriptedTurn::tool_call_with_id(
+        "call_form",
+        "mcp__everything__trigger-elicitation-request",
+        json!({}),
+    )]);
+    let agent = Agent::create(config(model)).await.unwrap();
+    wait_for_tool(&agent, "mcp__everything__trigger-elicitation-request").await;
+    let id = agent.session_id().to_owned();
+    let stopped = agent.prompt("ask me").await.unwrap_err();
+    let tool_sdk::agent::AgentError::ApprovalsPending(pending) = &stopped else {
+        panic!("the run stops for the server's question: {stopped:?}");
+    };
+    assert_eq!(pending[0].call_id, "call_form");
+    let Some(tool_sdk::Elicitation::Form { schema, .. }) = &pending[0].elicitation else {
+        panic!("the server's form: {pending:?}");
+    };
+    assert_eq!(schema["required"], json!(["name"]));
+    drop(agent);
+
+    let model = ScriptedModel::new([ScriptedTurn::text("Thanks.")]);
+    let agent = Agent::resume(config(model.clone()), &id).await.unwrap();
+    wait_for_tool(&agent, "mcp__everything__trigger-elicitation-request").await;
+    agent
+        .answer_elicitation(
+            "call_form",
+            tool_sdk::ElicitationAnswer::Accept {
+                content: json!({"name": "Grace Hopper"}),
+            },
+        )
+        .await
+        .unwrap();
+    let done = agent.continue_run().await.unwrap();
+    assert_eq!(done.text, "Thanks.");
+    let sent = model.requests()[0].messages.to_vec();
+    let results: Vec<String> = sent
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|block| match block {
+            tool_sdk::model::MessageContent::ToolResult { content, .. } => {
+                Some(content.iter().filter_map(|c| c.readable()).collect())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(
+        results[0].contains("- Name: Grace Hopper"),
+        "{}",
+        results[0]
+    );
 }

@@ -17,13 +17,9 @@ const SERVER: &str = env!("CARGO_BIN_EXE_mcp-test-server");
 /// The client scenarios that apply to our client, by the revision they run at. The suite's
 /// other client scenarios are left out, each for a reason:
 ///
-/// - `elicitation-sep1034-client-defaults` (2025-11-25): the client declares no elicitation
-///   capability; elicitation is added on its own (issue #28).
 /// - `json-schema-2020-12-preservation` (2025-11-25, 2026-07-28): the client hands the model
 ///   each tool's schema lowered for model providers (`$schema` dropped, `$defs` inlined), by
 ///   design, and keeps no copy of the server's schema to echo back.
-/// - `sep-2322-client-request-state` (2026-07-28): input-required results (multi-round tool
-///   calls) are not answered by the client.
 /// - the extensions, which no revision requires: `auth/client-credentials-jwt`,
 ///   `auth/client-credentials-basic`, `auth/enterprise-managed-authorization`, `auth/dpop`,
 ///   `auth/dpop-nonce`, `auth/wif-jwt-bearer` (machine-to-machine and enterprise grants, DPoP)
@@ -63,6 +59,7 @@ const CLIENT_SCENARIOS: &[(&str, &[&str])] = &[
             "http-custom-headers",
             "http-invalid-tool-headers",
             "json-schema-ref-no-deref",
+            "sep-2322-client-request-state",
         ],
     ),
     (
@@ -71,6 +68,7 @@ const CLIENT_SCENARIOS: &[(&str, &[&str])] = &[
             "initialize",
             "tools_call",
             "sse-retry",
+            "elicitation-sep1034-client-defaults",
             "auth/metadata-default",
             "auth/metadata-var1",
             "auth/metadata-var2",
@@ -200,7 +198,7 @@ fn conformance_suite_client_scenarios() {
             failed.extend(suite(&args));
         }
     }
-    assert_eq!(ran, 55);
+    assert_eq!(ran, 57);
     assert!(
         failed.is_empty(),
         "{} of {ran} client scenarios failed:\n{}",

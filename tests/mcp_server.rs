@@ -413,6 +413,9 @@ const CONFORMANCE_SCENARIOS: &[&str] = &[
     "tools-call-image",
     "tools-call-error",
     "tools-call-with-progress",
+    "tools-call-elicitation",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
     "json-schema-2020-12",
     "dns-rebinding-protection",
     "server-sse-multiple-streams",
@@ -452,4 +455,59 @@ fn conformance_suite_server_scenarios() {
         "conformance failures:\n{}",
         failed.join("\n")
     );
+}
+
+/// Our tools' `ctx.elicit` and `ctx.elicit_url`, answered by the Python SDK's client: with
+/// `elicitation/create` on the initialize handshake (`legacy`), and in the multi round-trip
+/// form of 2026-07-28 (`auto` negotiates it): an `InputRequiredResult`, the call made again
+/// with the answer. A client that declares no elicitation gets the tool's error saying so.
+#[test]
+fn the_python_client_answers_our_tools_questions_in_both_protocol_forms() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path().to_str().unwrap();
+    let script = workspace_root().join("tests/mcp-peers/elicit.py");
+    for (mode, protocol) in [("legacy", "2025-11-25"), ("auto", "2026-07-28")] {
+        let output = Command::new(peers().python())
+            .arg(&script)
+            .args([mode, SERVER, root])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "the Python client failed ({mode}):\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["protocol"], protocol, "{report}");
+        let asked = &report["asked"];
+        assert_eq!(asked[0]["mode"], "form", "{report}");
+        assert_eq!(asked[0]["message"], "Book a table at Chez Nous?");
+        let schema = &asked[0]["requestedSchema"];
+        assert_eq!(
+            schema["properties"]["seating"]["enum"],
+            json!(["inside", "outside"])
+        );
+        assert_eq!(schema["properties"]["guests"]["type"], "integer");
+        assert_eq!(schema["required"], json!(["guests", "seating"]));
+        assert_eq!(
+            report["book"],
+            json!([
+                {"is_error": false, "text": "booked Chez Nous for 3 inside a window"},
+                {"is_error": false, "text": "declined"}
+            ]),
+            "{mode}"
+        );
+        assert_eq!(asked[2]["mode"], "url");
+        assert_eq!(asked[2]["url"], "https://example.com/sign-in");
+        assert_eq!(
+            report["sign_in"],
+            json!([{"is_error": false, "text": "signed in"}])
+        );
+        assert_eq!(report["unable"]["is_error"], true);
+        let unable = report["unable"]["text"].as_str().unwrap();
+        assert!(
+            unable.contains("did not declare the elicitation capability"),
+            "{mode}: {unable}"
+        );
+    }
 }

@@ -46,6 +46,21 @@ impl LineReader {
         Ok(LineReader { requests })
     }
 
+    /// The next prompt: `queued` if there is one (the demo's first), else a line read at
+    /// `> `, asked again after Ctrl-C; `None` at the end of input.
+    pub async fn next_prompt(&self, queued: &mut Option<String>) -> Option<String> {
+        if let Some(line) = queued.take() {
+            return Some(line);
+        }
+        loop {
+            match self.read("> ".to_owned()).await {
+                Line::Text(line) => return Some(line),
+                Line::Interrupted => continue,
+                Line::Eof => return None,
+            }
+        }
+    }
+
     /// Shows `prompt` and waits for a line.
     pub async fn read(&self, prompt: String) -> Line {
         let (reply, answer) = oneshot::channel();

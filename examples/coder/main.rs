@@ -8,6 +8,7 @@
 //! cargo run --example coder -- --print "How many Rust files are there?" --allow Bash
 //! cargo run --example coder -- --continue          # the latest conversation in this directory
 //! cargo run --example coder -- --thinking 8000 --effort medium   # think first, shown folded
+//! cargo run --example coder --features temporal -- --temporal 127.0.0.1:7233  # durable runs
 //! ```
 //!
 //! The SDK does the work: the built-in tools, schemas and validation, the permission chain,
@@ -15,9 +16,12 @@
 
 mod commands;
 mod demo;
+mod form;
 mod input;
 mod mcp_auth;
 mod sessions;
+#[cfg(feature = "temporal")]
+mod temporal;
 mod ui;
 
 use std::path::PathBuf;
@@ -40,8 +44,8 @@ use tool_sdk::model::{Effort, Model, ModelError, Thinking};
 use tool_sdk::permission::{CallFacts, PermissionAnswer, Rule};
 use tool_sdk::session::SqliteStore;
 
-use input::{Line, LineReader, QuietTerminal};
-use ui::{Answer, RunView};
+use input::{LineReader, QuietTerminal};
+use ui::{Answer, Question, RunView};
 
 /// A terminal coding agent built on tool-sdk. With no API key it runs a scripted demo.
 #[derive(Parser, Debug)]
@@ -97,6 +101,26 @@ struct Args {
     /// effort, on Claude Opus 4.5 and 4.6 and later; OpenAI's reasoning_effort; not Gemini).
     #[arg(long, value_name = "LEVEL")]
     effort: Option<Effort>,
+    /// Runs each prompt as a durable workflow on the Temporal server at ADDRESS (host:port):
+    /// a run outlives the process that runs it, and a question waits in the server. Needs the
+    /// `temporal` feature (`cargo run --example coder --features temporal -- --temporal ...`).
+    #[arg(long, value_name = "ADDRESS")]
+    temporal: Option<String>,
+    /// The task queue of --temporal's runs and workers.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "coder",
+        requires = "temporal"
+    )]
+    task_queue: String,
+    /// With --temporal: run no worker here; workers elsewhere (`--worker`) take the runs.
+    #[arg(long, requires = "temporal", conflicts_with = "worker")]
+    no_worker: bool,
+    /// With --temporal: only run a worker (in --cwd, with this coder's tools and model), until
+    /// Ctrl-C.
+    #[arg(long, requires = "temporal")]
+    worker: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -162,6 +186,19 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     let model = choose_model(&args, provider, &cwd).map_err(|e| e.to_string())?;
 
     let (config, store) = agent_config(&args, model.clone(), &cwd)?;
+    if let Some(address) = &args.temporal {
+        let start = TemporalStart {
+            args: &args,
+            address,
+            config,
+            store,
+            cwd: &cwd,
+            demo,
+            scratch_note,
+            model: &*model,
+        };
+        return on_temporal(start).await;
+    }
     let input = match &args.print {
         None => Some(LineReader::new().map_err(|e| format!("cannot read the terminal: {e}"))?),
         Some(_) => None,
@@ -186,16 +223,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         }
     }
 
-    // Ctrl-C cancels the running turn, if any; at the prompt rustyline sees it as a key.
-    let current_turn: Arc<Mutex<Option<CancellationToken>>> = Arc::default();
-    let on_interrupt = current_turn.clone();
-    tokio::spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
-            if let Some(token) = on_interrupt.lock().unwrap().as_ref() {
-                token.cancel();
-            }
-        }
-    });
+    let current_turn = cancel_on_ctrl_c();
 
     if let Some(prompt) = &args.print {
         if let Some(note) = &scratch_note {
@@ -222,6 +250,89 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     talk(&agent, store.as_ref(), &cwd, &input, &current_turn, opening).await;
     sessions::finish(agent, store.as_ref(), created.as_deref()).await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `--temporal` starts from: the coder's set-up, before any agent is made.
+// Without the `temporal` feature only its refusal is built, which reads none of it.
+#[cfg_attr(not(feature = "temporal"), allow(dead_code))]
+struct TemporalStart<'a> {
+    args: &'a Args,
+    address: &'a str,
+    config: AgentConfig,
+    store: Option<SqliteStore>,
+    cwd: &'a std::path::Path,
+    demo: bool,
+    scratch_note: Option<String>,
+    model: &'a dyn Model,
+}
+
+/// `--temporal`: the prompts as runs on a Temporal server.
+#[cfg(feature = "temporal")]
+async fn on_temporal(start: TemporalStart<'_>) -> Result<ExitCode, String> {
+    let TemporalStart {
+        args,
+        address,
+        config,
+        store,
+        cwd,
+        demo,
+        scratch_note,
+        model,
+    } = start;
+    let store = store.ok_or(
+        "--temporal keeps the conversation in the session file, which could not be opened (see \
+         above)",
+    )?;
+    let on = temporal::Temporal {
+        address,
+        task_queue: &args.task_queue,
+        worker: !args.no_worker,
+    };
+    if args.worker {
+        return temporal::worker_only(&on, config, store).await;
+    }
+    let input = match &args.print {
+        None => Some(LineReader::new().map_err(|e| format!("cannot read the terminal: {e}"))?),
+        Some(_) => None,
+    };
+    let resume = resume_id(args, Some(&store), input.as_ref(), cwd).await?;
+    let current_turn = cancel_on_ctrl_c();
+    let session = temporal::Session {
+        cwd,
+        input: input.as_ref(),
+        current_turn: &current_turn,
+        resume,
+        print: args.print.as_deref(),
+        demo,
+        scratch_note: scratch_note.as_deref(),
+        model_id: model.model_id(),
+    };
+    temporal::talk(&on, config, store, session).await
+}
+
+/// `--temporal` in a coder built without the `temporal` feature.
+#[cfg(not(feature = "temporal"))]
+async fn on_temporal(_: TemporalStart<'_>) -> Result<ExitCode, String> {
+    Err(format!(
+        "this coder was built without Temporal: run `cargo run --example coder --features \
+         temporal -- {}`",
+        std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+    ))
+}
+
+/// Where the running turn's token goes, if any: Ctrl-C cancels it (at the prompt rustyline
+/// sees Ctrl-C as a key).
+fn cancel_on_ctrl_c() -> Arc<Mutex<Option<CancellationToken>>> {
+    let current_turn: Arc<Mutex<Option<CancellationToken>>> = Arc::default();
+    let on_interrupt = current_turn.clone();
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            if let Some(token) = on_interrupt.lock().unwrap().as_ref() {
+                token.cancel();
+            }
+        }
+    });
+    current_turn
 }
 
 /// The directory the agent works in (`--cwd` or the current one), or for the demo in this
@@ -379,15 +490,7 @@ async fn talk(
         println!("> {}", demo::FIRST_PROMPT);
         next = Some(demo::FIRST_PROMPT.to_owned());
     }
-    loop {
-        let line = match next.take() {
-            Some(line) => line,
-            None => match input.read("> ".to_owned()).await {
-                Line::Text(line) => line,
-                Line::Interrupted => continue,
-                Line::Eof => break,
-            },
-        };
+    while let Some(line) = input.next_prompt(&mut next).await {
         let line = line.trim();
         if line.is_empty() {
             continue;
@@ -422,8 +525,20 @@ async fn one_turn(
             result = *finished;
             break;
         }
-        let Some(request) = view.show(event) else {
-            continue;
+        let request = match view.show(event) {
+            Some(Question::Permission(request)) => request,
+            Some(Question::Elicitation(request)) => {
+                // A tool asks the user: answered at the prompt, cancelled in --print mode.
+                match input {
+                    Some(input) => {
+                        let answer = view.ask_form(&request, input).await;
+                        request.answer(answer);
+                    }
+                    None => request.cancel(),
+                }
+                continue;
+            }
+            None => continue,
         };
         match input {
             None => {

@@ -1,5 +1,6 @@
 //! How a run looks in the terminal: streamed text, a spinner per running tool, results with
-//! their display titles, Edit diffs in colour, permission questions, a summary per turn.
+//! their display titles, Edit diffs in colour, permission questions and tools' questions, a
+//! summary per turn.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write as _;
@@ -9,9 +10,9 @@ use std::time::Duration;
 use console::{Style, style};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
-use tool_sdk::ToolUpdateKind;
-use tool_sdk::agent::{AgentError, AgentEvent, PermissionRequest, RunResult};
+use tool_sdk::agent::{AgentError, AgentEvent, ElicitationRequest, PermissionRequest, RunResult};
 use tool_sdk::permission::{PermissionAnswer, PermissionQuestion};
+use tool_sdk::{ElicitationAnswer, ToolUpdateKind};
 
 use crate::input::{Line, LineReader};
 
@@ -52,7 +53,7 @@ impl RunView {
     }
 
     /// Shows one event. Permission questions come back to the caller, which asks the user.
-    pub fn show(&mut self, event: AgentEvent) -> Option<PermissionRequest> {
+    pub fn show(&mut self, event: AgentEvent) -> Option<Question> {
         if let AgentEvent::ThinkingDelta(text) = &event {
             self.think(text);
             return None;
@@ -109,7 +110,11 @@ impl RunView {
             } => self.tool_failed(&id, name, &output),
             AgentEvent::PermissionRequested(request) => {
                 self.end_line();
-                return Some(request);
+                return Some(Question::Permission(request));
+            }
+            AgentEvent::ElicitationRequested(request) => {
+                self.end_line();
+                return Some(Question::Elicitation(request));
             }
             AgentEvent::ModelFallback { from, to, reason } => {
                 self.end_line();
@@ -261,10 +266,26 @@ impl RunView {
 
     /// Asks the user about a call: y (once), n (refuse), a (always, for the session).
     pub async fn ask(&mut self, question: &PermissionQuestion, input: &LineReader) -> Answer {
-        // The spinners would draw over the question; they come back with the answer.
+        self.without_spinners(self.ask_hidden(question, input))
+            .await
+    }
+
+    /// Asks the user a tool's question: a form field by field, or a page to open.
+    pub async fn ask_form(
+        &mut self,
+        request: &ElicitationRequest,
+        input: &LineReader,
+    ) -> ElicitationAnswer {
+        let asking = crate::form::ask(&request.tool, &request.question, input);
+        self.without_spinners(asking).await
+    }
+
+    /// Runs `asking` with the spinners hidden: they would draw over the question; they come
+    /// back with the answer.
+    async fn without_spinners<T>(&self, asking: impl std::future::Future<Output = T>) -> T {
         self.spinners.clear().ok();
         self.spinners.set_draw_target(ProgressDrawTarget::hidden());
-        let answer = self.ask_hidden(question, input).await;
+        let answer = asking.await;
         self.spinners.set_draw_target(ProgressDrawTarget::stderr());
         answer
     }
@@ -318,6 +339,14 @@ impl RunView {
     }
 }
 
+/// A question of the run for the user: a call's permission, or a tool's own question.
+pub enum Question {
+    /// May the call run?
+    Permission(PermissionRequest),
+    /// A tool asks the user (a form, or a page to open).
+    Elicitation(ElicitationRequest),
+}
+
 /// What the user said to a permission question.
 pub enum Answer {
     /// An answer for the call.
@@ -328,7 +357,7 @@ pub enum Answer {
 
 /// The call as the user should judge it: an Edit as the diff it would make, a Bash command
 /// as the command, anything else as its input.
-fn preview(tool: &str, input: &Value, working_dir: &Path) -> String {
+pub fn preview(tool: &str, input: &Value, working_dir: &Path) -> String {
     let field = |name: &str| input[name].as_str().unwrap_or_default();
     match tool {
         "Edit" => coloured_diff(&edit_diff(

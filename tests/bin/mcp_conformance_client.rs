@@ -7,7 +7,8 @@
 //! (the revision to speak) with `--spec-version`. The client connects (authorizing
 //! with OAuth when the server answers 401: the "browser" is an HTTP GET of the authorization
 //! URL, whose redirect lands on the client's loopback listener), lists the tools, calls each
-//! once with arguments made from its schema, and closes. It exits 1 with the error if any of
+//! once with arguments made from its schema (accepting the servers' questions with their
+//! defaults), and closes. It exits 1 with the error if any of
 //! that fails.
 
 use std::sync::Arc;
@@ -15,11 +16,41 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use tests::browser::Browser;
 use tool_sdk::mcp::{McpClient, McpOAuth, McpOAuthConfig, McpServerConfig};
-use tool_sdk::{Tool, ToolContext};
+use tool_sdk::{BoxFuture, Elicitation, ElicitationAnswer, Elicitor, Tool, ToolContext, ToolError};
 
 /// The client ID metadata document the suite's `auth/basic-cimd` expects (the suite only
 /// checks the URL; it fetches nothing there).
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The user, for servers' questions: accepts every form with the defaults its schema gives
+/// (`elicitation-sep1034-client-defaults`), and every page.
+struct Defaults;
+
+impl Elicitor for Defaults {
+    fn elicit<'a>(
+        &'a self,
+        question: &'a Elicitation,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ElicitationAnswer, ToolError>> {
+        let content = match question {
+            Elicitation::Form { schema, .. } => {
+                let mut answer = Map::new();
+                if let Some(properties) = schema["properties"].as_object() {
+                    for (name, property) in properties {
+                        if let Some(default) = property.get("default") {
+                            answer.insert(name.clone(), default.clone());
+                        }
+                    }
+                }
+                Value::Object(answer)
+            }
+            _ => json!({}),
+        };
+        Box::pin(std::future::ready(Ok(ElicitationAnswer::Accept {
+            content,
+        })))
+    }
+}
 
 /// Arguments for `tool`: each required property a value of its type, and (for
 /// `http-custom-headers`, whose optional `*_val` strings become `Mcp-Param-*` headers) a
@@ -79,7 +110,10 @@ async fn run(url: &str) -> Result<(), String> {
     for tool in &tools {
         let args = arguments(tool.as_ref());
         let output = tool
-            .call(args.clone(), &ToolContext::default())
+            .call(
+                args.clone(),
+                &ToolContext::default().with_elicitor(Arc::new(Defaults)),
+            )
             .await
             .map_err(|e| format!("{} {args}: {e}", tool.name()))?;
         eprintln!("{} {args} -> {}", tool.name(), output.to_text());

@@ -214,6 +214,179 @@ async fn test_tool_with_progress(ctx: &ToolContext) -> String {
     "Progress reported".to_owned()
 }
 
+/// A table booking, asked of the user.
+#[derive(serde::Deserialize, JsonSchema)]
+struct Booking {
+    /// How many people.
+    guests: u8,
+    /// Inside or outside.
+    seating: Seating,
+    /// Anything the restaurant should know.
+    note: Option<String>,
+}
+
+#[derive(serde::Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Seating {
+    Inside,
+    Outside,
+}
+
+/// Books a table, asking the user for the details (`ctx.elicit`: the client's
+/// `elicitation/create`).
+#[tool(register = false)]
+async fn book(restaurant: String, ctx: &ToolContext) -> Result<String, ToolError> {
+    let asked = ctx.elicit::<Booking>(format!("Book a table at {restaurant}?"));
+    Ok(match asked.await? {
+        tool_sdk::Elicited::Accept(booking) => {
+            let seating = match booking.seating {
+                Seating::Inside => "inside",
+                Seating::Outside => "outside",
+            };
+            let note = booking.note.unwrap_or_default();
+            format!(
+                "booked {restaurant} for {} {seating} {note}",
+                booking.guests
+            )
+            .trim_end()
+            .to_owned()
+        }
+        tool_sdk::Elicited::Decline => "declined".to_owned(),
+        tool_sdk::Elicited::Cancel => "cancelled".to_owned(),
+    })
+}
+
+/// Sends the user to a sign-in page (a URL-mode elicitation).
+#[tool(register = false)]
+async fn sign_in(ctx: &ToolContext) -> Result<String, ToolError> {
+    let asked = ctx.elicit_url("Sign in to continue.", "https://example.com/sign-in");
+    Ok(match asked.await? {
+        tool_sdk::Elicited::Accept(()) => "signed in".to_owned(),
+        tool_sdk::Elicited::Decline => "declined".to_owned(),
+        tool_sdk::Elicited::Cancel => "cancelled".to_owned(),
+    })
+}
+
+/// What a conformance tool's question came to, as the suite wants it told.
+fn completed<T: serde::Serialize>(answer: tool_sdk::Elicited<T>) -> String {
+    let (action, content) = match answer {
+        tool_sdk::Elicited::Accept(content) => ("accept", serde_json::to_value(content).ok()),
+        tool_sdk::Elicited::Decline => ("decline", None),
+        tool_sdk::Elicited::Cancel => ("cancel", None),
+    };
+    let content = content.unwrap_or(Value::Null);
+    format!("Elicitation completed: action={action}, content={content}")
+}
+
+/// Conformance suite (`tools-call-elicitation`): who the user is.
+#[derive(serde::Deserialize, serde::Serialize, JsonSchema)]
+struct UserInfo {
+    /// Your user name.
+    username: String,
+    /// Your email address.
+    #[schemars(email)]
+    email: String,
+}
+
+/// Conformance suite: asks the user who they are.
+#[tool(register = false)]
+async fn test_elicitation(message: String, ctx: &ToolContext) -> Result<String, ToolError> {
+    Ok(completed(ctx.elicit::<UserInfo>(message).await?))
+}
+
+/// Conformance suite (SEP-1034): a default for every primitive type.
+#[derive(serde::Deserialize, serde::Serialize, JsonSchema)]
+#[serde(default)]
+struct Defaults {
+    name: String,
+    age: i64,
+    score: f64,
+    status: Status,
+    verified: bool,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Defaults {
+            name: "John Doe".into(),
+            age: 30,
+            score: 95.5,
+            status: Status::Active,
+            verified: true,
+        }
+    }
+}
+
+#[derive(serde::Deserialize, serde::Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Status {
+    Active,
+    Inactive,
+    Pending,
+}
+
+/// Conformance suite: a form whose fields have defaults.
+#[tool(register = false)]
+async fn test_elicitation_sep1034_defaults(ctx: &ToolContext) -> Result<String, ToolError> {
+    Ok(completed(ctx.elicit::<Defaults>("Your details?").await?))
+}
+
+/// Conformance suite (SEP-1330): the five kinds of enum.
+#[derive(serde::Deserialize, serde::Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Enums {
+    untitled_single: Untitled,
+    titled_single: TitledSingle,
+    #[schemars(extend("enumNames" = ["Option One", "Option Two", "Option Three"]))]
+    legacy_enum: Legacy,
+    untitled_multi: Vec<Untitled>,
+    titled_multi: Vec<TitledMulti>,
+}
+
+#[derive(serde::Deserialize, serde::Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Untitled {
+    Option1,
+    Option2,
+    Option3,
+}
+
+#[derive(serde::Deserialize, serde::Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum TitledSingle {
+    #[schemars(title = "First Option")]
+    Value1,
+    #[schemars(title = "Second Option")]
+    Value2,
+    #[schemars(title = "Third Option")]
+    Value3,
+}
+
+#[derive(serde::Deserialize, serde::Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Legacy {
+    Opt1,
+    Opt2,
+    Opt3,
+}
+
+#[derive(serde::Deserialize, serde::Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum TitledMulti {
+    #[schemars(title = "First Choice")]
+    Value1,
+    #[schemars(title = "Second Choice")]
+    Value2,
+    #[schemars(title = "Third Choice")]
+    Value3,
+}
+
+/// Conformance suite: a form of every kind of enum.
+#[tool(register = false)]
+async fn test_elicitation_sep1330_enums(ctx: &ToolContext) -> Result<String, ToolError> {
+    Ok(completed(ctx.elicit::<Enums>("Pick some.").await?))
+}
+
 /// Conformance suite: a hand-written 2020-12 schema must reach clients unchanged.
 struct JsonSchema2020Tool(Value);
 
@@ -264,6 +437,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry.register(Arc::new(ResourcesTool))?;
     registry.register(Arc::new(TestErrorHandlingTool))?;
     registry.register(Arc::new(TestToolWithProgressTool))?;
+    registry.register(Arc::new(BookTool))?;
+    registry.register(Arc::new(SignInTool))?;
+    registry.register(Arc::new(TestElicitationTool))?;
+    registry.register(Arc::new(TestElicitationSep1034DefaultsTool))?;
+    registry.register(Arc::new(TestElicitationSep1330EnumsTool))?;
     registry.register(Arc::new(JsonSchema2020Tool(json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",

@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::elicit::{Elicitor, UserWait};
 use crate::{BoxFuture, ToolError};
 
 /// Which agent a call comes from.
@@ -192,6 +193,9 @@ pub struct ToolContext {
     tool_call_id: Arc<str>,
     cancellation: CancellationToken,
     updates: Option<UpdateSink>,
+    /// Who asks the user when the call elicits, set per call by the runtime, and how long
+    /// the call waited for the answers.
+    pub(crate) elicitor: Option<(Arc<dyn Elicitor>, Arc<UserWait>)>,
     /// What the calls of an agent share: one handle to copy per call, not one per field.
     shared: Arc<Shared>,
 }
@@ -301,6 +305,7 @@ impl ToolContext {
             tool_call_id: Arc::from(""),
             cancellation: CancellationToken::new(),
             updates: None,
+            elicitor: None,
             shared: Arc::new(Shared {
                 session_id: Arc::from("session"),
                 agent_id: AgentId::Main,
@@ -472,6 +477,17 @@ impl ToolContext {
                 kind,
             });
         }
+    }
+
+    /// Sets who asks the user when this call elicits (runtimes do, per call).
+    pub fn with_elicitor(mut self, elicitor: Arc<dyn Elicitor>) -> Self {
+        self.elicitor = Some((elicitor, Arc::default()));
+        self
+    }
+
+    /// Who asks the user when this call elicits, if anyone can.
+    pub fn elicitor(&self) -> Option<&Arc<dyn Elicitor>> {
+        self.elicitor.as_ref().map(|(elicitor, _)| elicitor)
     }
 
     /// The app state of type `T`, if the app provided one.

@@ -36,6 +36,7 @@
 extern crate self as tool_sdk_core;
 
 mod context;
+mod elicit;
 pub mod error;
 mod extract;
 mod json;
@@ -58,6 +59,7 @@ pub use context::{
     StateRequirement, SubagentReport, SubagentRequest, SubagentRunner, ToolContext, ToolUpdate,
     ToolUpdateKind,
 };
+pub use elicit::{Elicitation, ElicitationAnswer, Elicited, Elicitor, form_schema};
 pub use extract::FromToolContext;
 pub use json::Json;
 pub use output::{ContentBlock, ResourceContents, ToolError, ToolErrorKind, ToolOutput};

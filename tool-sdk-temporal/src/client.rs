@@ -3,14 +3,20 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use std::time::SystemTime;
+
+use futures::TryStreamExt;
 use temporalio_client::{
-    Client, WorkflowCancelOptions, WorkflowFetchHistoryOptions, WorkflowGetResultOptions,
-    WorkflowHandle, WorkflowHistory, WorkflowSignalOptions, WorkflowStartOptions,
+    Client, WorkflowCancelOptions, WorkflowDescribeOptions, WorkflowExecutionStatus,
+    WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowHandle, WorkflowHistory,
+    WorkflowListOptions, WorkflowSignalOptions, WorkflowStartOptions,
 };
+use tool_sdk::ElicitationAnswer;
 use tool_sdk::model::{Message, Role};
 use tool_sdk::permission::PermissionAnswer;
 use tool_sdk::session::{
-    NewSession, PendingApproval, Record, SessionStore, pending_approvals, stored_conversation,
+    NewSession, PendingApproval, Record, SessionStore, answer_elicitation, pending_approvals,
+    stored_conversation,
 };
 
 use crate::activities::ApprovalAnswer;
@@ -31,9 +37,11 @@ pub struct AgentClient {
 /// A run on Temporal: its session, its workflow.
 pub struct RunHandle {
     handle: WorkflowHandle<Client, AgentWorkflow>,
-    session_id: String,
+    pub(crate) session_id: String,
     workflow_id: String,
-    store: Arc<dyn SessionStore>,
+    pub(crate) store: Arc<dyn SessionStore>,
+    /// How many of the session's records come before the run's (its events start after).
+    pub(crate) from: usize,
 }
 
 /// How a run ended.
@@ -49,6 +57,79 @@ pub struct RunOutcome {
     pub sealed: u32,
     /// Why the run stopped before the model finished (`max_turns` reached), if it did.
     pub stopped: Option<String>,
+}
+
+/// A run as the server knows it: [`AgentClient::list_runs`], [`RunHandle::describe`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunInfo {
+    /// The workflow's id.
+    pub workflow_id: String,
+    /// The run's session, when the workflow has the default id (`agent-<session id>`).
+    pub session_id: Option<String>,
+    /// Whether it runs, or how it ended.
+    pub status: RunStatus,
+    /// When its current workflow run started (a run that continued as new has several).
+    pub started: Option<SystemTime>,
+    /// When it ended, if it did.
+    pub closed: Option<SystemTime>,
+    /// How many events its current workflow run's history holds.
+    pub history_length: u64,
+}
+
+/// Where a run is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunStatus {
+    /// It runs, or waits (for a worker, an approval).
+    Running,
+    /// It ended: the model answered, or `max_turns` or a budget stopped it.
+    Completed,
+    /// It failed (the model failed, a hook blocked it).
+    Failed,
+    /// It was cancelled.
+    Cancelled,
+    /// It was terminated (by an operator, or a timeout).
+    Terminated,
+    /// A status the server reports that is none of these.
+    Other,
+}
+
+impl From<WorkflowExecutionStatus> for RunStatus {
+    fn from(status: WorkflowExecutionStatus) -> Self {
+        match status {
+            WorkflowExecutionStatus::Running => RunStatus::Running,
+            WorkflowExecutionStatus::Completed => RunStatus::Completed,
+            WorkflowExecutionStatus::Failed => RunStatus::Failed,
+            WorkflowExecutionStatus::Canceled => RunStatus::Cancelled,
+            WorkflowExecutionStatus::Terminated | WorkflowExecutionStatus::TimedOut => {
+                RunStatus::Terminated
+            }
+            // A run that continued as new goes on in its next workflow run.
+            WorkflowExecutionStatus::ContinuedAsNew => RunStatus::Running,
+            _ => RunStatus::Other,
+        }
+    }
+}
+
+/// An error and its causes, each said once (`a: b: c`): a failed run's reason is in the
+/// activity failure beneath the workflow's.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The session of a workflow with the default id.
+fn session_of(workflow_id: &str) -> Option<String> {
+    workflow_id.strip_prefix("agent-").map(str::to_owned)
 }
 
 impl AgentClient {
@@ -73,7 +154,8 @@ impl AgentClient {
         self
     }
 
-    /// Starts a run in a new session: the prompt is stored, then the workflow started.
+    /// Starts a run in a new session. The prompt is stored by the run, once the worker's
+    /// `user_prompt_submit` hooks let it through (with the context they add).
     pub async fn start(
         &self,
         prompt: impl Into<String>,
@@ -100,9 +182,6 @@ impl AgentClient {
             .iter()
             .filter(|record| matches!(record, Record::ModelTurn { .. }))
             .count() as u32;
-        store
-            .append(session_id, &Record::user(Message::user(prompt)))
-            .await?;
         let workflow_id = options
             .workflow_id
             .clone()
@@ -110,11 +189,15 @@ impl AgentClient {
         let input = RunInput {
             session_id: session_id.to_owned(),
             turns_before,
-            max_turns: options.max_turns,
+            max_turns: options.max_turns.unwrap_or(0),
             heartbeat_timeout_ms: options.heartbeat_timeout.as_millis() as u64,
             model_timeout_ms: options.model_timeout.as_millis() as u64,
             retry_attempts: options.retry_attempts.max(1),
             continue_after: options.continue_after,
+            // Stored by the run's first activity, after the worker's prompt hooks: a prompt
+            // they block is never stored, as in process.
+            prompt: Some(prompt.into()),
+            records_before: records.len() as u32,
             ..RunInput::default()
         };
         let start = WorkflowStartOptions::new(self.task_queue.clone(), workflow_id.clone()).build();
@@ -130,6 +213,8 @@ impl AgentClient {
             session_id: session_id.to_owned(),
             workflow_id,
             store: self.store.clone(),
+            // The prompt is the run's first record: its events start after it.
+            from: records.len() + 1,
         })
     }
 }
@@ -144,7 +229,40 @@ impl AgentClient {
             session_id: session_id.to_owned(),
             workflow_id,
             store: self.store.clone(),
+            from: 0,
         }
+    }
+
+    /// The agent runs of this client's task queue, newest first (with `limit`, at most that
+    /// many). Read from the server's visibility store, which may lag a run's start or end by
+    /// a moment.
+    pub async fn list_runs(&self, limit: Option<usize>) -> Result<Vec<RunInfo>, TemporalError> {
+        let query = format!(
+            "WorkflowType = '{}' AND TaskQueue = '{}'",
+            crate::workflow::WORKFLOW_TYPE,
+            self.task_queue.replace('\'', "''")
+        );
+        let options = WorkflowListOptions::builder().maybe_limit(limit).build();
+        let runs: Vec<_> = self
+            .client
+            .list_workflows(query, options)
+            .try_collect()
+            .await
+            .map_err(|error| TemporalError::Workflow {
+                workflow_id: "(listing)".to_owned(),
+                reason: error.to_string(),
+            })?;
+        Ok(runs
+            .iter()
+            .map(|run| RunInfo {
+                workflow_id: run.id().to_owned(),
+                session_id: session_of(run.id()),
+                status: run.status().into(),
+                started: run.start_time(),
+                closed: run.close_time(),
+                history_length: run.history_length().max(0) as u64,
+            })
+            .collect())
     }
 
     /// The calls of `session_id` waiting for an approval, read from the store (no worker is
@@ -159,23 +277,51 @@ impl AgentClient {
 
 impl RunHandle {
     /// Answers the approval the call `call_id` waits for (or will wait for): the run goes on
-    /// with it as soon as a worker takes its next task. `Allow` and `AllowAlways` let the call
-    /// run (once: "always" is not remembered on Temporal yet); `Deny` answers it with the
-    /// message as an error result.
+    /// with it as soon as a worker takes its next task. `Allow` lets the call run;
+    /// `AllowAlways` too, and the session's later calls that the question's suggested rule
+    /// covers run unasked (the answer is in the session's records, which every worker reads);
+    /// `Deny` answers it with the message as an error result.
     pub async fn answer_approval(
         &self,
         call_id: &str,
         answer: PermissionAnswer,
     ) -> Result<(), TemporalError> {
-        let (allow, message) = match answer {
-            PermissionAnswer::Allow | PermissionAnswer::AllowAlways => (true, None),
-            PermissionAnswer::Deny(message) => (false, Some(message)),
+        let (allow, always, message) = match answer {
+            PermissionAnswer::Allow => (true, false, None),
+            PermissionAnswer::AllowAlways => (true, true, None),
+            PermissionAnswer::Deny(message) => (false, false, Some(message)),
         };
         let answer = ApprovalAnswer {
             call_id: call_id.to_owned(),
             allow,
+            always,
             message,
+            elicitation: false,
         };
+        self.signal(answer).await
+    }
+
+    /// Answers the question the tool of the call `call_id` asked
+    /// ([`ToolContext::elicit`](tool_sdk::ToolContext::elicit)), which waits in the server:
+    /// the answer is stored in the session, then the call runs again from the start with it
+    /// (as in process, the tool asks before it acts).
+    pub async fn answer_elicitation(
+        &self,
+        call_id: &str,
+        answer: ElicitationAnswer,
+    ) -> Result<(), TemporalError> {
+        answer_elicitation(&*self.store, &self.session_id, call_id, answer).await?;
+        let wake = ApprovalAnswer {
+            call_id: call_id.to_owned(),
+            allow: true,
+            always: false,
+            message: None,
+            elicitation: true,
+        };
+        self.signal(wake).await
+    }
+
+    async fn signal(&self, answer: ApprovalAnswer) -> Result<(), TemporalError> {
         self.handle
             .signal(
                 AgentWorkflow::answer_approval,
@@ -187,6 +333,26 @@ impl RunHandle {
                 workflow_id: self.workflow_id.clone(),
                 reason: error.to_string(),
             })
+    }
+
+    /// The run as the server knows it now.
+    pub async fn describe(&self) -> Result<RunInfo, TemporalError> {
+        let described = self
+            .handle
+            .describe(WorkflowDescribeOptions::default())
+            .await
+            .map_err(|error| TemporalError::Workflow {
+                workflow_id: self.workflow_id.clone(),
+                reason: error.to_string(),
+            })?;
+        Ok(RunInfo {
+            workflow_id: self.workflow_id.clone(),
+            session_id: Some(self.session_id.clone()),
+            status: described.status().into(),
+            started: described.start_time(),
+            closed: described.close_time(),
+            history_length: described.history_length() as u64,
+        })
     }
 
     /// The session the run's conversation is in.
@@ -228,7 +394,7 @@ impl RunHandle {
             .await
             .map_err(|error| TemporalError::Workflow {
                 workflow_id: self.workflow_id.clone(),
-                reason: error.to_string(),
+                reason: with_causes(&error),
             })?;
         let messages = stored_conversation(&*self.store, &self.session_id).await?;
         let text = messages

@@ -1,5 +1,6 @@
 //! What can go wrong between an app, the Temporal server and the session store.
 
+use tool_sdk::agent::AgentError;
 use tool_sdk::session::SessionError;
 
 /// An error of a worker or a client.
@@ -33,6 +34,14 @@ pub enum TemporalError {
         /// What the server said.
         reason: String,
     },
+    /// The worker's `AgentConfig` is not one an agent can be made of (what
+    /// `Agent::create` would say of it).
+    #[error("the agent's config is refused: {0}")]
+    Config(#[source] AgentError),
+    /// The config asks for something that does not run on Temporal yet: what, and how to do
+    /// without it.
+    #[error("this config cannot run on Temporal: {0}")]
+    Unsupported(String),
     /// The session store failed.
     #[error(transparent)]
     Session(#[from] SessionError),

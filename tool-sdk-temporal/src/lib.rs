@@ -50,15 +50,18 @@
 //! }
 //! ```
 //!
-//! **Approvals, cancellation, long runs.** With a permission gate
-//! ([`AgentParts::with_permission_gate`]), a call the gate would ask about waits in the server,
+//! **Approvals, cancellation, long runs.** A call the config's permission mode and rules
+//! would ask about ([`AgentParts::permissions`]) waits in the server,
 //! holding no process, until [`RunHandle::answer_approval`]; its question is in the session,
 //! where [`AgentClient::pending_approvals`] finds it. [`RunHandle::cancel`] cancels the
 //! running tool's `CancellationToken`. A run continues as a new workflow run every
 //! [`RunOptions::continue_after`] turns, or when the server suggests it.
 //!
-//! This first slice takes the agent's parts one by one ([`AgentParts`]), not an
-//! `AgentConfig`: hooks, budgets, compaction and typed output are not run on Temporal yet.
+//! **The same `AgentConfig`.** [`AgentParts::from_config`] takes the config an in-process
+//! agent is made of: tools by name, permission mode and rules, tool hooks and stop hooks,
+//! limits and budgets, MCP servers. What does not run on Temporal yet (a managed context
+//! window, sub-agents) is refused when the worker starts, never skipped at run time; the list
+//! is on [`AgentParts`].
 
 // Temporal's macros make an undocumented associated constant of each activity and of the
 // workflow's run method (what a workflow or a client names them by): the methods have docs.
@@ -66,16 +69,19 @@
 mod activities;
 mod client;
 mod error;
+mod events;
 mod parts;
 mod worker;
 #[allow(missing_docs)]
 mod workflow;
 
 pub use activities::{
-    AgentActivities, ApprovalAnswer, CallDone, CallInput, CallPlan, TurnInput, TurnOutcome,
+    AgentActivities, ApprovalAnswer, BudgetStop, CallDone, CallInput, CallPlan, PromptInput,
+    RunSettings, StopInput, TurnInput, TurnOutcome,
 };
-pub use client::{AgentClient, RunHandle, RunOutcome};
+pub use client::{AgentClient, RunHandle, RunInfo, RunOutcome, RunStatus};
 pub use error::TemporalError;
+pub use events::RunEvent;
 pub use parts::{ACTIVITY_GRACE, AgentParts, RunOptions};
 pub use worker::AgentWorker;
-pub use workflow::{AgentWorkflow, RunInput, RunSummary, WORKER_STOPPED_MESSAGE};
+pub use workflow::{AgentWorkflow, RunInput, RunSummary, WORKER_STOPPED_MESSAGE, WORKFLOW_TYPE};

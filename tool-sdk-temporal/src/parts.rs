@@ -5,82 +5,146 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tool_sdk::ToolRegistry;
+use tool_sdk::agent::{AgentConfig, AgentEffects, Limits, PermissionSettings};
 use tool_sdk::model::Model;
-use tool_sdk::permission::{PermissionGate, PermissionMode};
-use tool_sdk::pipeline::CallPolicy;
+use tool_sdk::permission::PermissionMode;
 use tool_sdk::session::SessionStore;
 
-/// The parts a worker runs the agent's activities with: the model, the tools, the store the
-/// conversation lives in, and how requests and calls are made. Every worker of a task queue
-/// should be given the same tools and model: a run's turns and calls go to whichever worker
-/// polls first.
+use crate::error::TemporalError;
+
+/// What a worker runs an agent's activities with: an [`AgentConfig`], as
+/// [`Agent::create`](tool_sdk::agent::Agent::create) takes it (model, tools by name,
+/// permission mode and rules, hooks, limits and budgets, MCP servers), and the store the
+/// conversation lives in. Every worker of a task queue should be given the same config: a
+/// run's turns and calls go to whichever worker polls first.
+///
+/// What runs on Temporal, and where:
+/// - the model turn (with fallbacks, thinking, prompt caching) and each call (MCP servers'
+///   included) are activities, run on a worker with this config;
+/// - the `user_prompt_submit` hooks see the prompt in the run's first activity, which stores
+///   it with the context they add; a prompt they block fails the run and is not stored;
+/// - permission rules and mode, and the `pre_tool_use`, `post_tool_use` and
+///   `post_tool_use_failure` hooks, run in the call's activity; a call the rules would ask
+///   about waits, holding no process, for [`RunHandle::answer_approval`];
+/// - the `stop` hooks run in an activity when the model answers without calls, and may send
+///   the run on ([`Hooks::max_stop_continuations`](tool_sdk::agent::Hooks) times at most);
+/// - budgets (`max_budget_usd`, `max_run_tokens`) are counted per run by the workflow from
+///   each turn's usage, priced at the model's price; a turn that spends one has its calls
+///   answered as not run, and the run ends with [`RunSummary::stopped`](crate::RunSummary);
+/// - a tool's questions ([`ToolContext::elicit`](tool_sdk::ToolContext::elicit)) are stored in
+///   the session and wait in the server, holding no process, for
+///   [`RunHandle::answer_elicitation`](crate::RunHandle::answer_elicitation); the call then
+///   runs again from the start, its questions answered from the session (as in process);
+/// - `max_turns` is the config's, unless [`RunOptions::max_turns`] overrides it.
+///
+/// Not on Temporal yet, and refused when the worker starts rather than skipped at run time:
+/// a managed context window (clearing and compaction: set
+/// `.context(|c| c.with_compaction(false))`), and sub-agents (the `Task` tool). The
+/// `session_start`/`session_end`, `pre_compact`, `notification` and sub-agent hooks are not
+/// called.
+///
+/// [`RunHandle::answer_approval`]: crate::RunHandle::answer_approval
 #[derive(Clone)]
 pub struct AgentParts {
-    pub(crate) model: Arc<dyn Model>,
-    pub(crate) registry: Arc<ToolRegistry>,
+    pub(crate) config: AgentConfig,
     pub(crate) store: Arc<dyn SessionStore>,
-    pub(crate) system_prompt: Option<String>,
-    pub(crate) max_tokens: u32,
-    pub(crate) working_dir: PathBuf,
-    pub(crate) policy: CallPolicy,
-    pub(crate) gate: Option<(Arc<PermissionGate>, PermissionMode)>,
 }
 
 impl AgentParts {
-    /// Parts with no system prompt, 4096 tokens a turn, the process's working directory and
-    /// the default [`CallPolicy`] (two minutes for a tool that sets no timeout).
+    /// Parts from `config`, with the conversation in `store` (the store every worker and
+    /// client of the task queue shares).
+    pub fn from_config(config: AgentConfig, store: Arc<dyn SessionStore>) -> Self {
+        AgentParts { config, store }
+    }
+
+    /// Parts of `model` and every tool of `registry`, with no permission checks (mode
+    /// `BypassPermissions`) and the config's defaults otherwise: the short way for tests and
+    /// trusted tools. [`from_config`](Self::from_config) takes the rest.
     pub fn new(
         model: Arc<dyn Model>,
         registry: Arc<ToolRegistry>,
         store: Arc<dyn SessionStore>,
     ) -> Self {
-        AgentParts {
-            model,
-            registry,
-            store,
-            system_prompt: None,
-            max_tokens: 4096,
-            working_dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
-            policy: CallPolicy::default(),
-            gate: None,
-        }
+        let config = AgentConfig::new()
+            .with_model(model)
+            .with_registry(registry)
+            .permissions(|p| p.with_mode(PermissionMode::BypassPermissions));
+        AgentParts::from_config(config, store)
     }
 
     /// The system prompt of every request.
     pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.system_prompt = Some(prompt.into());
+        self.config = self.config.model(|m| m.with_system_prompt(prompt));
         self
     }
 
     /// The most tokens the model may produce in a turn.
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
-        self.max_tokens = max_tokens;
+        self.config = self.config.model(|m| m.with_max_tokens(max_tokens));
         self
     }
 
     /// The directory the tools work in.
     pub fn with_working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.working_dir = dir.into();
+        self.config = self.config.with_working_dir(dir);
         self
     }
 
-    /// How calls are made: timeouts, result caps, hooks. A call's activity may run for the
-    /// timeout this policy gives its tool, plus [`ACTIVITY_GRACE`] for the store's writes.
-    pub fn with_call_policy(mut self, policy: CallPolicy) -> Self {
-        self.policy = policy;
+    /// Edits the limits: tool timeouts (a call's activity may run for its tool's timeout plus
+    /// [`ACTIVITY_GRACE`] for the store's writes), result caps, turns, budgets.
+    pub fn limits(mut self, edit: impl FnOnce(Limits) -> Limits) -> Self {
+        self.config = self.config.limits(edit);
         self
     }
 
-    /// Checks each call with `gate` in `mode`, as an agent's permissions do. A call the gate
-    /// would ask about is not run: its question is stored in the session (as an agent with
-    /// deferred approvals stores it, so `tool_sdk::session::pending_approvals` lists it) and
-    /// the run waits, holding no process, until [`RunHandle::answer_approval`] answers it.
+    /// Edits the permissions: mode and rules. A call they would ask about is not run: its
+    /// question is stored in the session (as an agent with deferred approvals stores it, so
+    /// `tool_sdk::session::pending_approvals` lists it) and the run waits, holding no process,
+    /// until [`RunHandle::answer_approval`] answers it.
     ///
     /// [`RunHandle::answer_approval`]: crate::RunHandle::answer_approval
-    pub fn with_permission_gate(mut self, gate: Arc<PermissionGate>, mode: PermissionMode) -> Self {
-        self.gate = Some((gate, mode));
+    pub fn permissions(
+        mut self,
+        edit: impl FnOnce(PermissionSettings) -> PermissionSettings,
+    ) -> Self {
+        self.config = self.config.permissions(edit);
         self
     }
+
+    /// The config's parts, built as `Agent::create` builds them; what cannot run on Temporal is
+    /// an error here, before any run.
+    pub(crate) async fn build(
+        self,
+    ) -> Result<(AgentEffects, Arc<dyn SessionStore>), TemporalError> {
+        let effects = AgentEffects::build(self.config)
+            .await
+            .map_err(TemporalError::Config)?;
+        if let Some(problem) = unsupported(&effects) {
+            return Err(TemporalError::Unsupported(problem));
+        }
+        Ok((effects, self.store))
+    }
+}
+
+/// What of `effects`' config cannot run on Temporal yet, and how to do without it.
+fn unsupported(effects: &AgentEffects) -> Option<String> {
+    if effects.registry().get("Task").is_some() {
+        return Some(
+            "sub-agents (the Task tool) do not run on Temporal yet: leave `Task` out of the \
+             config's tools"
+                .to_owned(),
+        );
+    }
+    let managed = effects.manages_context();
+    if managed {
+        return Some(format!(
+            "the context window of {} would be managed (old tool results cleared, the \
+             conversation compacted), which does not run on Temporal yet: turn it off with \
+             `.context(|c| c.with_compaction(false))` (`[context] compaction = false` in a file)",
+            effects.model().model_id()
+        ));
+    }
+    None
 }
 
 /// What a call's activity may take beyond its tool's timeout: loading the conversation and
@@ -92,8 +156,8 @@ pub const ACTIVITY_GRACE: Duration = Duration::from_secs(10);
 /// replay makes the same decisions.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunOptions {
-    /// The most model turns the run takes (`AgentError::MaxTurns` past it).
-    pub max_turns: u32,
+    /// The most model turns the run takes; `None`: the worker's config's `max_turns`.
+    pub max_turns: Option<u32>,
     /// How long an activity may go without a heartbeat before the server gives it to another
     /// worker (or, for a call that may not run twice, answers it as stopped). Activities
     /// heartbeat at a third of it. The time from a worker's death to its run going on
@@ -116,11 +180,11 @@ pub struct RunOptions {
 }
 
 impl Default for RunOptions {
-    /// 50 turns, a 10 s heartbeat timeout, 10 minutes a model turn, three attempts of a call
+    /// The config's turns, a 10 s heartbeat timeout, 10 minutes a model turn, three attempts of a call
     /// that may run again, a new workflow run every 200 turns.
     fn default() -> Self {
         RunOptions {
-            max_turns: 50,
+            max_turns: None,
             heartbeat_timeout: Duration::from_secs(10),
             model_timeout: Duration::from_secs(600),
             retry_attempts: 3,

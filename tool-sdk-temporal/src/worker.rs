@@ -28,13 +28,15 @@ pub struct AgentWorker {
 
 impl AgentWorker {
     /// A worker of `task_queue` on the server at `address` (`host:port` or a URL), running
-    /// the activities with `parts`. Must be called inside a Tokio runtime, which the worker
-    /// then runs on.
+    /// the activities with `parts`: its config is built as `Agent::create` builds one (MCP
+    /// servers connected), and what it asks that cannot run on Temporal is an error here.
+    /// Must be called inside a Tokio runtime, which the worker then runs on.
     pub async fn connect(
         address: &str,
         task_queue: &str,
         parts: AgentParts,
     ) -> Result<AgentWorker, TemporalError> {
+        let (effects, store) = parts.build().await?;
         let runtime = Runtime::from_current_tokio(Default::default())
             .map_err(|error| TemporalError::Worker(error.to_string()))?;
         let client = connect(address).await?;
@@ -42,7 +44,7 @@ impl AgentWorker {
             .sticky_queue_schedule_to_start_timeout(STICKY_TIMEOUT)
             .register_workflow::<AgentWorkflow>()
             .map_err(|error| TemporalError::Worker(error.to_string()))?
-            .register_activities(AgentActivities::new(parts))
+            .register_activities(AgentActivities::new(effects, store))
             .build();
         let worker = Worker::new(&runtime, client, options)
             .map_err(|error| TemporalError::Worker(error.to_string()))?;
@@ -54,7 +56,7 @@ impl AgentWorker {
 
     /// A function that asks the worker to stop: it stops polling, and [`run`](Self::run)
     /// returns once its running tasks are done.
-    pub fn shutdown_handle(&self) -> impl Fn() + Send + Sync + 'static {
+    pub fn shutdown_handle(&self) -> impl Fn() + Send + Sync + use<> {
         self.worker.shutdown_handle()
     }
 

@@ -9,19 +9,29 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use temporalio_common::RetryPolicy;
+use temporalio_common::error::ActivityExecutionError;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::workflows::join_all;
 use temporalio_sdk::{
     ActivityOptions, ContinueAsNewOptions, SyncWorkflowContext, WorkflowContext, WorkflowResult,
 };
-use tool_sdk::agent::decisions::{AfterTurn, after_turn, before_request, next_batch};
+use tool_sdk::agent::decisions::{
+    AfterStop, AfterTurn, after_stop, after_turn, asks_stop_hooks, before_request, next_batch,
+};
+use tool_sdk::model::Usage;
 
-use crate::activities::{AgentActivities, ApprovalAnswer, CallInput, CallPlan, TurnInput};
+use crate::activities::{
+    AgentActivities, ApprovalAnswer, CallDone, CallInput, CallPlan, PromptInput, RunSettings,
+    StopInput, TurnInput,
+};
 
 /// The result a call gets when the worker running it died and its tool may not run twice
 /// (neither read-only nor idempotent): it may have run in part.
 pub const WORKER_STOPPED_MESSAGE: &str =
     "the worker running this call stopped; it may have partly happened";
+
+/// The agent workflow's type, as the server lists it.
+pub const WORKFLOW_TYPE: &str = "tool_sdk.agent";
 
 /// A run of the agent workflow: which session, from which turn, and how.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -30,7 +40,7 @@ pub struct RunInput {
     pub session_id: String,
     /// How many model turns the session held when the run started.
     pub turns_before: u32,
-    /// The most model turns the run takes.
+    /// The most model turns the run takes; 0: the worker's config's.
     pub max_turns: u32,
     /// How long an activity may go without a heartbeat, in milliseconds.
     pub heartbeat_timeout_ms: u64,
@@ -45,9 +55,19 @@ pub struct RunInput {
     /// What the runs this one continues did (continue-as-new).
     #[serde(default)]
     pub carried: RunSummary,
+    /// The prompt this run answers, stored by its first activity after the prompt hooks;
+    /// `None`: the session already ends with it.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// How many records the session held when the run was started: where its prompt goes.
+    #[serde(default)]
+    pub records_before: u32,
     /// Approvals answered before the run continued as new, for calls yet to ask.
     #[serde(default)]
     pub answers: Vec<ApprovalAnswer>,
+    /// What the run took from the worker's config, once read (carried by continue-as-new).
+    #[serde(default)]
+    pub settings: Option<RunSettings>,
 }
 
 /// How a run ended, as the workflow returns it (the answer's text is in the session).
@@ -57,8 +77,15 @@ pub struct RunSummary {
     pub turns: u32,
     /// Calls answered because their worker died ([`WORKER_STOPPED_MESSAGE`]).
     pub sealed: u32,
-    /// Why the run stopped before the model finished (`max_turns` reached), if it did.
+    /// Why the run stopped before the model finished (`max_turns` reached, a budget
+    /// spent), if it did.
     pub stopped: Option<String>,
+    /// The tokens the run's turns used.
+    #[serde(default)]
+    pub usage: Usage,
+    /// How many times stop hooks sent the run on.
+    #[serde(default)]
+    pub continued: u32,
 }
 
 /// The agent workflow (type `tool_sdk.agent`): model turns and tool calls as activities, in
@@ -73,7 +100,7 @@ pub struct AgentWorkflow {
 #[workflow_methods]
 impl AgentWorkflow {
     /// Runs the loop until the model answers without calls or `max_turns` is reached.
-    #[run(name = "tool_sdk.agent")]
+    #[run(name = WORKFLOW_TYPE)]
     pub async fn run(
         ctx: &mut WorkflowContext<Self>,
         input: RunInput,
@@ -85,6 +112,29 @@ impl AgentWorkflow {
                 .extend(answers.map(|a| (a.call_id.clone(), a)))
         });
         let mut summary = input.carried.clone();
+        let settings = match &input.settings {
+            Some(settings) => settings.clone(),
+            None => {
+                // A new run (not a continued one): its prompt first.
+                if let Some(prompt) = &input.prompt {
+                    let submit = PromptInput {
+                        session_id: input.session_id.clone(),
+                        prompt: prompt.clone(),
+                        at: input.records_before,
+                    };
+                    let options = store_options(&input);
+                    ctx.execute_activity(AgentActivities::submit_prompt, submit, options)
+                        .await?;
+                }
+                let options = store_options(&input);
+                ctx.execute_activity(AgentActivities::run_settings, (), options)
+                    .await?
+            }
+        };
+        let max_turns = match input.max_turns {
+            0 => settings.max_turns,
+            set => set,
+        };
         loop {
             let this_run = summary.turns - input.carried.turns;
             let full = input.continue_after > 0 && this_run >= input.continue_after;
@@ -94,27 +144,62 @@ impl AgentWorkflow {
                 let next = RunInput {
                     carried: summary,
                     answers,
+                    settings: Some(settings),
                     ..input.clone()
                 };
                 let Err(end) = ctx.continue_as_new(next, ContinueAsNewOptions::default());
                 return Err(end);
             }
-            if let Err(stop) = before_request(false, summary.turns, input.max_turns, None) {
+            if let Err(stop) = before_request(false, summary.turns, max_turns, None) {
                 summary.stopped = Some(stop.to_string());
                 return Ok(summary);
             }
+            let index = input.turns_before + summary.turns;
             let turn = TurnInput {
                 session_id: input.session_id.clone(),
-                index: input.turns_before + summary.turns,
+                index,
+                run_usage: summary.usage,
             };
             let turn = ctx
                 .execute_activity(AgentActivities::model_turn, turn, model_options(&input))
                 .await?;
             summary.turns += 1;
-            match after_turn(turn.calls.len(), None) {
-                AfterTurn::Finish => return Ok(summary),
+            summary.usage += turn.usage;
+            match after_turn(turn.calls.len(), turn.budget.as_ref()) {
+                AfterTurn::Finish => {
+                    let asks = settings.hooks
+                        && asks_stop_hooks(summary.continued, settings.max_stop_continuations);
+                    if !asks {
+                        return Ok(summary);
+                    }
+                    let stop = StopInput {
+                        session_id: input.session_id.clone(),
+                        index,
+                        continued: summary.continued,
+                    };
+                    let options = call_options_of(&input, STOP_HOOKS_TIMEOUT, false);
+                    let went_on = ctx
+                        .execute_activity(AgentActivities::check_stop, stop, options)
+                        .await?;
+                    // The hook's message is in the session; the workflow only needs to know.
+                    match after_stop(went_on.then(String::new)) {
+                        AfterStop::Finish => return Ok(summary),
+                        AfterStop::GoOn(_) => summary.continued += 1,
+                    }
+                }
                 AfterTurn::StopForBudget(stop) => {
-                    summary.stopped = Some(stop.to_string());
+                    // The turn's calls do not run: each is answered so, and the run ends.
+                    for call in &turn.calls {
+                        let mut call_input = call_input(&input, call, None);
+                        call_input.reason = Some(stop.not_run.clone());
+                        ctx.execute_activity(
+                            AgentActivities::seal_call,
+                            call_input,
+                            store_options(&input),
+                        )
+                        .await?;
+                    }
+                    summary.stopped = Some(stop.reason.clone());
                     return Ok(summary);
                 }
                 AfterTurn::RunCalls => {
@@ -155,44 +240,70 @@ async fn run_calls(
         });
         let ended = join_all(runs).await;
         let batch_calls = &calls[start - ended.len()..start];
-        for (call, mut ended) in batch_calls.iter().zip(ended) {
-            if let Ok(done) = &ended
-                && done.waiting
-            {
-                // No process waits: the workflow sleeps in the server until the signal.
-                let id = call.id.clone();
-                ctx.wait_condition(|state| state.answers.contains_key(&id))
-                    .await?;
-                let answer = ctx.state_mut(|state| state.answers.remove(&call.id));
-                let call_input = call_input(input, call, answer);
-                let options = call_options(input, call);
-                ended = ctx
-                    .execute_activity(AgentActivities::call_tool, call_input, options)
-                    .await;
-            }
-            if ended.is_ok() {
-                continue;
-            }
-            // The call's worker died (no heartbeat) or it ran out of attempts: it is
-            // answered, so that the conversation stays one the model accepts.
-            let call_input = call_input(input, call, None);
-            let done = ctx
-                .execute_activity(AgentActivities::seal_call, call_input, store_options(input))
-                .await?;
-            // Its worker may have stored the result before it died: then it keeps it.
-            sealed += u32::from(done.ran);
+        for (call, ended) in batch_calls.iter().zip(ended) {
+            sealed += u32::from(finish_call(ctx, input, call, ended).await?);
         }
     }
     Ok(sealed)
 }
+
+/// Takes a call from its first attempt's end to its result: waits for its approval and runs
+/// it with the answer, runs it again if its worker died before it started, or seals it
+/// (`Ok(true)`) if it may have partly happened.
+async fn finish_call(
+    ctx: &mut WorkflowContext<AgentWorkflow>,
+    input: &RunInput,
+    call: &CallPlan,
+    mut ended: Result<CallDone, ActivityExecutionError>,
+) -> WorkflowResult<bool> {
+    let mut answer = None;
+    let mut restarts = 0;
+    loop {
+        match &ended {
+            Ok(done) if done.waiting => {
+                // No process waits: the workflow sleeps in the server until the signal.
+                let id = call.id.clone();
+                ctx.wait_condition(|state| state.answers.contains_key(&id))
+                    .await?;
+                answer = ctx.state_mut(|state| state.answers.remove(&call.id));
+            }
+            Ok(_) => return Ok(false),
+            Err(_) => {
+                // The call's worker died (no heartbeat) or it ran out of attempts: it is
+                // answered, so that the conversation stays one the model accepts; unless it
+                // never started, which a worker that died while storing its question leaves.
+                let seal = call_input(input, call, None);
+                let done = ctx
+                    .execute_activity(AgentActivities::seal_call, seal, store_options(input))
+                    .await?;
+                if !done.not_started || restarts == MAX_RESTARTS {
+                    // Its worker may have stored the result before it died: then it keeps it.
+                    return Ok(done.ran);
+                }
+                restarts += 1;
+            }
+        }
+        let again = call_input(input, call, answer.clone());
+        ended = ctx
+            .execute_activity(AgentActivities::call_tool, again, call_options(input, call))
+            .await;
+    }
+}
+
+/// How many times a call whose workers died before it started is run again.
+const MAX_RESTARTS: u32 = 3;
 
 fn call_input(input: &RunInput, call: &CallPlan, answer: Option<ApprovalAnswer>) -> CallInput {
     CallInput {
         session_id: input.session_id.clone(),
         call_id: call.id.clone(),
         answer,
+        reason: None,
     }
 }
+
+/// How long the stop hooks may take (command hooks have their own, shorter, timeouts).
+const STOP_HOOKS_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn model_options(input: &RunInput) -> ActivityOptions {
     ActivityOptions::with_start_to_close_timeout(Duration::from_millis(input.model_timeout_ms))
@@ -203,12 +314,16 @@ fn model_options(input: &RunInput) -> ActivityOptions {
 /// A call that may run again is retried up to `retry_attempts` attempts; another is
 /// attempted once.
 fn call_options(input: &RunInput, call: &CallPlan) -> ActivityOptions {
-    let attempts = if call.retry { input.retry_attempts } else { 1 };
+    call_options_of(input, Duration::from_millis(call.timeout_ms), call.retry)
+}
+
+fn call_options_of(input: &RunInput, timeout: Duration, retry: bool) -> ActivityOptions {
+    let attempts = if retry { input.retry_attempts } else { 1 };
     let retry = RetryPolicy::builder()
         .initial_interval(Duration::from_millis(100))
         .maximum_attempts(attempts.max(1))
         .build();
-    ActivityOptions::with_start_to_close_timeout(Duration::from_millis(call.timeout_ms))
+    ActivityOptions::with_start_to_close_timeout(timeout)
         .heartbeat_timeout(Duration::from_millis(input.heartbeat_timeout_ms))
         .retry_policy(retry)
         .build()

@@ -1,7 +1,8 @@
 //! The benchmark of issue #29, all rows side by side in one run against one dev server: a bare
 //! no-op activity round trip (the floor), a step of the agent on Temporal, the same step in
 //! process with no store and with `SqliteStore`, runs per second with one and two worker
-//! processes, the time from a worker's death to its run going on elsewhere, and the history
+//! processes, the time from a worker's death to its run going on elsewhere, the delay of a
+//! run's events (from its record stored to the client), and the history
 //! of a 60-turn session of about 100k tokens.
 //!
 //! `cargo test --release -p tool-sdk-temporal --test bench -- --ignored --nocapture` for the
@@ -30,10 +31,10 @@ use tool_sdk::agent::{Agent, AgentConfig};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::session::{SqliteStore, stored_conversation};
 use tool_sdk_temporal::{AgentClient, RunHandle, RunOptions};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer};
 
-use server::{ByPosition, DevServer, Killed, Turn, start_worker, start_worker_with, wait_for_file};
+use server::{
+    DevServer, Killed, Turn, model_server, start_worker, start_worker_with, wait_for_file,
+};
 
 /// How much each row does.
 struct Sizes {
@@ -106,7 +107,73 @@ async fn run_all(sizes: &Sizes) {
     eprintln!(
         "a worker's death to its run going on elsewhere (heartbeat timeout 2 s): {continued:?}"
     );
+    let (median_delay, max_delay) = event_delay(&server, sizes).await;
+    eprintln!(
+        "an event's delay, from its record stored to the client (tailing every 50 ms): \
+         median {median_delay:?}, max {max_delay:?}"
+    );
     history_of_a_long_session(&server, sizes).await;
+}
+
+/// The delay of [`RunHandle::events`]: from each record's store time (`created_at`, in the
+/// SQLite file) to its event's arrival in the client, over a run of `steps` steps.
+async fn event_delay(server: &DevServer, sizes: &Sizes) -> (Duration, Duration) {
+    use futures::StreamExt;
+    use std::time::{SystemTime, UNIX_EPOCH};
+    use tool_sdk::session::{Record, SessionStore};
+
+    let dir = tempfile::tempdir().unwrap();
+    let model = model_server(script(dir.path(), sizes.steps, 8)).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let _worker = start_worker(server, "events", &store_path, &model.uri());
+    let client = AgentClient::connect(&server.address, "events", store.clone())
+        .await
+        .unwrap();
+    let run = client.start("Go", RunOptions::default()).await.unwrap();
+    let arrivals: Vec<u128> = tokio::time::timeout(ROW_LIMIT, async {
+        run.events(Duration::from_millis(50))
+            .map(|event| {
+                event.unwrap();
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis()
+            })
+            .collect()
+            .await
+    })
+    .await
+    .expect("the run ended in time");
+    // The records that make events, in order, after the prompt (the first record).
+    let records = store.load(run.session_id()).await.unwrap();
+    let shown = records.iter().skip(1).map(|record| {
+        matches!(
+            record,
+            Record::ModelTurn { .. } | Record::ToolStarted { .. } | Record::ToolResult { .. }
+        )
+    });
+    let db = rusqlite::Connection::open(&store_path).unwrap();
+    let mut stored_at = db
+        .prepare("SELECT created_at FROM records WHERE session_id = ?1 ORDER BY seq")
+        .unwrap();
+    let times: Vec<i64> = stored_at
+        .query_map([run.session_id()], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .skip(1)
+        .collect();
+    let mut delays: Vec<Duration> = times
+        .iter()
+        .zip(shown)
+        .filter(|(_, shown)| *shown)
+        .map(|(stored, _)| *stored as u128)
+        .zip(&arrivals)
+        .map(|(stored, arrived)| Duration::from_millis(arrived.saturating_sub(stored) as u64))
+        .collect();
+    assert_eq!(delays.len(), arrivals.len(), "every event has its record");
+    delays.sort();
+    (delays[delays.len() / 2], *delays.last().unwrap())
 }
 
 async fn connect(address: &str) -> Client {
@@ -147,16 +214,6 @@ async fn floor_round_trip(server: &DevServer, n: u32, repeats: usize) -> Duratio
         }
     }
     median(times)
-}
-
-async fn model_server(script: Vec<Turn>) -> MockServer {
-    let mock = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(ByPosition(script))
-        .mount(&mock)
-        .await;
-    mock
 }
 
 /// `steps` turns of one read-only call each (its note `note` characters long), then an answer.
@@ -310,7 +367,7 @@ async fn history_of_a_long_session(server: &DevServer, sizes: &Sizes) {
         .await
         .unwrap();
     let options = RunOptions {
-        max_turns: sizes.history_turns + 1,
+        max_turns: Some(sizes.history_turns + 1),
         ..RunOptions::default()
     };
     let run = client.start("Look at every note", options).await.unwrap();

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
+use futures::StreamExt;
 use temporalio_client::WorkflowHistory;
 use temporalio_common::protos::proto_ts_to_system_time;
 use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
@@ -22,36 +22,16 @@ use tool_sdk::model::{Message, MessageContent, Role};
 use tool_sdk::permission::PermissionAnswer;
 use tool_sdk::session::{SqliteStore, stored_conversation};
 use tool_sdk_temporal::{
-    AgentClient, AgentWorkflow, RunHandle, RunOptions, WORKER_STOPPED_MESSAGE,
+    AgentClient, AgentWorkflow, RunEvent, RunHandle, RunOptions, RunStatus, WORKER_STOPPED_MESSAGE,
 };
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer};
 
-use server::{ByPosition, DevServer, Turn, start_worker, start_worker_with, wait_for_file};
+use server::{
+    DevServer, Turn, call, lines, model_server, result_of, start_worker, start_worker_with,
+    wait_for_approvals, wait_for_file,
+};
 
 /// A whole run never takes this long; past it the test fails instead of hanging.
 const RUN_LIMIT: Duration = Duration::from_secs(90);
-
-async fn model_server(script: Vec<Turn>) -> MockServer {
-    let mock = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(ByPosition(script))
-        .mount(&mock)
-        .await;
-    mock
-}
-
-fn call(
-    id: &str,
-    tool: &'static str,
-    dir: &Path,
-    note: &str,
-    slow_ms: u64,
-) -> (String, &'static str, serde_json::Value) {
-    let input = json!({"dir": dir, "note": note, "slow_ms": slow_ms});
-    (id.to_owned(), tool, input)
-}
 
 /// Ten steps: reads alone, reads together, writes, a read beside... then the answer.
 fn ten_steps(dir: &Path) -> Vec<Turn> {
@@ -71,14 +51,6 @@ fn ten_steps(dir: &Path) -> Vec<Turn> {
     }
     turns.push(Turn::Text("all ten steps done".to_owned()));
     turns
-}
-
-fn lines(file: &Path) -> Vec<String> {
-    std::fs::read_to_string(file)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
 }
 
 /// Every tool_use of an assistant turn is answered in the user message right after it.
@@ -104,22 +76,6 @@ fn assert_every_call_answered(messages: &[Message]) {
             "the calls of message {index} and their results"
         );
     }
-}
-
-/// The result block of call `id`: its text and whether it is an error.
-fn result_of(messages: &[Message], id: &str) -> (String, bool) {
-    messages
-        .iter()
-        .flat_map(|message| &message.content)
-        .find_map(|block| match block {
-            MessageContent::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-            } if tool_use_id == id => Some((serde_json::to_string(content).unwrap(), *is_error)),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("call {id} has no result"))
 }
 
 /// Prints the run's history from `since` on, each event with its time after `since`: where
@@ -195,11 +151,32 @@ async fn a_ten_step_run_on_temporal_has_the_conversation_of_the_in_process_agent
         .start("Do the ten steps", RunOptions::default())
         .await
         .unwrap();
-    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
-        .await
-        .expect("the run ended in time")
-        .unwrap();
+    // The run's events, tailed from the store while it runs.
+    let (events, outcome) = tokio::time::timeout(RUN_LIMIT, async {
+        let events = run.events(Duration::from_millis(50)).collect::<Vec<_>>();
+        tokio::join!(events, run.result())
+    })
+    .await
+    .expect("the run ended in time");
+    let outcome = outcome.unwrap();
     let on_temporal_took = started.elapsed();
+    let events: Vec<RunEvent> = events.into_iter().map(Result::unwrap).collect();
+    let count = |kind: fn(&RunEvent) -> bool| events.iter().filter(|e| kind(e)).count();
+    assert_eq!(count(|e| matches!(e, RunEvent::Turn(_))), 11);
+    assert_eq!(count(|e| matches!(e, RunEvent::ToolStarted { .. })), 16);
+    assert_eq!(count(|e| matches!(e, RunEvent::ToolResult { .. })), 16);
+    assert!(matches!(&events[0], RunEvent::Turn(turn) if turn.tool_uses().count() == 1));
+    assert!(
+        matches!(events.last(), Some(RunEvent::Turn(turn)) if turn.text() == "all ten steps done")
+    );
+    for (at, event) in events.iter().enumerate() {
+        if let RunEvent::ToolResult { id, .. } = event {
+            let started = events[..at]
+                .iter()
+                .any(|e| matches!(e, RunEvent::ToolStarted { id: of, .. } if of == id));
+            assert!(started, "the result of {id} comes after its start");
+        }
+    }
     assert_eq!(outcome.text, "all ten steps done");
     assert_eq!(
         (outcome.turns, outcome.sealed, outcome.stopped),
@@ -422,29 +399,17 @@ async fn an_approval_is_answered_after_every_process_was_restarted() {
     let session = run.session_id().to_owned();
 
     // The question reaches the store; then the run holds no process.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let pending = loop {
-        let pending = first_client.pending_approvals(&session).await.unwrap();
-        if !pending.is_empty() {
-            break pending;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no approval was asked for"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let pending = wait_for_approvals(&first_client, &session).await;
     assert_eq!(pending.len(), 1);
     assert_eq!(
         (pending[0].call_id.as_str(), pending[0].tool.as_str()),
         ("toolu_write", "write_note")
     );
     // The question is stored before its activity reports back: the run waits in the server
-    // only once the model turn, the read and the asking call have all completed there. A
-    // worker killed before that leaves the asking call to be answered as one that may have
-    // partly happened, which is another test's case.
+    // only once the prompt, the run's settings, the model turn, the read and the asking call
+    // have all completed there. A worker killed before that is the next test's case.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while completed_activities(&run).await < 3 {
+    while completed_activities(&run).await < 5 {
         assert!(
             std::time::Instant::now() < deadline,
             "the asking call's activity never completed"
@@ -468,6 +433,8 @@ async fn an_approval_is_answered_after_every_process_was_restarted() {
         .await
         .unwrap();
     let run = client.attach(&session, None);
+    // With no process holding it, the server still has it running.
+    assert_eq!(run.describe().await.unwrap().status, RunStatus::Running);
     run.answer_approval("toolu_write", PermissionAnswer::Allow)
         .await
         .unwrap();
@@ -485,6 +452,62 @@ async fn an_approval_is_answered_after_every_process_was_restarted() {
     assert!(client.pending_approvals(&session).await.unwrap().is_empty());
     let messages = stored_conversation(&*store, &session).await.unwrap();
     assert_every_call_answered(&messages);
+    let (written, is_error) = result_of(&messages, "toolu_write");
+    assert!(!is_error && written.contains("wrote w"), "{written}");
+}
+
+/// A worker killed after storing a call's question and before reporting back: the call never
+/// started, so it is not answered as one that may have partly happened; it asks again, and
+/// runs once answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_while_asking_leaves_the_call_to_ask_again() {
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = vec![
+        Turn::Calls(vec![call("toolu_write", "write_note", dir.path(), "w", 0)]),
+        Turn::Text("written after all".to_owned()),
+    ];
+    let model = model_server(script).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let queue = "asking";
+    let mut worker = start_worker_with(&server, queue, &store_path, &model.uri(), &["ask-slowly"]);
+    let client = AgentClient::connect(&server.address, queue, store.clone())
+        .await
+        .unwrap();
+    let options = RunOptions {
+        heartbeat_timeout: Duration::from_secs(2),
+        ..RunOptions::default()
+    };
+    let run = client.start("Write", options).await.unwrap();
+    wait_for_approvals(&client, run.session_id()).await;
+    // Its activity sleeps in the slow store, not completed: killed now, it never reports.
+    assert_eq!(
+        completed_activities(&run).await,
+        3,
+        "the prompt, the settings and the model turn"
+    );
+    worker.kill();
+    let _worker = start_worker_with(&server, queue, &store_path, &model.uri(), &["ask"]);
+    run.answer_approval("toolu_write", PermissionAnswer::Allow)
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap();
+    assert_eq!(
+        (outcome.text.as_str(), outcome.sealed),
+        ("written after all", 0)
+    );
+    assert_eq!(
+        lines(&dir.path().join("writes")),
+        ["w"],
+        "the write ran once"
+    );
+    let messages = stored_conversation(&*store, run.session_id())
+        .await
+        .unwrap();
     let (written, is_error) = result_of(&messages, "toolu_write");
     assert!(!is_error && written.contains("wrote w"), "{written}");
 }

@@ -121,10 +121,11 @@ pub use registry::{
 };
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
-    ActsOn, AgentId, BoxFuture, ContentBlock, FileRead, FileStateTracker, FromToolContext, Json,
-    PermissionPrompt, ResourceContents, ResultDisplay, SessionValues, State, StateMap,
-    StateRequirement, SubagentReport, SubagentRequest, SubagentRunner, Tool, ToolAnnotations,
-    ToolContext, ToolError, ToolErrorKind, ToolOutput, ToolResult, ToolUpdate, ToolUpdateKind,
+    ActsOn, AgentId, BoxFuture, ContentBlock, Elicitation, ElicitationAnswer, Elicited, Elicitor,
+    FileRead, FileStateTracker, FromToolContext, Json, PermissionPrompt, ResourceContents,
+    ResultDisplay, SessionValues, State, StateMap, StateRequirement, SubagentReport,
+    SubagentRequest, SubagentRunner, Tool, ToolAnnotations, ToolContext, ToolError, ToolErrorKind,
+    ToolOutput, ToolResult, ToolUpdate, ToolUpdateKind,
 };
 pub use tool_sdk_core::{ToolChild, ToolCommand};
 

@@ -348,12 +348,8 @@ impl Road<'_> {
         // The call first, as for the gate above; the token was checked on the way in.
         let output = tokio::select! {
             biased;
-            finished = tokio::time::timeout(limit, &mut call) => {
-                match finished {
-                    Ok(result) => result?,
-                    Err(_) => return Err(ToolError::Timeout(limit)),
-                }
-            }
+            finished = &mut call => finished?,
+            () = out_of_time(limit, ctx) => return Err(ToolError::Timeout(limit)),
             _ = cancel.cancelled() => {
                 // The tool sees the same token: a moment to wind down on its own (tell a
                 // server, remove a temp file), then it is dropped all the same.
@@ -368,6 +364,24 @@ impl Road<'_> {
             hook.after(tool.name(), &self.input, &output, ctx).await;
         }
         Ok(output)
+    }
+}
+
+/// How often a call's deadline is looked at again while the call waits for its user.
+const USER_WAIT_RECHECK: Duration = Duration::from_secs(1);
+
+/// Resolves once the call has run for `limit`, the time it waited for its user's answers
+/// ([`ToolContext::waited_for_user`]) left out.
+async fn out_of_time(limit: Duration, ctx: &ToolContext) {
+    let start = tokio::time::Instant::now();
+    loop {
+        let (waited, waiting) = ctx.waited_for_user();
+        let deadline = start + limit + waited;
+        match waiting {
+            true => tokio::time::sleep(USER_WAIT_RECHECK).await,
+            false if tokio::time::Instant::now() >= deadline => return,
+            false => tokio::time::sleep_until(deadline).await,
+        }
     }
 }
 

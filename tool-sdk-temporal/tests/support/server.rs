@@ -10,7 +10,11 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use wiremock::{Request, Respond, ResponseTemplate};
+use tool_sdk::model::{Message, MessageContent};
+use tool_sdk::session::PendingApproval;
+use tool_sdk_temporal::AgentClient;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 /// The crate's root.
 fn crate_root() -> &'static Path {
@@ -219,21 +223,7 @@ pub fn start_worker_with(
         .expect("the test worker starts");
     let stdout = child.stdout.take().expect("its stdout is piped");
     let worker = Killed(child);
-    let (ready, ready_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if line == "worker ready" {
-                let _ = ready.send(());
-            }
-        }
-    });
-    ready_rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the worker connected within 30 s");
+    wait_for_line(stdout, "worker ready", "the worker");
     worker
 }
 
@@ -332,4 +322,84 @@ fn anthropic_stream(turn: &Turn) -> String {
             "usage": {"output_tokens": 5}}),
     );
     out + &event("message_stop", json!({"type": "message_stop"}))
+}
+
+/// A mock Anthropic server answering each request with the turn of its position in `script`.
+pub async fn model_server(script: Vec<Turn>) -> MockServer {
+    let mock = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(ByPosition(script))
+        .mount(&mock)
+        .await;
+    mock
+}
+
+/// A call of the tests' tools (`look`, `write_note`): its id, tool and input.
+pub fn call(
+    id: &str,
+    tool: &'static str,
+    dir: &Path,
+    note: &str,
+    slow_ms: u64,
+) -> (String, &'static str, Value) {
+    let input = json!({"dir": dir, "note": note, "slow_ms": slow_ms});
+    (id.to_owned(), tool, input)
+}
+
+/// The lines of `file`, none if it does not exist.
+pub fn lines(file: &Path) -> Vec<String> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The result block of call `id`: its content as JSON and whether it is an error.
+pub fn result_of(messages: &[Message], id: &str) -> (String, bool) {
+    messages
+        .iter()
+        .flat_map(|message| &message.content)
+        .find_map(|block| match block {
+            MessageContent::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } if tool_use_id == id => Some((serde_json::to_string(content).unwrap(), *is_error)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("call {id} has no result"))
+}
+
+/// Waits (30 s at most) until a call of `session` waits for an approval; returns them all.
+pub async fn wait_for_approvals(client: &AgentClient, session: &str) -> Vec<PendingApproval> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let pending = client.pending_approvals(session).await.unwrap();
+        if !pending.is_empty() {
+            return pending;
+        }
+        assert!(Instant::now() < deadline, "no approval was asked for");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Reads `stdout` on a thread until a line starts with `ready`; panics after 30 s, saying
+/// `what` did not get ready.
+pub fn wait_for_line(stdout: std::process::ChildStdout, ready: &'static str, what: &str) {
+    use std::io::BufRead;
+    let (sender, said) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.starts_with(ready) {
+                let _ = sender.send(());
+            }
+        }
+    });
+    said.recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("{what} did not say `{ready}` within 30 s"));
 }

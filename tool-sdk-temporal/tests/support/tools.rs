@@ -90,3 +90,23 @@ pub async fn mark(dir: String, note: String, slow_ms: u64, ctx: &ToolContext) ->
     }
     format!("marked {note}")
 }
+
+/// Who to greet, as the user answers it.
+#[derive(serde::Deserialize, tool_sdk::JsonSchema)]
+#[schemars(crate = "tool_sdk::schemars")]
+pub struct Name {
+    /// Your name.
+    pub name: String,
+}
+
+/// Greets the user by the name they give (mutating): asks for it first, then appends
+/// `hello <name>` to `dir/greetings`.
+#[tool(register = false)]
+pub async fn greet(dir: String, ctx: &ToolContext) -> Result<String, tool_sdk::ToolError> {
+    let answer = ctx.elicit::<Name>("Who should be greeted?").await?;
+    let Some(Name { name }) = answer.accepted() else {
+        return Ok("nobody to greet".to_owned());
+    };
+    count(Path::new(&dir), "greetings", &format!("hello {name}"));
+    Ok(format!("greeted {name}"))
+}

@@ -1,19 +1,23 @@
 //! A worker process of the tests: `temporal-test-worker ADDRESS TASK_QUEUE STORE MODEL_URL
-//! [ask|floor]`. Runs the agent workflow and its activities with the tests' tools, an Anthropic
-//! client of the tests' mock model server, and the SQLite store every process of a test
-//! shares, until it is killed. With `ask`, calls go through a permission gate with no rules,
-//! which asks before each mutating call. With `floor`, it runs the benchmark's no-op workflow
-//! instead (`floor.rs`).
+//! [ask|ask-slowly|floor]`. Runs the agent workflow and its activities with the tests' tools,
+//! an Anthropic client of the tests' mock model server, and the SQLite store every process of
+//! a test shares, until it is killed. With `ask`, calls are checked in the default permission
+//! mode with no rules, which asks before each mutating call; `ask-slowly` too, with a store
+//! that takes 30 s to report a stored question. With `floor`, it runs the benchmark's no-op
+//! workflow instead (`floor.rs`).
 
 use std::sync::Arc;
 
+use tool_sdk::BoxFuture;
 use tool_sdk::model::anthropic::AnthropicModel;
-use tool_sdk::permission::{PermissionGate, PermissionMode, PermissionRules};
-use tool_sdk::session::SqliteStore;
+use tool_sdk::permission::PermissionMode;
+use tool_sdk::session::{NewSession, Record, SessionError, SessionInfo, SessionStore, SqliteStore};
 use tool_sdk_temporal::{AgentParts, AgentWorker};
 
 #[allow(dead_code)]
 mod floor;
+// `greet` serves the in-process tests only.
+#[allow(dead_code)]
 mod tools;
 
 #[tokio::main]
@@ -22,11 +26,16 @@ async fn main() {
     let (address, task_queue, store, model_url, ask) = match args.as_slice() {
         [address, queue, store, url] => (address, queue, store, url, false),
         [address, queue, store, url, ask] if ask == "ask" => (address, queue, store, url, true),
+        [address, queue, store, url, slow] if slow == "ask-slowly" => {
+            return ask_slowly(address, queue, store, url).await;
+        }
         [address, queue, _, _, floor] if floor == "floor" => {
             return floor_worker(address, queue).await;
         }
         _ => {
-            eprintln!("usage: temporal-test-worker ADDRESS TASK_QUEUE STORE MODEL_URL [ask|floor]");
+            eprintln!(
+                "usage: temporal-test-worker ADDRESS TASK_QUEUE STORE MODEL_URL [ask|ask-slowly|floor]"
+            );
             std::process::exit(2);
         }
     };
@@ -38,8 +47,7 @@ async fn main() {
     let store = SqliteStore::open(store).expect("the store opens");
     let mut parts = AgentParts::new(Arc::new(model), registry, Arc::new(store));
     if ask {
-        let gate = PermissionGate::new(PermissionRules::default(), Vec::new());
-        parts = parts.with_permission_gate(Arc::new(gate), PermissionMode::Default);
+        parts = parts.permissions(|p| p.with_mode(PermissionMode::Default));
     }
     let worker = AgentWorker::connect(address, task_queue, parts)
         .await
@@ -48,6 +56,68 @@ async fn main() {
     if let Err(error) = worker.run().await {
         eprintln!("the worker stopped: {error}");
         std::process::exit(1);
+    }
+}
+
+/// The `ask` worker, whose store takes 30 s to report back once it stored a question: killed
+/// meanwhile, it leaves a call that asked and never started, its activity unfinished.
+async fn ask_slowly(address: &str, task_queue: &str, store: &str, model_url: &str) {
+    let registry = tools::registry();
+    let model = AnthropicModel::new("claude-test", "test-key").with_base_url(model_url);
+    let store = SlowAfterQuestion(SqliteStore::open(store).expect("the store opens"));
+    let parts = AgentParts::new(Arc::new(model), registry, Arc::new(store))
+        .permissions(|p| p.with_mode(PermissionMode::Default));
+    let worker = AgentWorker::connect(address, task_queue, parts)
+        .await
+        .unwrap_or_else(|error| panic!("the worker connects: {error}"));
+    println!("worker ready");
+    let _ = worker.run().await;
+}
+
+/// A store that sleeps after appending a question (`ApprovalDeferred`), as a worker that
+/// dies between storing it and reporting back would look from outside.
+struct SlowAfterQuestion(SqliteStore);
+
+impl SessionStore for SlowAfterQuestion {
+    fn create(&self, new: NewSession) -> BoxFuture<'_, Result<SessionInfo, SessionError>> {
+        self.0.create(new)
+    }
+
+    fn append<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a Record,
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.append_all(id, std::slice::from_ref(record))
+    }
+
+    fn append_all<'a>(
+        &'a self,
+        id: &'a str,
+        records: &'a [Record],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        Box::pin(async move {
+            self.0.append_all(id, records).await?;
+            if records
+                .iter()
+                .any(|r| matches!(r, Record::ApprovalDeferred { .. }))
+            {
+                tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            }
+            Ok(())
+        })
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Record>, SessionError>> {
+        self.0.load(id)
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionInfo, SessionError>> {
+        self.0.get(id)
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<SessionInfo>, SessionError>> {
+        self.0.list()
     }
 }
 

@@ -1,12 +1,14 @@
 //! How a call's permission question is asked and stored: through a `PermissionRequested`
 //! event (or the app's handler), each question and answer recorded before the call goes on,
-//! or deferred to the store when approvals are deferred.
+//! or deferred to the store when approvals are deferred; and the same for the questions tools
+//! ask ([`CallElicitor`]).
 
-use std::sync::Mutex;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use super::events::{AgentEvent, Emit, PermissionRequest};
+use super::events::{AgentEvent, ElicitationRequest, Emit, PermissionRequest};
 use super::inner::AgentInner;
 use super::recorder::Journal;
 use super::step::Recorded;
@@ -16,6 +18,7 @@ use crate::permission::{
 };
 use crate::session::{PendingApproval, Record, SessionError};
 use crate::tool::BoxFuture;
+use crate::{Elicitation, ElicitationAnswer, Elicitor, ToolContext, ToolError};
 
 /// Writes a call's record of `kind`, through `journal` when the call has one.
 pub(super) async fn record(
@@ -72,6 +75,23 @@ pub(super) struct RecordingAsker<'a> {
 }
 
 impl RecordingAsker<'_> {
+    /// The question deferred (the call's permission question, or its tool's), and why a
+    /// record could not be stored, if one could not.
+    pub(super) fn finish(
+        self,
+        elicitor: &CallElicitor,
+    ) -> (Option<PendingApproval>, Option<SessionError>) {
+        let deferred = self
+            .deferred
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner());
+        let failure = self.failure.into_inner().unwrap_or_else(|p| p.into_inner());
+        (
+            deferred.or_else(|| elicitor.take_deferred()),
+            failure.or_else(|| elicitor.take_failure()),
+        )
+    }
+
     fn refuse(&self, error: SessionError) -> PermissionAnswer {
         let answer = PermissionAnswer::Deny(format!(
             "this call did not run: the session could not be stored ({error})"
@@ -112,6 +132,7 @@ impl PermissionHandler for RecordingAsker<'_> {
                     tool: question.tool.clone(),
                     title: question.prompt.title.clone(),
                     input: self.call.input.json_or_empty().into_owned(),
+                    elicitation: None,
                 };
                 *self.deferred.lock().unwrap_or_else(|p| p.into_inner()) = Some(pending);
                 return PermissionAnswer::Deny("the approval was deferred".into());
@@ -132,6 +153,154 @@ impl PermissionHandler for RecordingAsker<'_> {
                 Ok(()) => answer,
                 Err(error) => self.refuse(error),
             }
+        })
+    }
+}
+
+/// Asks the app the questions a call's tool asks ([`crate::ToolContext::elicit`]): through the
+/// app's elicitation handler, or an `ElicitationRequested` event. Each question and answer is
+/// stored before the tool goes on. A call that runs again (its question was deferred) is given
+/// its stored answers, in order, instead of asking; with `defer`, a question beyond them is
+/// stored as deferred, noted in `deferred`, and the tool gets an error (the call's outcome is
+/// then "deferred", whatever the tool made of it).
+pub(super) struct CallElicitor {
+    pub(super) agent: Arc<AgentInner>,
+    pub(super) call: ToolUse,
+    pub(super) emit: Emit,
+    pub(super) journal: Option<Arc<Journal>>,
+    pub(super) defer: bool,
+    pub(super) replies: Mutex<VecDeque<ElicitationAnswer>>,
+    pub(super) deferred: Mutex<Option<PendingApproval>>,
+    pub(super) failure: Mutex<Option<SessionError>>,
+}
+
+impl CallElicitor {
+    /// The elicitor of `call`, given `replies` (stored answers, when it runs again).
+    pub(super) fn for_call(
+        agent: &Arc<AgentInner>,
+        call: &ToolUse,
+        emit: &Emit,
+        journal: Option<&Arc<Journal>>,
+        replies: Option<&Vec<ElicitationAnswer>>,
+    ) -> Arc<Self> {
+        let permissions = &agent.config.permissions;
+        Arc::new(CallElicitor {
+            agent: agent.clone(),
+            call: call.clone(),
+            emit: emit.clone(),
+            journal: journal.cloned(),
+            defer: agent.config.session.defer_approvals
+                && permissions.elicitation_handler.is_none(),
+            replies: Mutex::new(replies.cloned().unwrap_or_default().into()),
+            deferred: Mutex::new(None),
+            failure: Mutex::new(None),
+        })
+    }
+
+    /// Stores `make`'s record; a failure is kept for the call's outcome (it ends the run).
+    async fn store(&self, make: impl FnOnce() -> Record) -> Result<(), ToolError> {
+        let journal = self.journal.as_deref();
+        record(&self.agent, journal, Recorded::Permission, make)
+            .await
+            .map_err(|error| {
+                let message = format!("the question could not be stored ({error})");
+                let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+                failure.get_or_insert(error);
+                ToolError::failed(message)
+            })
+    }
+
+    /// The question deferred, if one was.
+    pub(super) fn take_deferred(&self) -> Option<PendingApproval> {
+        self.deferred
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+
+    /// Why a question or answer could not be stored, if one could not.
+    pub(super) fn take_failure(&self) -> Option<SessionError> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+
+    /// Asks the app: its handler, or an event (dropped unanswered: cancelled).
+    async fn ask_app(
+        &self,
+        question: &Elicitation,
+        ctx: &ToolContext,
+    ) -> Result<ElicitationAnswer, ToolError> {
+        if let Some(handler) = &self.agent.config.permissions.elicitation_handler {
+            return handler.elicit(question, ctx).await;
+        }
+        let (answer, answered) = oneshot::channel();
+        (self.emit)(AgentEvent::ElicitationRequested(ElicitationRequest {
+            id: self.call.id.clone(),
+            tool: self.call.name.clone(),
+            question: question.clone(),
+            answer,
+        }));
+        Ok(answered.await.unwrap_or(ElicitationAnswer::Cancel))
+    }
+}
+
+impl Elicitor for CallElicitor {
+    fn elicit<'a>(
+        &'a self,
+        question: &'a Elicitation,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ElicitationAnswer, ToolError>> {
+        Box::pin(async move {
+            let replay = self
+                .replies
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop_front();
+            if let Some(answer) = replay {
+                return Ok(answer);
+            }
+            let deferred = || {
+                ToolError::failed(
+                    "this question waits for the user's answer: the call runs again once it \
+                     is given",
+                )
+            };
+            if self
+                .deferred
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_some()
+            {
+                return Err(deferred());
+            }
+            let id = &self.call.id;
+            self.store(|| Record::ElicitationAsked {
+                id: id.clone(),
+                question: question.clone(),
+            })
+            .await?;
+            if self.defer {
+                self.store(|| Record::ApprovalDeferred { id: id.clone() })
+                    .await?;
+                let pending = PendingApproval {
+                    call_id: id.clone(),
+                    tool: self.call.name.clone(),
+                    title: question.message().to_owned(),
+                    input: self.call.input.json_or_empty().into_owned(),
+                    elicitation: Some(question.clone()),
+                };
+                *self.deferred.lock().unwrap_or_else(|p| p.into_inner()) = Some(pending);
+                return Err(deferred());
+            }
+            let answer = self.ask_app(question, ctx).await?;
+            self.store(|| Record::ElicitationAnswered {
+                id: id.clone(),
+                answer: answer.clone(),
+            })
+            .await?;
+            Ok(answer)
         })
     }
 }

@@ -173,6 +173,11 @@ impl Ledger {
         self.budget.stop(&result.usage)
     }
 
+    /// The error that stops a run which used `usage` in all, once it has spent a budget.
+    pub(crate) fn budget_stop(&self, usage: &Usage) -> Option<AgentError> {
+        self.budget.stop(usage)
+    }
+
     /// `Err` once the run has spent a budget: the error the run ends with.
     pub(crate) fn check(&self, result: &RunResult) -> Result<(), AgentError> {
         self.stop(result).map_or(Ok(()), Err)

@@ -15,7 +15,10 @@ use tokio_util::sync::CancellationToken;
 use super::error::AgentError;
 use crate::model::{History, StopReason, Usage};
 use crate::permission::{PermissionAnswer, PermissionQuestion};
-use crate::{AgentId, ResultDisplay, ToolErrorKind, ToolOutput, ToolUpdateKind};
+use crate::{
+    AgentId, Elicitation, ElicitationAnswer, ResultDisplay, ToolErrorKind, ToolOutput,
+    ToolUpdateKind,
+};
 
 /// One thing that happened during a run, in order.
 #[derive(Debug)]
@@ -56,6 +59,10 @@ pub enum AgentEvent {
     /// [`allow_always`](PermissionRequest::allow_always) or [`deny`](PermissionRequest::deny).
     /// Dropping it unanswered denies the call.
     PermissionRequested(PermissionRequest),
+    /// A running tool asks the user a question ([`ToolContext::elicit`](crate::ToolContext::elicit)):
+    /// answer it with [`ElicitationRequest::accept`], [`decline`](ElicitationRequest::decline)
+    /// or [`cancel`](ElicitationRequest::cancel). Dropping it unanswered cancels it.
+    ElicitationRequested(ElicitationRequest),
     /// A running tool reported progress or metadata (never sent to the model).
     ToolProgress {
         /// The tool_use id.
@@ -176,6 +183,41 @@ impl PermissionRequest {
     }
 }
 
+/// A question a running tool asks the user, for apps that stream events instead of setting an
+/// [elicitation handler](super::PermissionSettings::with_elicitation_handler).
+#[derive(Debug)]
+pub struct ElicitationRequest {
+    /// The tool_use id of the asking call.
+    pub id: String,
+    /// The tool.
+    pub tool: String,
+    /// The question: a form to fill in, or a page to open.
+    pub question: Elicitation,
+    pub(crate) answer: oneshot::Sender<ElicitationAnswer>,
+}
+
+impl ElicitationRequest {
+    /// Answers with the form's values (an object with the form's fields; `null` for a page).
+    pub fn accept(self, content: Value) {
+        self.answer(ElicitationAnswer::Accept { content });
+    }
+
+    /// The user said no.
+    pub fn decline(self) {
+        self.answer(ElicitationAnswer::Decline);
+    }
+
+    /// The user dismissed the question.
+    pub fn cancel(self) {
+        self.answer(ElicitationAnswer::Cancel);
+    }
+
+    /// Answers with whatever the app decided.
+    pub fn answer(self, answer: ElicitationAnswer) {
+        let _ = self.answer.send(answer);
+    }
+}
+
 /// How a run went.
 #[derive(Clone, Debug, Default)]
 pub struct RunResult {
@@ -247,7 +289,8 @@ impl AgentRun {
         self.cancel.clone()
     }
 
-    /// Drains the events and returns the result; permission requests are refused.
+    /// Drains the events and returns the result; permission requests are refused, tools'
+    /// questions cancelled.
     pub async fn result(mut self) -> RunResult {
         let mut last = None;
         while let Some(event) = self.events.recv().await {
@@ -257,6 +300,8 @@ impl AgentRun {
                     request.deny(message)
                 }
                 AgentEvent::Finished(result) => last = Some(*result),
+                // Dropped: cancelled.
+                AgentEvent::ElicitationRequested(_) => {}
                 _ => {}
             }
         }

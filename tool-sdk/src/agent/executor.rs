@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::asker::{EventAsker, RecordingAsker, record};
+use super::asker::{CallElicitor, EventAsker, RecordingAsker, record};
 use super::events::{AgentEvent, Emit};
 use super::inner::AgentInner;
 use super::recorder::Journal;
@@ -22,7 +22,7 @@ use crate::model::{MessageContent, ToolUse};
 use crate::permission::PermissionAnswer;
 use crate::pipeline::{CallOutcome, RawInput, contain, run_call};
 use crate::session::{CallCheckpointer, PendingApproval, Record, SessionError};
-use crate::tool::{ResultDisplay, ToolContext, ToolError, ToolOutput};
+use crate::tool::{ElicitationAnswer, ResultDisplay, ToolContext, ToolError, ToolOutput};
 
 /// One call's result block, its error line for the run result, and why the session store
 /// could not take its records (which ends the run).
@@ -36,14 +36,22 @@ pub(crate) struct Outcome {
     pub(crate) deferred: Option<PendingApproval>,
 }
 
-/// Runs `calls` in order. `answers` are stored answers to deferred questions, given to the
-/// gate instead of asking again. When a call's question is deferred, the calls after its
+/// What a turn's calls were answered before they run (again): stored answers to deferred
+/// permission questions, given to the gate instead of asking, and to the questions their tools
+/// asked, given to the tools in order.
+#[derive(Default)]
+pub(crate) struct Answers<'a> {
+    pub(crate) permissions: Option<&'a HashMap<String, PermissionAnswer>>,
+    pub(crate) replies: Option<&'a HashMap<String, Vec<ElicitationAnswer>>>,
+}
+
+/// Runs `calls` in order. `answers` are stored answers to deferred questions. When a call's question is deferred, the calls after its
 /// batch are not run (they run, in order, when the run continues): the outcomes are then
 /// fewer than the calls.
 pub(crate) async fn execute(
     agent: &Arc<AgentInner>,
     calls: &[&ToolUse],
-    answers: &HashMap<String, PermissionAnswer>,
+    answers: &Answers<'_>,
     emit: &Emit,
     cancel: &CancellationToken,
 ) -> Vec<Outcome> {
@@ -120,7 +128,7 @@ async fn run_batch(
     agent: &Arc<AgentInner>,
     batch: &[&ToolUse],
     read_only: bool,
-    answers: &HashMap<String, PermissionAnswer>,
+    answers: &Answers<'_>,
     emit: &Emit,
     cancel: &CancellationToken,
 ) -> Vec<Outcome> {
@@ -132,8 +140,9 @@ async fn run_batch(
     let runs: Vec<_> = batch
         .iter()
         .map(|call| {
-            let answer = answers.get(&call.id);
-            run_one(agent, &turn, call, answer, emit, cancel, None)
+            let answer = answers.permissions.and_then(|a| a.get(&call.id));
+            let replies = answers.replies.and_then(|r| r.get(&call.id));
+            run_one(agent, &turn, call, (answer, replies), emit, cancel, None)
                 .instrument(spans::execute_tool(call))
         })
         .collect();
@@ -181,7 +190,7 @@ pub(crate) async fn run_one_held(
     call: &ToolUse,
     emit: &Emit,
     cancel: &CancellationToken,
-    journal: &Journal,
+    journal: &Arc<Journal>,
 ) -> Outcome {
     let started = || Record::ToolStarted {
         id: call.id.clone(),
@@ -194,9 +203,17 @@ pub(crate) async fn run_one_held(
     {
         Ok(()) => {
             let turn = agent.turn_context(emit);
-            run_one(agent, &turn, call, None, emit, cancel, Some(journal))
-                .instrument(span)
-                .await
+            run_one(
+                agent,
+                &turn,
+                call,
+                (None, None),
+                emit,
+                cancel,
+                Some(journal),
+            )
+            .instrument(span)
+            .await
         }
         Err(error) => {
             let mut outcome = not_started(agent, call, &error, emit);
@@ -254,15 +271,18 @@ async fn run_one(
     agent: &Arc<AgentInner>,
     turn: &ToolContext,
     call: &ToolUse,
-    answer: Option<&PermissionAnswer>,
+    (answer, replies): (Option<&PermissionAnswer>, Option<&Vec<ElicitationAnswer>>),
     emit: &Emit,
     cancel: &CancellationToken,
-    journal: Option<&Journal>,
+    journal: Option<&Arc<Journal>>,
 ) -> Outcome {
     let span = tracing::Span::current();
     let tool = announce(agent, call, emit);
 
-    let ctx = agent.tool_context(turn, &call.id, emit, cancel);
+    let elicitor = CallElicitor::for_call(agent, call, emit, journal, replies);
+    let ctx = agent
+        .tool_context(turn, &call.id, emit, cancel)
+        .with_elicitor(elicitor.clone());
     let asker = EventAsker {
         call_id: &call.id,
         emit,
@@ -279,7 +299,7 @@ async fn run_one(
         call,
         asker: &hooked,
         answer,
-        journal,
+        journal: journal.map(|journal| &**journal),
         defer: agent.config.session.defer_approvals && agent.config.permissions.handler.is_none(),
         deferred: Mutex::new(None),
         failure: Mutex::new(None),
@@ -300,15 +320,15 @@ async fn run_one(
     )
     .await;
 
-    let deferred = ask.deferred.into_inner().unwrap_or_else(|p| p.into_inner());
-    if deferred.is_some() {
-        // No result: the call did not run and will, or be refused, when the run continues.
+    let (deferred, unstored) = ask.finish(&elicitor);
+    if let Some(deferred) = deferred {
+        // No result: the call did not run (or stopped at its tool's question); it will.
         return Outcome {
             call_id: call.id.clone(),
             block: result_block(&call.id, &output),
             error: None,
-            store_error: ask.failure.into_inner().unwrap_or_else(|p| p.into_inner()),
-            deferred,
+            store_error: unstored,
+            deferred: Some(deferred),
         };
     }
     spans::end_tool(&span, error.as_ref(), &output);
@@ -319,10 +339,12 @@ async fn run_one(
     let (block, output) = blocks(&call.id, output, emit.listening());
     // Stored as soon as the call ends: before the next model request, and before the other
     // calls of the turn end.
-    let store_error = match ask.failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+    let store_error = match unstored {
         Some(error) => Some(error),
-        None => record(agent, journal, Recorded::Result, || Record::ToolResult {
-            block: block.clone(),
+        None => record(agent, journal.map(|j| &**j), Recorded::Result, || {
+            Record::ToolResult {
+                block: block.clone(),
+            }
         })
         .await
         .err(),

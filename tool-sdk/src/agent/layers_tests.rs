@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// The layers, top first. A file missing here fails the test: put it where it belongs.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("facade", &["mod", "stored"]),
+    ("facade", &["mod", "stored", "effects"]),
     (
         "driver",
         &[

@@ -39,16 +39,15 @@ impl ToolSet {
             .is_none_or(|patterns| patterns.is_match(name))
     }
 
-    /// Replaces `server`'s tools with `tools` (those the config's `tools` let through).
+    /// Replaces `server`'s tools with `tools` (those the config's `tools` let through). A tool
+    /// in both lists is swapped in one step, and those gone are removed after: a call made
+    /// meanwhile (the server's list changed during a turn) still finds its tool.
     fn apply(&self, server: &str, tools: Vec<Arc<dyn Tool>>) -> Vec<String> {
         let mut names = self.names.lock().unwrap_or_else(|p| p.into_inner());
         let Some(current) = names.get_mut(server) else {
             return Vec::new();
         };
         let old = std::mem::take(current);
-        for name in &old {
-            self.registry.unregister(name);
-        }
         let mut added = Vec::new();
         let mut specs = Vec::new();
         for tool in tools {
@@ -61,16 +60,21 @@ impl ToolSet {
                 description: tool.description().to_owned(),
                 input_schema: tool.input_schema().clone(),
             };
-            match self
-                .registry
-                .register_from(tool, format!("MCP server `{server}`"))
-            {
+            let from = format!("MCP server `{server}`");
+            let registered = match old.contains(&name) {
+                true => self.registry.replace_from(tool, from),
+                false => self.registry.register_from(tool, from),
+            };
+            match registered {
                 Ok(()) => {
                     added.push(name);
                     specs.push(spec);
                 }
                 Err(error) => tracing::warn!(%error, server, "MCP tool left out"),
             }
+        }
+        for name in old.iter().filter(|name| !added.contains(name)) {
+            self.registry.unregister(name);
         }
         *current = added.clone();
         let mut offered = self.specs.write().unwrap_or_else(|p| p.into_inner());

@@ -52,7 +52,7 @@ use events::Emit;
 use inner::AgentInner;
 use recorder::Recorder;
 
-// The layers, each importing only those below it: this facade (`mod.rs`, `stored.rs`); the
+// The layers, each importing only those below it: this facade (`mod.rs`, `stored.rs`, `effects.rs`); the
 // driver, which performs effects (`run.rs`, `turn.rs`, `executor.rs`, `early.rs`,
 // `compact.rs`, `output.rs`, `subagent.rs`, `spans.rs`); `inner.rs`, the parts assembled;
 // the parts, each owning its state (`recorder.rs` with `hold.rs`, `context.rs`, `budget.rs`,
@@ -65,6 +65,7 @@ mod compact;
 mod config;
 mod context;
 mod early;
+mod effects;
 mod error;
 mod events;
 mod executor;
@@ -90,7 +91,10 @@ mod turn;
 /// workflow, such as `tool-sdk-temporal`'s): pure functions of counts and flags, no IO. The
 /// rest of the agent's decisions stay internal until another driver needs them.
 pub mod decisions {
-    pub use super::step::{AfterTurn, after_turn, before_request, next_batch};
+    pub use super::step::{
+        AfterStop, AfterTurn, after_stop, after_turn, asks_stop_hooks, before_request, next_batch,
+        not_run_message,
+    };
 }
 
 pub use command_hooks::CommandHooks;
@@ -101,8 +105,9 @@ pub use config::{
     PermissionSettings, ProviderKind, SessionLeasing, SessionSettings, StoreSource, SubagentConfig,
 };
 pub use context::{CompactDecision, CompactRequest, IMAGE_TOKENS};
+pub use effects::AgentEffects;
 pub use error::{AgentError, ConfigError, StoreNeed};
-pub use events::{AgentEvent, AgentRun, PermissionRequest, RunResult};
+pub use events::{AgentEvent, AgentRun, ElicitationRequest, PermissionRequest, RunResult};
 pub use hooks::{
     Hook, Hooks, Notification, NotificationKind, PromptCheck, SessionEnd, SessionEndReason,
     SessionSource, SessionStart, StopCheck, StopContext, SubagentStart, ToolCall, ToolFailure,

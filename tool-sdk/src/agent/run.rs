@@ -277,7 +277,11 @@ impl AgentInner {
             .collect();
         result.tool_calls += to_run.len();
         self.note_call_message(messages);
-        let outcomes = executor::execute(self, &to_run, &turn.answers, emit, cancel).await;
+        let answers = executor::Answers {
+            permissions: Some(&turn.answers),
+            replies: Some(&turn.replies),
+        };
+        let outcomes = executor::execute(self, &to_run, &answers, emit, cancel).await;
         self.take_outcomes(&calls, turn.results, outcomes, messages, result)
     }
 }

@@ -104,21 +104,22 @@ impl Budget {
     }
 }
 
-/// What follows a model turn that has wholly arrived.
+/// What follows a model turn that has wholly arrived. `E` is what a spent budget stops the run
+/// with: the agent's [`AgentError`], or what another driver keeps of it.
 #[derive(Debug)]
-pub enum AfterTurn {
+pub enum AfterTurn<E = AgentError> {
     /// No call is left to run: the run ends, unless a stop hook has it go on.
     Finish,
     /// The turn spent a budget: its calls that did not start are answered as not run, and
     /// the run fails with this error.
-    StopForBudget(AgentError),
+    StopForBudget(E),
     /// The calls run; then the next request.
     RunCalls,
 }
 
 /// What follows a turn that left `calls` to run, once its usage is counted (`budget`: what a
 /// spent budget stops the run with).
-pub fn after_turn(calls: usize, budget: Option<AgentError>) -> AfterTurn {
+pub fn after_turn<E>(calls: usize, budget: Option<E>) -> AfterTurn<E> {
     match (calls, budget) {
         (0, _) => AfterTurn::Finish,
         (_, Some(error)) => AfterTurn::StopForBudget(error),
@@ -425,13 +426,13 @@ pub(crate) fn output_result(index: usize, alone: bool, accepted: bool) -> Output
 /// Whether a turn without calls asks the stop hooks, which sent the run on `continued` times
 /// already, at most `max` times a run: a hook that always says "go on" cannot keep a run
 /// alive forever.
-pub(crate) fn asks_stop_hooks(continued: u32, max: u32) -> bool {
+pub fn asks_stop_hooks(continued: u32, max: u32) -> bool {
     continued < max
 }
 
 /// What follows the stop hooks' answer.
 #[derive(Debug, PartialEq)]
-pub(crate) enum AfterStop {
+pub enum AfterStop {
     /// The run ends.
     Finish,
     /// The message joins the conversation (stored first, as a prompt) and the run sends its
@@ -441,8 +442,26 @@ pub(crate) enum AfterStop {
 
 /// What follows a turn without calls whose stop hooks answered `go_on` (the first hook's
 /// message that has the run go on), or were not asked (`None`).
-pub(crate) fn after_stop(go_on: Option<String>) -> AfterStop {
+pub fn after_stop(go_on: Option<String>) -> AfterStop {
     go_on.map_or(AfterStop::Finish, AfterStop::GoOn)
+}
+
+/// What the model reads of a call that did not run because the run stopped with `error` (a
+/// spent budget) after the turn that asked for it.
+pub fn not_run_message(error: &AgentError) -> String {
+    let reason = match error {
+        AgentError::BudgetExceeded { limit_usd, .. } => {
+            format!("it reached its budget of ${limit_usd:.2}")
+        }
+        AgentError::TokenLimitExceeded { limit, .. } => {
+            format!("it reached its limit of {limit} tokens")
+        }
+        other => other.to_string(),
+    };
+    format!(
+        "This call did not run: the run stopped because {reason}. Nothing was done; ask the user \
+         before trying it again."
+    )
 }
 
 #[cfg(test)]

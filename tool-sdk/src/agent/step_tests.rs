@@ -88,10 +88,16 @@ fn a_budget_stops_the_run_once_reached() {
 #[test]
 fn after_a_turn_the_run_ends_stops_or_runs_its_calls() {
     let spent = || Some(AgentError::TokenLimitExceeded { spent: 9, limit: 5 });
-    assert!(matches!(after_turn(0, None), AfterTurn::Finish));
+    assert!(matches!(
+        after_turn(0, None::<AgentError>),
+        AfterTurn::Finish
+    ));
     // A turn without calls is an answer even past the budget: nothing is left undone.
     assert!(matches!(after_turn(0, spent()), AfterTurn::Finish));
-    assert!(matches!(after_turn(2, None), AfterTurn::RunCalls));
+    assert!(matches!(
+        after_turn(2, None::<AgentError>),
+        AfterTurn::RunCalls
+    ));
     assert!(matches!(
         after_turn(2, spent()),
         AfterTurn::StopForBudget(AgentError::TokenLimitExceeded { spent: 9, limit: 5 })

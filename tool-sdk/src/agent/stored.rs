@@ -152,17 +152,40 @@ impl Agent {
         call_id: &str,
         answer: PermissionAnswer,
     ) -> Result<(), AgentError> {
+        let store = self.answer_store(call_id)?;
         let id = self.inner.recorder.session_id();
-        let Some(store) = self.inner.recorder.store() else {
-            return Err(SessionError::NoPendingApproval {
-                session: id.to_string(),
+        crate::session::answer_approval(&*store, id, call_id, answer).await?;
+        Ok(())
+    }
+
+    /// Answers the question the tool of the call `call_id` asked and the run did not wait for
+    /// (see [`crate::session::answer_elicitation`]); once nothing is left pending,
+    /// [`continue_run`](Agent::continue_run) runs the call again, its questions answered from
+    /// the session.
+    pub async fn answer_elicitation(
+        &self,
+        call_id: &str,
+        answer: crate::ElicitationAnswer,
+    ) -> Result<(), AgentError> {
+        let store = self.answer_store(call_id)?;
+        let id = self.inner.recorder.session_id();
+        crate::session::answer_elicitation(&*store, id, call_id, answer).await?;
+        Ok(())
+    }
+
+    /// The store a deferred answer goes to; without one nothing waits.
+    fn answer_store(
+        &self,
+        call_id: &str,
+    ) -> Result<Arc<dyn crate::session::SessionStore>, AgentError> {
+        self.inner.recorder.store().ok_or_else(|| {
+            SessionError::NoPendingApproval {
+                session: self.inner.recorder.session_id().to_string(),
                 call: call_id.to_owned(),
                 pending: Vec::new(),
             }
-            .into());
-        };
-        crate::session::answer_approval(&*store, id, call_id, answer).await?;
-        Ok(())
+            .into()
+        })
     }
 
     /// Puts every file that Write, Edit or NotebookEdit changed at or after message `to` (an

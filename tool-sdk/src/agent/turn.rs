@@ -149,7 +149,7 @@ impl AgentInner {
                 // before the next request.
                 self.note_call_message(messages);
                 let to_run = step::to_run(&calls, &answered, &started);
-                let ran = executor::execute(self, &to_run, &HashMap::new(), emit, cancel).await;
+                let ran = executor::execute(self, &to_run, &Default::default(), emit, cancel).await;
                 outcomes.extend(ran);
                 self.take_outcomes(&calls, answered, outcomes, messages, result)?;
                 match cancel.is_cancelled() {
@@ -309,11 +309,7 @@ impl AgentInner {
         result: &mut RunResult,
     ) -> Result<(), AgentError> {
         result.tool_calls += started.len();
-        let output = ToolOutput::error(format!(
-            "This call did not run: the run stopped because {}. Nothing was done; ask the user \
-             before trying it again.",
-            reason(&error)
-        ));
+        let output = ToolOutput::error(step::not_run_message(&error));
         let mut stored = Ok(());
         for call in calls {
             if known.contains_key(&call.id) || started.contains(&call.id) {
@@ -411,18 +407,5 @@ impl AgentInner {
         self.recorder.write(Recorded::ModelTurn, record).await?;
         emit(AgentEvent::ModelFallback { from, to, reason });
         Ok(())
-    }
-}
-
-/// The budget `error` names, as the model reads it.
-fn reason(error: &AgentError) -> String {
-    match error {
-        AgentError::BudgetExceeded { limit_usd, .. } => {
-            format!("it reached its budget of ${limit_usd:.2}")
-        }
-        AgentError::TokenLimitExceeded { limit, .. } => {
-            format!("it reached its limit of {limit} tokens")
-        }
-        other => other.to_string(),
     }
 }

@@ -1,5 +1,7 @@
 //! The server side: any [`ToolRegistry`] served over MCP, on stdio or Streamable HTTP.
 
+mod elicit;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig,
+    ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -25,13 +27,16 @@ use crate::pipeline::CallPolicy;
 use crate::registry::build_tools;
 use crate::schema::Provider;
 use crate::{ContentBlock, FileStateTracker, SessionValues, ToolContext, ToolOutput, ToolRegistry};
+use elicit::{PeerElicitor, Rounds};
 
 /// Serves the tools of a registry to MCP clients.
 ///
 /// Each tool is listed with its schemas and its annotations (`readOnlyHint` from
 /// `read_only`, and so on). Calls are validated against the schema first; an invalid input,
 /// like any failure of the tool, is an `isError` result the client's model can act on.
-/// `ctx.progress(..)` reaches the client as `notifications/progress`; a call that changes the
+/// `ctx.progress(..)` reaches the client as `notifications/progress`, `ctx.elicit(..)` as
+/// `elicitation/create` (a client that did not declare the capability gets the tool's error
+/// saying so); a call that changes the
 /// registry's tools sends `notifications/tools/list_changed`. Calls take the same road as an
 /// agent's ([`crate::pipeline`]): a panicking or hanging tool gets an `isError` answer and the
 /// server keeps serving. There is no permission gate unless
@@ -414,8 +419,18 @@ impl ServerHandler for McpToolServer {
                 None,
             ));
         }
+        // From 2026-07-28 a call's questions go back in its result (`Rounds`).
+        let modern = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let rounds = match modern {
+            true => Some(Rounds::of(&request)?),
+            false => None,
+        };
+        let elicitor = Arc::new(PeerElicitor::new(&context, rounds));
         let input = Value::Object(request.arguments.unwrap_or_default());
         let (ctx, progress) = self.context(&context);
+        let ctx = ctx.with_elicitor(elicitor.clone());
         let before = self.registry.names();
         let output = self
             .registry
@@ -431,6 +446,10 @@ impl ServerHandler for McpToolServer {
         drop(ctx);
         if let Some(progress) = progress {
             progress.finish().await;
+        }
+        // The call stopped at a question whose answer comes in a retry.
+        if let Some(input_required) = elicitor.input_required() {
+            return Ok(CallToolResponse::InputRequired(input_required));
         }
         Ok(CallToolResponse::Complete(to_result(output)))
     }

@@ -182,7 +182,7 @@ impl ToolRegistry {
         for registration in registrations {
             let tool = registration.make();
             debug_assert_eq!(tool.name(), registration.name());
-            if let Err(error) = registry.insert(tool, registration.defined_at()) {
+            if let Err(error) = registry.insert(tool, registration.defined_at(), false) {
                 errors.push(error);
             }
         }
@@ -212,7 +212,7 @@ impl ToolRegistry {
     pub fn register(&self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
         let caller = std::panic::Location::caller();
         let defined_at = format!("{}:{}", caller.file(), caller.line());
-        self.insert(tool, defined_at)
+        self.insert(tool, defined_at, false)
     }
 
     /// Adds a tool, saying where it comes from (e.g. `MCP server "github"`).
@@ -221,10 +221,26 @@ impl ToolRegistry {
         tool: Arc<dyn Tool>,
         defined_at: impl Into<String>,
     ) -> Result<(), RegistryError> {
-        self.insert(tool, defined_at.into())
+        self.insert(tool, defined_at.into(), false)
     }
 
-    fn insert(&self, tool: Arc<dyn Tool>, defined_at: String) -> Result<(), RegistryError> {
+    /// [`register_from`](Self::register_from), replacing a tool of the same name in one step:
+    /// a call looking it up meanwhile finds the old tool or the new, never none.
+    #[cfg(feature = "mcp-client")]
+    pub(crate) fn replace_from(
+        &self,
+        tool: Arc<dyn Tool>,
+        defined_at: impl Into<String>,
+    ) -> Result<(), RegistryError> {
+        self.insert(tool, defined_at.into(), true)
+    }
+
+    fn insert(
+        &self,
+        tool: Arc<dyn Tool>,
+        defined_at: String,
+        replace: bool,
+    ) -> Result<(), RegistryError> {
         let name = tool.name().to_owned();
         if !is_valid_name(&name) {
             return Err(RegistryError::InvalidName { name, defined_at });
@@ -240,7 +256,7 @@ impl ToolRegistry {
         let validator = InputValidator::new(tool.input_schema(), self.options)
             .map_err(|error| schema_error(error.to_string()))?;
         let mut entries = self.write();
-        if let Some(existing) = entries.get(&name) {
+        if let Some(existing) = entries.get(&name).filter(|_| !replace) {
             return Err(RegistryError::DuplicateName {
                 name,
                 first: existing.defined_at.clone(),

@@ -139,11 +139,13 @@ pub enum SessionError {
         /// The error beneath (the database's or the file system's), if any.
         source: Option<ErrorSource>,
     },
-    /// An answer to an approval nobody is waiting for: a call id the session does not have,
-    /// or one already answered or run.
+    /// An answer to an approval (or a tool's question) nobody is waiting for: a call id the
+    /// session does not have, one already answered or run, or one waiting for the other kind
+    /// of answer (`answer_approval` answers permission questions, `answer_elicitation` the
+    /// questions tools ask).
     #[error(
-        "session `{session}` has no approval waiting for call `{call}`; the calls waiting are: \
-         {}",
+        "session `{session}` has no answer of this kind waiting for call `{call}`; the calls \
+         waiting for one are: {}",
         if pending.is_empty() { "none".to_owned() } else { pending.join(", ") }
     )]
     NoPendingApproval {

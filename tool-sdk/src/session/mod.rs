@@ -48,7 +48,7 @@ mod recover;
 mod redact;
 mod sqlite;
 
-pub use approval::{PendingApproval, answer_approval, pending_approvals};
+pub use approval::{PendingApproval, answer_approval, answer_elicitation, pending_approvals};
 pub(crate) use checkpoint::CallCheckpointer;
 pub use checkpoint::{FileCheckpointer, FileCheckpoints, RewindReport};
 pub use error::SessionError;
@@ -373,16 +373,31 @@ pub enum Record {
         /// The message sent to the model when the call was refused.
         message: Option<String>,
     },
+    /// A running tool asked the user a question ([`ToolContext::elicit`](crate::ToolContext::elicit)).
+    ElicitationAsked {
+        /// The tool_use id.
+        id: String,
+        /// The question.
+        question: crate::Elicitation,
+    },
+    /// The user's answer to the call's last [`Record::ElicitationAsked`]. A call that runs again
+    /// (after a deferred question) is given its stored answers, in order, instead of asking.
+    ElicitationAnswered {
+        /// The tool_use id.
+        id: String,
+        /// The answer.
+        answer: crate::ElicitationAnswer,
+    },
     /// Tokens used by one model request: a turn, or the summary of a compaction.
     Usage {
         /// The request's usage.
         usage: Usage,
     },
-    /// The permission question just asked about a call (its [`Record::PermissionAsked`]) was
-    /// not answered by anyone in the process: the agent runs with
-    /// [`with_deferred_approvals`](crate::agent::SessionSettings::with_deferred_approvals), so the
-    /// run stopped and the question waits for [`answer_approval`]. Recovery leaves such a call
-    /// open instead of sealing it.
+    /// The question just asked about a call (its [`Record::PermissionAsked`], or its tool's
+    /// [`Record::ElicitationAsked`]) was not answered by anyone in the process: the agent runs
+    /// with [`with_deferred_approvals`](crate::agent::SessionSettings::with_deferred_approvals),
+    /// so the run stopped and the question waits for [`answer_approval`] (or
+    /// [`answer_elicitation`]). Recovery leaves such a call open instead of sealing it.
     ApprovalDeferred {
         /// The tool_use id.
         id: String,
@@ -479,6 +494,8 @@ impl Record {
             Record::ToolResult { .. } => "tool_result",
             Record::PermissionAsked { .. } => "permission_asked",
             Record::PermissionAnswered { .. } => "permission_answered",
+            Record::ElicitationAsked { .. } => "elicitation_asked",
+            Record::ElicitationAnswered { .. } => "elicitation_answered",
             Record::Usage { .. } => "usage",
             Record::ApprovalDeferred { .. } => "approval_deferred",
             Record::FileBlob { .. } => "file_blob",

@@ -81,8 +81,12 @@ pub(crate) struct DeferredTurn {
     pub(crate) calls: Vec<ToolUse>,
     /// The stored results (seals included), by call id.
     pub(crate) results: HashMap<String, MessageContent>,
-    /// The stored answers to deferred questions, by call id.
+    /// The stored answers to deferred questions, by call id (and those to permission
+    /// questions of calls that run again for their tool's questions).
     pub(crate) answers: HashMap<String, PermissionAnswer>,
+    /// The stored answers to the questions each call's tool asked, in order: a call that runs
+    /// again is given them instead of asking.
+    pub(crate) replies: HashMap<String, Vec<crate::ElicitationAnswer>>,
 }
 
 /// Rebuilds the conversation from a session's records; see the module docs for the rules.
@@ -186,10 +190,11 @@ fn restore_messages(records: &[Record]) -> Restored {
                     turn.answered(id, *allowed, *always, message.as_deref());
                 }
             }
-            Record::ApprovalDeferred { id } => {
+            Record::ElicitationAsked { .. }
+            | Record::ElicitationAnswered { .. }
+            | Record::ApprovalDeferred { .. } => {
                 if let Some(turn) = &mut open {
-                    turn.started.remove(id);
-                    turn.deferred.insert(id.clone());
+                    turn.question(record);
                 }
             }
             Record::Usage { .. }
@@ -234,20 +239,42 @@ fn result(open: Option<&mut OpenTurn>, block: &MessageContent) {
 }
 
 impl OpenTurn {
+    /// A question a call's tool asked, its answer, or a question deferred.
+    fn question(&mut self, record: &Record) {
+        match record {
+            // A call that waits has not run (or runs again, when its tool's question waits).
+            Record::ApprovalDeferred { id } => {
+                self.started.remove(id);
+                self.deferred.insert(id.clone());
+            }
+            Record::ElicitationAsked { id, question } => {
+                let title = question.message().to_owned();
+                self.titles.insert(id.clone(), title);
+                self.asking.insert(id.clone(), question.clone());
+            }
+            Record::ElicitationAnswered { id, answer } if self.asking.remove(id).is_some() => {
+                let replies = self.replies.entry(id.clone()).or_default();
+                replies.push(answer.clone());
+            }
+            _ => {}
+        }
+    }
+
     /// A permission answer for the call `id` of this turn.
     fn answered(&mut self, id: &str, allowed: bool, always: bool, message: Option<&str>) {
-        if self.deferred.contains(id) {
-            // Answered later, maybe elsewhere: the call has not run; it starts (with a
-            // `ToolStarted`) when the run continues. The first answer stored counts.
-            let answer = match (allowed, always, message) {
-                (true, false, _) => PermissionAnswer::Allow,
-                (true, true, _) => PermissionAnswer::AllowAlways,
-                (false, _, message) => PermissionAnswer::Deny(
-                    message.unwrap_or("the user refused this call").to_owned(),
-                ),
-            };
-            self.answers.entry(id.to_owned()).or_insert(answer);
-        } else if allowed {
+        // Kept for a call that runs again (after a deferred question of its tool) too: it is
+        // not asked twice. The first answer stored counts.
+        let answer = match (allowed, always, message) {
+            (true, false, _) => PermissionAnswer::Allow,
+            (true, true, _) => PermissionAnswer::AllowAlways,
+            (false, _, message) => {
+                PermissionAnswer::Deny(message.unwrap_or("the user refused this call").to_owned())
+            }
+        };
+        self.answers.entry(id.to_owned()).or_insert(answer);
+        // Answered later, maybe elsewhere: the call has not run; it starts (with a
+        // `ToolStarted`) when the run continues.
+        if !self.deferred.contains(id) && allowed {
             self.started.insert(id.to_owned());
         }
     }
@@ -296,9 +323,10 @@ fn restore_turn(mut messages: Vec<Message>, open: Option<OpenTurn>) -> Restored 
         .calls
         .iter()
         .filter(|call| {
-            turn.deferred.contains(&call.id)
-                && !turn.answers.contains_key(&call.id)
-                && !turn.results.contains_key(&call.id)
+            // For its tool's question; else, if its tool asked none, for permission.
+            let waits = turn.asking.contains_key(&call.id)
+                || !(turn.answers.contains_key(&call.id) || turn.replies.contains_key(&call.id));
+            turn.deferred.contains(&call.id) && waits && !turn.results.contains_key(&call.id)
         })
         .map(|call| PendingApproval {
             call_id: call.id.clone(),
@@ -309,6 +337,7 @@ fn restore_turn(mut messages: Vec<Message>, open: Option<OpenTurn>) -> Restored 
                 .cloned()
                 .unwrap_or_else(|| call.name.clone()),
             input: call.input.json_or_empty().into_owned(),
+            elicitation: turn.asking.get(&call.id).cloned(),
         })
         .collect();
     Restored {
@@ -319,6 +348,7 @@ fn restore_turn(mut messages: Vec<Message>, open: Option<OpenTurn>) -> Restored 
             calls: turn.calls,
             results: turn.results,
             answers: turn.answers,
+            replies: turn.replies,
         }),
         ..Restored::default()
     }
@@ -387,6 +417,10 @@ struct OpenTurn {
     answers: HashMap<String, PermissionAnswer>,
     /// The titles of the questions asked.
     titles: HashMap<String, String>,
+    /// The question each call's tool asked last and nobody answered yet.
+    asking: HashMap<String, crate::Elicitation>,
+    /// The answers to each call's tool's questions, in order.
+    replies: HashMap<String, Vec<crate::ElicitationAnswer>>,
 }
 
 /// An error result saying `message`.
@@ -638,6 +672,54 @@ mod tests {
                 result("b", "no", true),
                 result("c", STOPPED_MESSAGE, true),
             ]
+        );
+    }
+
+    #[test]
+    fn a_call_stopped_at_its_tools_question_waits_and_runs_again_with_the_answers() {
+        let form = |message: &str| crate::Elicitation::Form {
+            message: message.into(),
+            schema: json!({"type": "object", "properties": {}}),
+        };
+        let yes = crate::ElicitationAnswer::Accept { content: json!({}) };
+        let mut records = vec![
+            Record::user(Message::user("go")),
+            Record::model_turn(turn(&["a"])),
+            Record::ToolStarted {
+                id: "a".into(),
+                name: "write".into(),
+            },
+            // Its first question was answered as it ran; the second waits.
+            Record::ElicitationAsked {
+                id: "a".into(),
+                question: form("First?"),
+            },
+            Record::ElicitationAnswered {
+                id: "a".into(),
+                answer: yes.clone(),
+            },
+            Record::ElicitationAsked {
+                id: "a".into(),
+                question: form("Second?"),
+            },
+            Record::ApprovalDeferred { id: "a".into() },
+        ];
+        let waiting = restore(&records);
+        assert!(waiting.seals.is_empty(), "a call that waits is not sealed");
+        assert_eq!(waiting.pending.len(), 1);
+        assert_eq!(waiting.pending[0].title, "Second?");
+        assert_eq!(waiting.pending[0].elicitation, Some(form("Second?")));
+
+        records.push(Record::ElicitationAnswered {
+            id: "a".into(),
+            answer: crate::ElicitationAnswer::Decline,
+        });
+        let answered = restore(&records);
+        assert!(answered.pending.is_empty() && answered.seals.is_empty());
+        let turn = answered.deferred.expect("the call runs again");
+        assert_eq!(
+            turn.replies["a"],
+            vec![yes, crate::ElicitationAnswer::Decline]
         );
     }
 

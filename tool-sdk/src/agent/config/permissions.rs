@@ -33,6 +33,9 @@ pub struct PermissionSettings {
     pub additional_dirs: Vec<PathBuf>,
     /// Who is asked when a call needs permission: see [`with_handler`](Self::with_handler).
     pub handler: Option<Arc<dyn PermissionHandler>>,
+    /// Who answers the questions tools ask: see
+    /// [`with_elicitation_handler`](Self::with_elicitation_handler).
+    pub elicitation_handler: Option<Arc<dyn crate::Elicitor>>,
     /// Rules that did not parse, reported by `Agent::create`.
     pub(crate) problems: Vec<ConfigError>,
 }
@@ -44,6 +47,7 @@ impl std::fmt::Debug for PermissionSettings {
             .field("rules", &self.rules)
             .field("additional_dirs", &self.additional_dirs)
             .field("handler", &self.handler.is_some())
+            .field("elicitation_handler", &self.elicitation_handler.is_some())
             .finish()
     }
 }
@@ -94,6 +98,15 @@ impl PermissionSettings {
     /// message saying which rule would allow them.
     pub fn with_handler(mut self, handler: impl PermissionHandler + 'static) -> Self {
         self.handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// Answers the questions tools ask ([`ToolContext::elicit`](crate::ToolContext::elicit),
+    /// and MCP servers' elicitations) through `handler`; each question and answer is stored in
+    /// the session. Without one, streaming apps get `ElicitationRequested` events (stored, or
+    /// deferred like approvals), and `Agent::prompt` cancels the questions.
+    pub fn with_elicitation_handler(mut self, handler: impl crate::Elicitor + 'static) -> Self {
+        self.elicitation_handler = Some(Arc::new(handler));
         self
     }
 }

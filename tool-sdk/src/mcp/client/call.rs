@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientNotification, ClientRequest, RequestId, ServerResult,
+    CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientNotification,
+    ClientRequest, RequestId, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions};
 use rmcp::{RoleClient, ServiceError};
@@ -112,41 +112,10 @@ impl ClientInner {
                 meta.set_tracestate(state);
             }
         }
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let options = match self.config.tool_timeout {
-            Some(limit) => PeerRequestOptions::with_timeout(limit),
-            None => PeerRequestOptions::no_options(),
+        let response = match self.send_in_rounds(&peer, params, ctx, &stderr).await {
+            Ok(response) => response,
+            Err(early) => return Ok(early),
         };
-        let handle = match peer.send_request_with_option(request, options).await {
-            Ok(handle) => handle,
-            Err(error) => {
-                if wants_authorization(&error) {
-                    self.drop_connection().await;
-                    return Err(AuthAgain::from(&error));
-                }
-                return Ok(Err(self.call_failed(&error, &stderr)));
-            }
-        };
-        let key = token_key(&handle.progress_token);
-        let progress = Arc::new(CallProgress {
-            ctx: ctx.clone(),
-            last: Mutex::new(None),
-            changed: tokio::sync::Notify::new(),
-        });
-        self.lock_progress().insert(key.clone(), progress.clone());
-        let mut guard = InFlight {
-            client: self.clone(),
-            key,
-            peer: peer.clone(),
-            id: Some(handle.id.clone()),
-        };
-        let response = tokio::select! {
-            _ = ctx.cancellation().cancelled() => return Ok(Err(ToolError::Cancelled)),
-            response = handle.await_response() => response,
-        };
-        // Answered (or timed out, which rmcp already reported as cancelled).
-        guard.id = None;
-        progress.settle().await;
         self.answer(tool, response, &stderr).await
     }
 
@@ -182,6 +151,50 @@ impl ClientInner {
                 Err(self.call_failed(&error, stderr))
             }
         })
+    }
+
+    /// Sends one `tools/call`, with progress going to `ctx`, and waits for its answer. A
+    /// request refused for want of a token is answered with that refusal, for the caller to
+    /// authorize anew.
+    pub(super) async fn send(
+        self: &Arc<Self>,
+        peer: &Peer<RoleClient>,
+        request: ClientRequest,
+        ctx: &ToolContext,
+        seq: u64,
+        stderr: &Arc<Mutex<VecDeque<String>>>,
+    ) -> Result<Result<ServerResult, ServiceError>, ToolError> {
+        let options = match self.config.tool_timeout {
+            Some(limit) => PeerRequestOptions::with_timeout(limit),
+            None => PeerRequestOptions::no_options(),
+        };
+        let handle = match peer.send_request_with_option(request, options).await {
+            Ok(handle) => handle,
+            Err(error) if wants_authorization(&error) => return Ok(Err(error)),
+            Err(error) => return Err(self.call_failed(&error, stderr)),
+        };
+        let key = token_key(&handle.progress_token);
+        let progress = Arc::new(CallProgress {
+            ctx: ctx.clone(),
+            seq,
+            last: Mutex::new(None),
+            changed: tokio::sync::Notify::new(),
+        });
+        self.lock_progress().insert(key.clone(), progress.clone());
+        let mut guard = InFlight {
+            client: self.clone(),
+            key,
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let response = tokio::select! {
+            _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+            response = handle.await_response() => response,
+        };
+        // Answered (or timed out, which rmcp already reported as cancelled).
+        guard.id = None;
+        progress.settle().await;
+        Ok(response)
     }
 
     /// Forgets the connection of a server that wants authorization again (its token expired
@@ -249,6 +262,9 @@ impl From<&ServiceError> for AuthAgain {
 /// Where a call's progress notifications go, and the last one seen.
 pub(super) struct CallProgress {
     pub(super) ctx: ToolContext,
+    /// When the call started, in calls of this client: the latest call in flight is asked a
+    /// server's question.
+    pub(super) seq: u64,
     pub(super) last: Mutex<Option<(f64, Option<f64>)>>,
     pub(super) changed: tokio::sync::Notify,
 }

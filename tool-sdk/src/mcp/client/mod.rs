@@ -6,8 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use rmcp::model::{ClientConfig, Implementation, ProgressNotificationParam, ProtocolVersion};
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
+    ProgressNotificationParam, ProtocolVersion, UrlElicitationCapability,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::json;
 
@@ -19,6 +23,7 @@ use crate::tool::{Tool, ToolContext};
 
 mod call;
 mod connect;
+mod elicit;
 
 use call::{CallProgress, wants_authorization};
 
@@ -68,6 +73,8 @@ pub(super) struct ClientInner {
     connection: tokio::sync::Mutex<Option<Connection>>,
     /// Progress tokens of calls in flight, to the context their updates go to.
     progress: Mutex<HashMap<String, Arc<CallProgress>>>,
+    /// How many calls were made: the `seq` of the next.
+    calls: std::sync::atomic::AtomicU64,
     tools: Mutex<Vec<Arc<dyn Tool>>>,
     on_change: Mutex<Option<ToolsChanged>>,
     closed: AtomicBool,
@@ -125,9 +132,30 @@ impl ClientHandler for Handler {
         }
     }
 
+    /// A server's question for the user: asked as the tool call it comes during asks its own
+    /// (see [`ClientInner::ask_user`]).
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let Some(client) = self.client.upgrade() else {
+            return Ok(ElicitResult::new(ElicitationAction::Cancel));
+        };
+        Ok(client.ask_user(request).await)
+    }
+
     fn get_info(&self) -> ClientConfig {
+        // Servers may ask the user (form and URL mode): the questions go where the calls'
+        // own questions go.
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::new())
+                .with_url(UrlElicitationCapability::new()),
+        );
         let info = ClientConfig::new(
-            Default::default(),
+            capabilities,
             Implementation::new("tool-sdk", env!("CARGO_PKG_VERSION")),
         );
         // A revision of the config's own is the one `initialize` asks for.
@@ -217,6 +245,7 @@ impl McpClient {
             oauth,
             connection: tokio::sync::Mutex::new(None),
             progress: Mutex::new(HashMap::new()),
+            calls: Default::default(),
             tools: Mutex::new(Vec::new()),
             on_change: Mutex::new(None),
             closed: AtomicBool::new(false),

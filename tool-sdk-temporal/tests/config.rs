@@ -1,0 +1,429 @@
+//! An `AgentConfig` on Temporal: its permission rules, hooks and budgets work as they do in
+//! process (the same script leaves the same conversation), and what cannot run on Temporal
+//! is refused when the worker starts.
+
+#[allow(dead_code)]
+#[path = "support/server.rs"]
+mod server;
+#[allow(dead_code)]
+#[path = "support/tools.rs"]
+mod tools;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tool_sdk::agent::{Agent, AgentConfig, AgentError, PromptCheck, StopCheck};
+use tool_sdk::model::anthropic::AnthropicModel;
+use tool_sdk::permission::{HookDecision, PermissionMode};
+use tool_sdk::session::{SqliteStore, stored_conversation};
+use tool_sdk_temporal::{
+    AgentClient, AgentParts, AgentWorker, RunOptions, RunStatus, TemporalError,
+};
+
+use server::{DevServer, Turn, call, model_server, result_of, wait_for_approvals};
+
+const RUN_LIMIT: Duration = Duration::from_secs(90);
+
+fn config(model_url: &str, dir: &Path) -> AgentConfig {
+    AgentConfig::new()
+        .with_model(AnthropicModel::new("claude-test", "test-key").with_base_url(model_url))
+        .with_registry(tools::registry())
+        .with_working_dir(dir)
+}
+
+/// A worker of `parts` in this process, on a thread of its own: stopped when dropped.
+struct InProcessWorker(
+    Box<dyn Fn() + Send + Sync>,
+    Option<std::thread::JoinHandle<()>>,
+);
+
+impl InProcessWorker {
+    fn start(address: &str, task_queue: &str, parts: AgentParts) -> InProcessWorker {
+        let (address, task_queue) = (address.to_owned(), task_queue.to_owned());
+        let (ready, ready_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let worker = AgentWorker::connect(&address, &task_queue, parts)
+                    .await
+                    .unwrap_or_else(|error| panic!("the worker connects: {error}"));
+                ready.send(worker.shutdown_handle()).unwrap();
+                worker.run().await.unwrap();
+            });
+        });
+        let stop = ready_rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the worker connected within 30 s");
+        InProcessWorker(Box::new(stop), Some(thread))
+    }
+}
+
+impl Drop for InProcessWorker {
+    fn drop(&mut self) {
+        (self.0)();
+        if let Some(thread) = self.1.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_process() {
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+
+    // Rules and hooks: `write_note` is allowed by a rule, but a hook refuses the note
+    // "forbidden"; a post hook counts what ran; a stop hook sends the run on once.
+    let script = vec![
+        Turn::Calls(vec![
+            call("toolu_look", "look", d, "r1", 0),
+            call("toolu_w1", "write_note", d, "w1", 0),
+            call("toolu_bad", "write_note", d, "forbidden", 0),
+        ]),
+        Turn::Text("done once".to_owned()),
+        Turn::Text("done twice".to_owned()),
+    ];
+    let model = model_server(script).await;
+    let post_hooks = Arc::new(AtomicUsize::new(0));
+    let hooked = |model_url: &str, counted: Arc<AtomicUsize>| {
+        config(model_url, d)
+            .permissions(|p| p.with_mode(PermissionMode::Default).allow("write_note"))
+            .hooks(|hooks| {
+                hooks
+                    .on_user_prompt_submit(|prompt| match prompt.contains("secret") {
+                        true => PromptCheck::Block("no secrets here".into()),
+                        false => PromptCheck::AddContext("The notes are in the temp dir.".into()),
+                    })
+                    .on_pre_tool_use(|call| match call.input["note"].as_str() {
+                        Some("forbidden") => HookDecision::Deny("that note is forbidden".into()),
+                        _ => HookDecision::Continue,
+                    })
+                    .on_post_tool_use(move |_| {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                    })
+                    .on_stop(|stop| match stop.continued {
+                        0 => StopCheck::Continue("Say it once more".to_owned()),
+                        _ => StopCheck::Stop,
+                    })
+            })
+    };
+    let store_path = d.join("temporal.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let parts = AgentParts::from_config(hooked(&model.uri(), post_hooks.clone()), store.clone());
+    let worker = InProcessWorker::start(&server.address, "hooks", parts);
+    let client = AgentClient::connect(&server.address, "hooks", store.clone())
+        .await
+        .unwrap();
+    let run = client
+        .start("Write the notes", RunOptions::default())
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap();
+    drop(worker);
+    assert_eq!((outcome.text.as_str(), outcome.turns), ("done twice", 3));
+    // The server lists and describes it (its visibility store may lag a moment).
+    let described = run.describe().await.unwrap();
+    assert_eq!(described.status, RunStatus::Completed);
+    assert!(described.closed.is_some() && described.history_length > 10);
+    let mut listed = Vec::new();
+    for _ in 0..50 {
+        listed = client.list_runs(None).await.unwrap();
+        if listed
+            .first()
+            .is_some_and(|run| run.status == RunStatus::Completed)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].session_id.as_deref(), Some(run.session_id()));
+    assert_eq!(listed[0].status, RunStatus::Completed);
+    let on_temporal = stored_conversation(&*store, run.session_id())
+        .await
+        .unwrap();
+    let (refused, is_error) = result_of(&on_temporal, "toolu_bad");
+    assert!(
+        is_error && refused.contains("that note is forbidden"),
+        "{refused}"
+    );
+    assert_eq!(std::fs::read_to_string(d.join("writes")).unwrap(), "w1\n");
+    assert_eq!(post_hooks.load(Ordering::SeqCst), 2, "look and w1 returned");
+    assert!(
+        on_temporal.iter().any(|m| m.text() == "Say it once more"),
+        "the stop hook's message is in the conversation"
+    );
+    assert!(
+        on_temporal[0]
+            .text()
+            .contains("The notes are in the temp dir."),
+        "the prompt hook's context is in the prompt: {:?}",
+        on_temporal[0]
+    );
+    // A prompt the hook blocks fails the run and is not stored.
+    let worker = InProcessWorker::start(
+        &server.address,
+        "hooks",
+        AgentParts::from_config(hooked(&model.uri(), post_hooks.clone()), store.clone()),
+    );
+    let blocked = client
+        .continue_session(run.session_id(), "a secret", RunOptions::default())
+        .await
+        .unwrap();
+    let error = tokio::time::timeout(RUN_LIMIT, blocked.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap_err()
+        .to_string();
+    drop(worker);
+    assert!(error.contains("no secrets here"), "{error}");
+    let after = stored_conversation(&*store, run.session_id())
+        .await
+        .unwrap();
+    assert_eq!(after, on_temporal, "nothing of the blocked run was stored");
+
+    // The same config and script in process leave the same conversation.
+    std::fs::remove_file(d.join("writes")).unwrap();
+    std::fs::remove_file(d.join("looks")).unwrap();
+    let local_hooks = Arc::new(AtomicUsize::new(0));
+    let local = SqliteStore::open(d.join("local.db")).unwrap();
+    let agent =
+        Agent::create(hooked(&model.uri(), local_hooks.clone()).session(|s| s.with_store(local)))
+            .await
+            .unwrap();
+    assert_eq!(
+        agent.prompt("Write the notes").await.unwrap().text,
+        "done twice"
+    );
+    assert_eq!(on_temporal, agent.messages().await);
+    assert_eq!(local_hooks.load(Ordering::SeqCst), 2);
+    for file in ["writes", "looks"] {
+        std::fs::remove_file(d.join(file)).unwrap();
+    }
+
+    // A budget: each turn uses 15 tokens; 25 are spent with the second turn, whose call is
+    // answered as not run, and the run stops.
+    let script = vec![
+        Turn::Calls(vec![call("toolu_r", "look", d, "r2", 0)]),
+        Turn::Calls(vec![call("toolu_w", "write_note", d, "w2", 0)]),
+        Turn::Text("never asked".to_owned()),
+    ];
+    let model = model_server(script).await;
+    let budgeted = |model_url: &str| {
+        config(model_url, d)
+            .permissions(|p| p.with_mode(PermissionMode::BypassPermissions))
+            .limits(|l| l.with_max_run_tokens(25))
+    };
+    let parts = AgentParts::from_config(budgeted(&model.uri()), store.clone());
+    let worker = InProcessWorker::start(&server.address, "budget", parts);
+    let client = AgentClient::connect(&server.address, "budget", store.clone())
+        .await
+        .unwrap();
+    let run = client
+        .start("Spend it", RunOptions::default())
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap();
+    drop(worker);
+    let stopped = outcome.stopped.expect("the budget stopped the run");
+    assert!(stopped.contains("25"), "{stopped}");
+    assert_eq!(outcome.turns, 2);
+    assert!(!d.join("writes").exists(), "the write did not run");
+    std::fs::remove_file(d.join("looks")).unwrap();
+    let on_temporal = stored_conversation(&*store, run.session_id())
+        .await
+        .unwrap();
+    let (not_run, is_error) = result_of(&on_temporal, "toolu_w");
+    assert!(is_error && not_run.contains("did not run"), "{not_run}");
+
+    let local = SqliteStore::open(d.join("local-budget.db")).unwrap();
+    let agent = Agent::create(budgeted(&model.uri()).session(|s| s.with_store(local)))
+        .await
+        .unwrap();
+    let error = agent.prompt("Spend it").await.unwrap_err();
+    assert!(
+        matches!(error, AgentError::TokenLimitExceeded { limit: 25, .. }),
+        "{error}"
+    );
+    assert_eq!(on_temporal, agent.messages().await);
+}
+
+#[tokio::test]
+async fn what_cannot_run_on_temporal_is_refused_when_the_worker_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(dir.path().join("s.db")).unwrap());
+    // Nothing listens there: a config that passes fails only at the connection.
+    let address = format!("127.0.0.1:{}", server::free_port());
+
+    // A model whose window the catalog knows is managed (cleared, compacted) by default.
+    let known = AgentConfig::new()
+        .with_model(AnthropicModel::new("claude-sonnet-4-5", "test-key"))
+        .with_registry(tools::registry());
+    let parts = AgentParts::from_config(known.clone(), store.clone());
+    let error = AgentWorker::connect(&address, "q", parts)
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(error, TemporalError::Unsupported(_)), "{error}");
+    let message = error.to_string();
+    assert!(message.contains("with_compaction(false)"), "{message}");
+
+    let unmanaged = known.context(|c| c.with_compaction(false));
+    let parts = AgentParts::from_config(unmanaged, store.clone());
+    let error = AgentWorker::connect(&address, "q", parts)
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(error, TemporalError::Connect { .. }), "{error}");
+
+    // What `Agent::create` refuses, the worker refuses, with its words.
+    let typo = config("http://127.0.0.1:1", dir.path()).with_tools(["look", "write_nots"]);
+    let parts = AgentParts::from_config(typo, store);
+    let error = AgentWorker::connect(&address, "q", parts)
+        .await
+        .err()
+        .unwrap();
+    let message = error.to_string();
+    assert!(matches!(error, TemporalError::Config(_)), "{message}");
+    assert!(
+        message.contains("write_note"),
+        "the near match is named: {message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_always_lets_the_sessions_later_calls_of_its_rule_run_unasked() {
+    use tool_sdk::permission::PermissionAnswer;
+    use tool_sdk::session::{Record, SessionStore};
+
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let script = vec![
+        Turn::Calls(vec![call("toolu_1", "write_note", d, "w1", 0)]),
+        Turn::Calls(vec![call("toolu_2", "write_note", d, "w2", 0)]),
+        Turn::Text("both written".to_owned()),
+    ];
+    let model = model_server(script).await;
+    let store = Arc::new(SqliteStore::open(d.join("s.db")).unwrap());
+    let asking = config(&model.uri(), d).permissions(|p| p.with_mode(PermissionMode::Default));
+    let parts = AgentParts::from_config(asking, store.clone());
+    let _worker = InProcessWorker::start(&server.address, "always", parts);
+    let client = AgentClient::connect(&server.address, "always", store.clone())
+        .await
+        .unwrap();
+    let run = client
+        .start("Write twice", RunOptions::default())
+        .await
+        .unwrap();
+    let pending = wait_for_approvals(&client, run.session_id()).await;
+    assert_eq!(pending[0].call_id, "toolu_1");
+    run.answer_approval("toolu_1", PermissionAnswer::AllowAlways)
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap();
+    assert_eq!(outcome.text, "both written");
+    assert_eq!(
+        std::fs::read_to_string(d.join("writes")).unwrap(),
+        "w1\nw2\n"
+    );
+    let records = store.load(run.session_id()).await.unwrap();
+    let asked: Vec<&str> = records
+        .iter()
+        .filter_map(|record| match record {
+            Record::PermissionAsked { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, ["toolu_1"], "the second write ran unasked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_question_waits_in_the_server_and_the_call_runs_again_with_its_answer() {
+    use futures::StreamExt;
+    use serde_json::json;
+    use tool_sdk::ElicitationAnswer;
+    use tool_sdk_temporal::RunEvent;
+
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let greet = ("toolu_greet".to_owned(), "greet", json!({"dir": d}));
+    let script = vec![Turn::Calls(vec![greet]), Turn::Text("greeted".to_owned())];
+    let model = model_server(script).await;
+    let store = Arc::new(SqliteStore::open(d.join("s.db")).unwrap());
+    // Every worker of a queue runs the same config.
+    let greeting = || {
+        let registry = tools::registry();
+        registry.register(Arc::new(tools::GreetTool)).unwrap();
+        config(&model.uri(), d)
+            .with_registry(registry)
+            .permissions(|p| p.with_mode(PermissionMode::BypassPermissions))
+    };
+    let parts = AgentParts::from_config(greeting(), store.clone());
+    let worker = InProcessWorker::start(&server.address, "greet", parts);
+    let client = AgentClient::connect(&server.address, "greet", store.clone())
+        .await
+        .unwrap();
+    let run = client
+        .start("Greet me", RunOptions::default())
+        .await
+        .unwrap();
+    let pending = wait_for_approvals(&client, run.session_id()).await;
+    let question = pending[0]
+        .elicitation
+        .as_ref()
+        .expect("a question of the tool's");
+    assert_eq!(question.message(), "Who should be greeted?");
+    assert!(
+        !d.join("greetings").exists(),
+        "the tool waits before it acts"
+    );
+    // No process holds the question: the worker goes, another takes the call again.
+    drop(worker);
+    let other = AgentParts::from_config(greeting(), store.clone());
+    let _worker = InProcessWorker::start(&server.address, "greet", other);
+    let answer = ElicitationAnswer::Accept {
+        content: json!({"name": "Ada"}),
+    };
+    run.answer_elicitation("toolu_greet", answer).await.unwrap();
+    let (events, outcome) = tokio::time::timeout(RUN_LIMIT, async {
+        let events = run.events(Duration::from_millis(50)).collect::<Vec<_>>();
+        tokio::join!(events, run.result())
+    })
+    .await
+    .expect("the run ended in time");
+    assert_eq!(outcome.unwrap().text, "greeted");
+    let asked = events.iter().filter(
+        |event| matches!(event, Ok(RunEvent::ElicitationAsked { id, .. }) if id == "toolu_greet"),
+    );
+    assert_eq!(
+        asked.count(),
+        1,
+        "asked once: the second run was answered from the session"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("greetings")).unwrap(),
+        "hello Ada\n"
+    );
+    let messages = stored_conversation(&*store, run.session_id())
+        .await
+        .unwrap();
+    let (greeted, is_error) = result_of(&messages, "toolu_greet");
+    assert!(!is_error && greeted.contains("greeted Ada"), "{greeted}");
+}
