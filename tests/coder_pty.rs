@@ -8,7 +8,7 @@
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use expectrl::process::unix::WaitStatus;
@@ -395,6 +395,85 @@ fn mcp_config_adds_a_servers_tools_and_a_broken_server_is_a_clear_start_up_error
     assert!(!broken.status.success());
     assert!(stderr.contains("broken"), "{stderr}");
     assert!(stderr.contains("definitely-not-a-program-4711"), "{stderr}");
+}
+
+/// A remote MCP server behind OAuth (the TypeScript SDK's authorization server, from npm):
+/// the coder prints the authorization URL, takes the redirect on its loopback listener (the
+/// test plays the browser: a GET of the URL), calls the tool; the next run uses the token kept
+/// in the data directory and asks nothing.
+#[test]
+fn an_oauth_mcp_server_is_authorized_once_through_the_browser() {
+    use std::io::BufRead;
+    let server = tests::mcp_peers::OAuthServer::start(&[]);
+    let url = server.url.clone();
+    let dir = project();
+    let config = dir.path().join("mcp.json");
+    std::fs::write(
+        &config,
+        serde_json::json!({"mcpServers": {"guarded": {"type": "http", "url": url}}}).to_string(),
+    )
+    .unwrap();
+    let args = [
+        "--mcp-config",
+        config.to_str().unwrap(),
+        "-p",
+        "call mcp__guarded__stats {}",
+    ];
+    let mut coder = coder_command(dir.path(), &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The coder's words to the user, then the URL on a line of its own.
+    let mut stderr = std::io::BufReader::new(coder.stderr.take().unwrap());
+    let mut said = String::new();
+    let authorization_url = loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "the coder ended without asking for authorization:\n{said}"
+        );
+        said.push_str(&line);
+        if let Some(found) = line.trim().strip_prefix("http") {
+            break format!("http{found}");
+        }
+    };
+    assert!(
+        said.contains("MCP server `guarded` needs your authorization"),
+        "{said}"
+    );
+    // The user's browser: the authorization server approves and sends it to the coder's
+    // loopback listener.
+    let landed = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async {
+            let page = tests::browser::open(&authorization_url).await?;
+            page.text().await.map_err(|e| e.to_string())
+        })
+        .unwrap();
+    assert!(landed.contains("Authorization received"), "{landed}");
+    let done = coder.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    assert!(done.status.success(), "{stdout}");
+    assert!(stdout.contains("The call finished"), "{stdout}");
+    assert!(stdout.contains("\"authorizations\":1"), "{stdout}");
+
+    // Again: the stored token is used, nobody is asked.
+    let again = coder_command(dir.path(), &args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stdout}{stderr}");
+    assert!(!stderr.contains("needs your authorization"), "{stderr}");
+    assert!(stdout.contains("\"authorizations\":1"), "{stdout}");
+    // Kept in the data directory, readable by the user only.
+    let tokens = data_home().join("tool-sdk-coder/mcp-tokens");
+    let file = tool_sdk::mcp::McpTokenFile::new(&tokens).file(&url);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", file.display());
+    }
 }
 
 #[test]

@@ -25,6 +25,12 @@ impl Peers {
         self.dir.join("node_modules/.bin").join(name)
     }
 
+    /// A script of ours run by the peers' Node.js (copied from `tests/mcp-peers/` next to
+    /// their `node_modules`, where its imports resolve), such as `oauth-server.mjs`.
+    pub fn node_script(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
     /// A file inside an npm package.
     pub fn node_file(&self, package: &str, path: &str) -> PathBuf {
         self.dir.join("node_modules").join(package).join(path)
@@ -75,7 +81,12 @@ pub fn peers() -> &'static Peers {
 
 fn install(dir: &Path) {
     let manifests = workspace_root().join("tests/mcp-peers");
-    let files = ["package.json", "package-lock.json", "requirements.txt"];
+    let files = [
+        "package.json",
+        "package-lock.json",
+        "requirements.txt",
+        "oauth-server.mjs",
+    ];
     let mut stamp = String::new();
     for file in files {
         let text = std::fs::read_to_string(manifests.join(file))
@@ -93,7 +104,7 @@ fn install(dir: &Path) {
         return;
     }
     eprintln!("installing the MCP test peers into {} ...", dir.display());
-    for file in ["package.json", "package-lock.json"] {
+    for file in ["package.json", "package-lock.json", "oauth-server.mjs"] {
         std::fs::copy(manifests.join(file), dir.join(file))
             .unwrap_or_else(|e| panic!("cannot copy {file}: {e}"));
     }
@@ -141,4 +152,44 @@ pub fn free_port() -> u16 {
         .and_then(|listener| listener.local_addr())
         .map(|addr| addr.port())
         .expect("no free loopback port")
+}
+
+/// `tests/mcp-peers/oauth-server.mjs` running: an MCP server behind the TypeScript SDK's OAuth
+/// authorization server. Killed when dropped.
+#[derive(Debug)]
+pub struct OAuthServer {
+    child: std::process::Child,
+    /// Its MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+}
+
+impl OAuthServer {
+    /// Starts it with `args` (`--token-seconds N`, `--deny`).
+    pub fn start(args: &[&str]) -> OAuthServer {
+        use std::io::BufRead;
+        let mut child = Command::new("node")
+            .arg(peers().node_script("oauth-server.mjs"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("node (20 or newer) runs oauth-server.mjs");
+        let mut line = String::new();
+        let read =
+            std::io::BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line);
+        let url = line.trim().to_owned();
+        let server = OAuthServer { child, url };
+        assert!(
+            read.is_ok() && server.url.starts_with("http://127.0.0.1:"),
+            "oauth-server.mjs did not print its URL: {:?}",
+            server.url
+        );
+        server
+    }
+}
+
+impl Drop for OAuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -19,6 +19,7 @@ mod demo;
 mod durable;
 mod form;
 mod input;
+mod mcp_auth;
 mod models;
 mod sessions;
 #[cfg(feature = "temporal")]
@@ -73,7 +74,8 @@ struct Args {
     #[arg(long, value_name = "RULE")]
     deny: Vec<String>,
     /// MCP servers to use, in the `mcpServers` JSON shape of Claude Desktop and Claude Code;
-    /// their tools join as `mcp__<server>__<tool>`.
+    /// their tools join as `mcp__<server>__<tool>`. An HTTP server that asks for OAuth gets
+    /// the browser opened on its authorization URL; its tokens are kept in the data directory.
     #[arg(long, value_name = "FILE")]
     mcp_config: Option<PathBuf>,
     /// Answers one prompt without asking anything, prints the answer and exits: status 0 when
@@ -330,7 +332,8 @@ fn agent_config(
     });
     if let Some(file) = &args.mcp_config {
         let servers = tool_sdk::mcp::McpServers::from_file(file).map_err(|e| e.to_string())?;
-        config = config.mcp(|mcp| mcp.with_servers(servers));
+        // A remote server that asks for OAuth opens the browser; tokens are kept.
+        config = config.mcp(|mcp| mcp.with_servers(servers).with_oauth(mcp_auth::settings()));
     }
     // Conversations are saved as they happen; without a store the coder still works.
     let store = sessions::open_store();

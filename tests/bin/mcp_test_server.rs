@@ -445,10 +445,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry.register(Arc::new(JsonSchema2020Tool(json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
-        "$defs": {"address": {"type": "object", "properties": {
+        "$defs": {"address": {"$anchor": "address", "type": "object", "properties": {
             "street": {"type": "string"}, "city": {"type": "string"}}}},
         "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
-        "additionalProperties": false
+        "additionalProperties": false,
+        // What 2026-07-28 (SEP-2106) adds: composition and conditional keywords.
+        "allOf": [{"anyOf": [{"required": ["name"]}, {"required": ["address"]}]}],
+        "if": {"properties": {"name": {"const": "home"}}, "required": ["name"]},
+        "then": {"required": ["address"]},
+        "else": {}
     }))))?;
     registry.register(Arc::new(ShapeTool {
         input: json!({"type": "object", "properties": {

@@ -147,6 +147,7 @@ impl AgentInner {
                 inner.specs.clone(),
                 inner.config.tools.as_deref(),
                 inner.working_dir.clone(),
+                inner.config.mcp.oauth.clone(),
             );
             mcp.connect_configured(&inner.config).await?;
             inner.mcp = Some(Arc::new(mcp));

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use super::config::AgentConfig;
 use super::error::{AgentError, ConfigError};
 use crate::error::{ErrorSource, source};
-use crate::mcp::{McpClient, McpError, McpScope, McpServerConfig};
+use crate::mcp::{McpClient, McpError, McpOAuth, McpScope, McpServerConfig};
 use crate::model::ToolSpec;
 use crate::registry::near_matches;
 use crate::{RegistryError, Tool, ToolRegistry};
@@ -17,6 +17,8 @@ use crate::{RegistryError, Tool, ToolRegistry};
 pub(crate) struct AgentMcp {
     tools: Arc<ToolSet>,
     working_dir: PathBuf,
+    /// The app's token store and authorizer for OAuth servers.
+    oauth: McpOAuth,
     clients: tokio::sync::Mutex<BTreeMap<String, McpClient>>,
 }
 
@@ -112,6 +114,7 @@ impl AgentMcp {
         specs: Arc<RwLock<Arc<[ToolSpec]>>>,
         patterns: Option<&[String]>,
         working_dir: PathBuf,
+        oauth: McpOAuth,
     ) -> Self {
         AgentMcp {
             tools: Arc::new(ToolSet {
@@ -121,6 +124,7 @@ impl AgentMcp {
                 names: Mutex::new(BTreeMap::new()),
             }),
             working_dir,
+            oauth,
             clients: tokio::sync::Mutex::new(BTreeMap::new()),
         }
     }
@@ -128,11 +132,9 @@ impl AgentMcp {
     /// Connects every configured server at once; any failure fails the agent, naming each
     /// server that failed. Then checks the exact `mcp__...` names of the config's `tools`.
     pub(crate) async fn connect_configured(&self, config: &AgentConfig) -> Result<(), AgentError> {
-        let connecting = config
-            .mcp
-            .servers
-            .iter()
-            .map(|(name, server)| McpClient::connect(name.clone(), server.clone()));
+        let connecting = config.mcp.servers.iter().map(|(name, server)| {
+            McpClient::connect_with(name.clone(), server.clone(), self.oauth.clone())
+        });
         let results = futures::future::join_all(connecting).await;
         let mut failures = Vec::new();
         for result in results {
@@ -258,7 +260,7 @@ impl AgentMcp {
         config: McpServerConfig,
         scope: McpScope,
     ) -> Result<Vec<String>, AgentError> {
-        let client = McpClient::connect(name, config.clone()).await?;
+        let client = McpClient::connect_with(name, config.clone(), self.oauth.clone()).await?;
         if scope == McpScope::Project {
             let value =
                 serde_json::to_value(&config).map_err(|e| ConfigError::McpConfig(e.into()))?;

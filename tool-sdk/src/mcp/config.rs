@@ -24,6 +24,14 @@ use serde::{Deserialize, Serialize};
 ///     "headers": {"Authorization": "Bearer ${TOKEN}"}
 /// }"#).unwrap();
 /// assert!(matches!(http.transport, McpTransport::Http { .. }));
+///
+/// // An OAuth server: nothing is needed (discovery and dynamic registration), or the
+/// // client the server's owner registered for you, as Claude Code writes it.
+/// let oauth: McpServerConfig = serde_json::from_str(r#"{
+///     "type": "http", "url": "https://mcp.example.com/mcp",
+///     "oauth": {"clientId": "my-app", "callbackPort": 8765, "scopes": ["mcp:tools"]}
+/// }"#).unwrap();
+/// assert!(matches!(oauth.transport, McpTransport::Http { oauth: Some(_), .. }));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "RawServer", into = "RawServer")]
@@ -36,6 +44,32 @@ pub struct McpServerConfig {
     /// How long connecting (start-up and the handshake) may take (`startupTimeoutSecs`,
     /// default 30 s).
     pub startup_timeout: Option<Duration>,
+    /// The protocol revision to speak (`protocolVersion`: one of [`PROTOCOL_VERSIONS`]).
+    /// `None`, the default, asks for the newest (2026-07-28, with `server/discover`) and
+    /// takes what the server offers, down to 2024-11-05 through the `initialize` handshake.
+    pub protocol_version: Option<String>,
+}
+
+/// The MCP protocol revisions the client and the server speak, newest first.
+pub const PROTOCOL_VERSIONS: &[&str] = &[
+    "2026-07-28",
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
+
+/// `version` if it is a revision this SDK speaks, else what to write instead.
+pub(crate) fn check_protocol_version(version: &str) -> Result<(), String> {
+    if PROTOCOL_VERSIONS.contains(&version) {
+        Ok(())
+    } else {
+        Err(format!(
+            "unknown MCP protocol version `{version}`: use one of {}, or leave \
+             `protocolVersion` out to take the newest the server speaks",
+            PROTOCOL_VERSIONS.join(", ")
+        ))
+    }
 }
 
 /// The transports an MCP server can use.
@@ -59,7 +93,88 @@ pub enum McpTransport {
         url: String,
         /// Headers sent with every request (e.g. `Authorization`).
         headers: BTreeMap<String, String>,
+        /// How to authorize with OAuth when the server asks for it (a 401), if the defaults
+        /// (discovery, dynamic client registration, a random loopback port) do not do. A
+        /// server with an `Authorization` header in `headers` is never authorized with OAuth.
+        oauth: Option<McpOAuthConfig>,
     },
+}
+
+/// How an HTTP server is authorized with OAuth 2.1: the `oauth` object of its entry. Every
+/// field may be left out: by default the client discovers the authorization server from the
+/// server's 401 (protected-resource metadata, then the authorization server's metadata),
+/// registers itself dynamically and takes the redirect on a random loopback port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
+pub struct McpOAuthConfig {
+    /// A client registered with the authorization server beforehand (no dynamic
+    /// registration then). `${VAR}` is replaced from the environment.
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "client_id")]
+    pub client_id: Option<String>,
+    /// Its secret, for a confidential client (`${VAR}` is replaced from the environment:
+    /// keep secrets out of config files).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "client_secret"
+    )]
+    pub client_secret: Option<String>,
+    /// The HTTPS URL of this app's client ID metadata document, used as its client ID by
+    /// authorization servers that support them.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "client_metadata_url"
+    )]
+    pub client_metadata_url: Option<String>,
+    /// The scopes to ask for; by default those the server's challenge or metadata name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// The loopback port the redirect comes back to (`http://127.0.0.1:PORT/callback`), for
+    /// a pre-registered client whose redirect URI is fixed; by default a free one.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "callback_port"
+    )]
+    pub callback_port: Option<u16>,
+}
+
+impl McpOAuthConfig {
+    /// The defaults: discovery, dynamic registration, a random loopback port.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A client registered beforehand (and its secret, for a confidential one).
+    pub fn with_client(mut self, id: impl Into<String>, secret: Option<String>) -> Self {
+        self.client_id = Some(id.into());
+        self.client_secret = secret;
+        self
+    }
+
+    /// The HTTPS URL of this app's client ID metadata document.
+    pub fn with_client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// The scopes to ask for.
+    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The loopback port of the redirect.
+    pub fn with_callback_port(mut self, port: u16) -> Self {
+        self.callback_port = Some(port);
+        self
+    }
 }
 
 impl McpServerConfig {
@@ -78,6 +193,7 @@ impl McpServerConfig {
             },
             tool_timeout: None,
             startup_timeout: None,
+            protocol_version: None,
         }
     }
 
@@ -87,9 +203,11 @@ impl McpServerConfig {
             transport: McpTransport::Http {
                 url: url.into(),
                 headers: BTreeMap::new(),
+                oauth: None,
             },
             tool_timeout: None,
             startup_timeout: None,
+            protocol_version: None,
         }
     }
 
@@ -117,9 +235,23 @@ impl McpServerConfig {
         self
     }
 
+    /// Sets how an HTTP server is authorized with OAuth (ignored for stdio).
+    pub fn with_oauth(mut self, config: McpOAuthConfig) -> Self {
+        if let McpTransport::Http { oauth, .. } = &mut self.transport {
+            *oauth = Some(config);
+        }
+        self
+    }
+
     /// Sets the per-call timeout.
     pub fn with_tool_timeout(mut self, timeout: Duration) -> Self {
         self.tool_timeout = Some(timeout);
+        self
+    }
+
+    /// Speaks protocol revision `version` (one of [`PROTOCOL_VERSIONS`]) only.
+    pub fn with_protocol_version(mut self, version: impl Into<String>) -> Self {
+        self.protocol_version = Some(version.into());
         self
     }
 
@@ -166,6 +298,8 @@ struct RawServer {
     url: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     headers: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    oauth: Option<McpOAuthConfig>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -178,6 +312,12 @@ struct RawServer {
         alias = "startup_timeout_secs"
     )]
     startup_timeout_secs: Option<f64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "protocol_version"
+    )]
+    protocol_version: Option<String>,
 }
 
 fn seconds(value: Option<f64>, field: &str) -> Result<Option<Duration>, String> {
@@ -205,6 +345,7 @@ impl TryFrom<RawServer> for McpServerConfig {
                 McpTransport::Http {
                     url,
                     headers: raw.headers,
+                    oauth: raw.oauth,
                 }
             }
             (Some("sse"), _, _) => {
@@ -241,10 +382,14 @@ impl TryFrom<RawServer> for McpServerConfig {
                 ));
             }
         };
+        if let Some(version) = &raw.protocol_version {
+            check_protocol_version(version)?;
+        }
         Ok(McpServerConfig {
             transport,
             tool_timeout: seconds(raw.tool_timeout_secs, "toolTimeoutSecs")?,
             startup_timeout: seconds(raw.startup_timeout_secs, "startupTimeoutSecs")?,
+            protocol_version: raw.protocol_version,
         })
     }
 }
@@ -254,6 +399,7 @@ impl From<McpServerConfig> for RawServer {
         let mut raw = RawServer {
             tool_timeout_secs: config.tool_timeout.map(|d| d.as_secs_f64()),
             startup_timeout_secs: config.startup_timeout.map(|d| d.as_secs_f64()),
+            protocol_version: config.protocol_version,
             ..RawServer::default()
         };
         match config.transport {
@@ -268,10 +414,15 @@ impl From<McpServerConfig> for RawServer {
                 raw.env = env;
                 raw.cwd = cwd;
             }
-            McpTransport::Http { url, headers } => {
+            McpTransport::Http {
+                url,
+                headers,
+                oauth,
+            } => {
                 raw.kind = Some("http".into());
                 raw.url = Some(url);
                 raw.headers = headers;
+                raw.oauth = oauth;
             }
         }
         raw
@@ -380,6 +531,8 @@ mod tests {
             r#"{"type": "sse", "url": "http://x"}"#,
             r#"{"type": "ws", "url": "http://x"}"#,
             r#"{"type": "stdio", "url": "http://x"}"#,
+            r#"{"command": "a", "protocolVersion": "2025-13-01"}"#,
+            r#"{"type": "http", "url": "http://x", "oauth": {"clientID": "typo"}}"#,
         ] {
             let error = serde_json::from_str::<McpServerConfig>(bad).unwrap_err();
             assert!(!error.to_string().is_empty(), "{bad}");

@@ -31,6 +31,23 @@
 //! started again on the next call. A server that does not come up fails `Agent::create` with
 //! its command and the end of its stderr.
 //!
+//! # Remote servers behind OAuth
+//!
+//! A Streamable HTTP server that answers 401 is authorized with OAuth 2.1 (rmcp's `auth`):
+//! discovery from its challenge, registration (dynamic, a client ID metadata document, or the
+//! [`McpOAuthConfig`] client), PKCE, the user's approval through the app's [`McpAuthorizer`]
+//! with the redirect taken on a loopback listener, tokens in the app's [`McpTokenStore`]
+//! ([`McpTokenFile`]: one 0600 file per server), refreshed when they expire. The app passes
+//! its [`McpOAuth`] with `AgentConfig::mcp(|m| m.with_oauth(..))` or
+//! [`McpClient::connect_with`]; without an authorizer such a server fails to connect, saying
+//! how to give one. A failed authorization names the server, the [`OAuthStep`] and the fix.
+//!
+//! # Protocol revisions
+//!
+//! The client asks for 2026-07-28 (`server/discover`) and falls back to `initialize` at
+//! 2025-11-25, which the server may lower; `protocolVersion` ([`McpServerConfig::protocol_version`])
+//! pins one of [`PROTOCOL_VERSIONS`]. The server answers each of them.
+//!
 //! # Serving tools over MCP
 //!
 //! [`serve_stdio`], [`serve_http`] and [`McpToolServer`] serve any [`ToolRegistry`](crate::ToolRegistry).
@@ -40,13 +57,20 @@ mod client;
 mod config;
 mod error;
 mod naming;
+mod oauth;
 #[cfg(feature = "mcp-server")]
 mod server;
 
 pub use client::{McpClient, ToolsChanged};
-pub use config::{McpFileError, McpServerConfig, McpServers, McpTransport};
+pub use config::{
+    McpFileError, McpOAuthConfig, McpServerConfig, McpServers, McpTransport, PROTOCOL_VERSIONS,
+};
 pub use error::McpError;
 pub use naming::{NameMap, sanitize, tool_name};
+pub use oauth::{
+    AuthorizationPrompt, McpAuthorizer, McpOAuth, McpTokenFile, McpTokenMemory, McpTokenStore,
+    OAuthStep, TokenLock,
+};
 #[cfg(feature = "mcp-server")]
 pub use server::{McpHttpServer, McpToolServer, serve_http, serve_stdio};
 

@@ -217,6 +217,7 @@ impl From<ConfigFile> for AgentConfig {
             #[cfg(feature = "mcp-client")]
             mcp: super::McpSettings {
                 servers: file.mcp_servers,
+                oauth: Default::default(),
             },
             session: SessionSettings {
                 store: file.session.store.map(StoreSource::Spec),

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::mcp::{McpServerConfig, McpServers};
+use crate::mcp::{McpOAuth, McpServerConfig, McpServers};
 
 /// The MCP servers whose tools the agent gets, by name: `mcpServers` in a JSON config file
 /// (the shape of Claude Desktop and Claude Code), `[mcp_servers.NAME]` in TOML. Their tools
@@ -21,12 +21,22 @@ use crate::mcp::{McpServerConfig, McpServers};
 pub struct McpSettings {
     /// The servers, by name.
     pub servers: BTreeMap<String, McpServerConfig>,
+    /// How servers that ask for OAuth are authorized: the token store, and how the user is
+    /// shown the authorization URL (none by default: such a server fails to connect, saying
+    /// so, unless the store already holds a token for it).
+    pub oauth: McpOAuth,
 }
 
 impl McpSettings {
     /// Adds (or replaces) the server `name`.
     pub fn with_server(mut self, name: impl Into<String>, server: McpServerConfig) -> Self {
         self.servers.insert(name.into(), server);
+        self
+    }
+
+    /// Authorizes servers that ask for OAuth with `oauth` (its token store and authorizer).
+    pub fn with_oauth(mut self, oauth: McpOAuth) -> Self {
+        self.oauth = oauth;
         self
     }
 

@@ -7,25 +7,25 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientNotification, ClientRequest, ElicitRequestParams, ElicitResult,
-    ElicitationAction, ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
-    ProgressNotificationParam, ProtocolVersion, RequestId, ServerResult, UrlElicitationCapability,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
+    ProgressNotificationParam, ProtocolVersion, UrlElicitationCapability,
 };
-use rmcp::service::{
-    NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService,
-};
-use rmcp::{ClientHandler, RoleClient, ServiceError};
-use serde_json::{Value, json};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::{ClientHandler, RoleClient};
+use serde_json::json;
 
-use crate::mcp::McpError;
 use crate::mcp::adapter::McpTool;
 use crate::mcp::config::McpServerConfig;
 use crate::mcp::naming::NameMap;
-use crate::tool::{Tool, ToolContext, ToolError, ToolOutput, ToolResult};
+use crate::mcp::{McpError, McpOAuth};
+use crate::tool::{Tool, ToolContext};
 
+mod call;
 mod connect;
 mod elicit;
+
+use call::{CallProgress, wants_authorization};
 
 /// How long connecting may take when the config sets no start-up timeout.
 const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
@@ -68,6 +68,8 @@ impl std::fmt::Debug for McpClient {
 pub(super) struct ClientInner {
     pub(super) name: String,
     pub(super) config: McpServerConfig,
+    /// The app's token store and authorizer, for servers that ask for OAuth.
+    pub(super) oauth: McpOAuth,
     connection: tokio::sync::Mutex<Option<Connection>>,
     /// Progress tokens of calls in flight, to the context their updates go to.
     progress: Mutex<HashMap<String, Arc<CallProgress>>>,
@@ -152,21 +154,44 @@ impl ClientHandler for Handler {
                 .with_form(FormElicitationCapability::new())
                 .with_url(UrlElicitationCapability::new()),
         );
-        ClientConfig::new(
+        let info = ClientConfig::new(
             capabilities,
             Implementation::new("tool-sdk", env!("CARGO_PKG_VERSION")),
-        )
+        );
+        // A revision of the config's own is the one `initialize` asks for.
+        match self.client.upgrade().and_then(|c| protocol(&c.config)) {
+            Some(version) => info.with_protocol_version(version),
+            None => info,
+        }
     }
+}
+
+/// The revision the config pins, if any (checked when the config was read).
+fn protocol(config: &McpServerConfig) -> Option<ProtocolVersion> {
+    let version = config.protocol_version.as_deref()?;
+    ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .find(|known| known.as_str() == version)
+        .cloned()
 }
 
 /// Version negotiation: ask with `server/discover` for the newest protocol (2026-07-28 and
 /// later); a server that does not know it (the TypeScript SDK's, at 2025-11-25, say) answers
 /// with an error and gets the `initialize` handshake at the newest version that has one, which
-/// it may lower to its own.
-fn lifecycle() -> rmcp::ClientLifecycleMode {
-    rmcp::ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::LATEST],
-        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+/// it may lower to its own. A config that pins a revision gets that one's lifecycle only:
+/// `server/discover` for 2026-07-28, `initialize` (asking for it) before.
+fn lifecycle(config: &McpServerConfig) -> rmcp::ClientLifecycleMode {
+    match protocol(config) {
+        Some(version) if version == ProtocolVersion::NO_INITIALIZE => {
+            rmcp::ClientLifecycleMode::Discover {
+                preferred_versions: vec![version],
+            }
+        }
+        Some(_) => rmcp::ClientLifecycleMode::Initialize,
+        None => rmcp::ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::LATEST],
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        },
     }
 }
 
@@ -178,14 +203,46 @@ impl McpClient {
     /// Starts or reaches the server, does the handshake and lists its tools. Fails, with
     /// the command and the end of the server's stderr, if it does not come up within the
     /// start-up timeout.
+    ///
+    /// An HTTP server that asks for OAuth authorization fails to connect: the client has no
+    /// way to show the user the authorization URL. [`connect_with`](Self::connect_with) gives
+    /// it one.
     pub async fn connect(
         name: impl Into<String>,
         config: McpServerConfig,
+    ) -> Result<McpClient, McpError> {
+        Self::connect_with(name, config, McpOAuth::default()).await
+    }
+
+    /// [`connect`](Self::connect), authorizing an HTTP server that answers 401 with OAuth 2.1:
+    /// the app's authorizer shows the user the authorization URL, the redirect comes back to
+    /// a loopback listener, and the tokens go to the app's token store (and are refreshed
+    /// from there when they expire).
+    ///
+    /// ```no_run
+    /// use tool_sdk::mcp::{AuthorizationPrompt, McpClient, McpOAuth, McpServerConfig, McpTokenFile};
+    ///
+    /// # async fn demo() -> Result<(), tool_sdk::mcp::McpError> {
+    /// let oauth = McpOAuth::new()
+    ///     .with_token_store(McpTokenFile::new("/home/ada/.local/share/my-app/mcp-tokens"))
+    ///     .with_authorizer(|prompt: &AuthorizationPrompt| {
+    ///         eprintln!("Open {} to let this app use `{}`", prompt.url, prompt.server);
+    ///         Ok(())
+    ///     });
+    /// let config = McpServerConfig::http("https://mcp.example.com/mcp");
+    /// let client = McpClient::connect_with("example", config, oauth).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_with(
+        name: impl Into<String>,
+        config: McpServerConfig,
+        oauth: McpOAuth,
     ) -> Result<McpClient, McpError> {
         let (relist, mut relist_requests) = tokio::sync::mpsc::unbounded_channel();
         let inner = Arc::new(ClientInner {
             name: name.into(),
             config,
+            oauth,
             connection: tokio::sync::Mutex::new(None),
             progress: Mutex::new(HashMap::new()),
             calls: Default::default(),
@@ -209,10 +266,13 @@ impl McpClient {
             }
         });
         let mut connection = inner.connection.lock().await;
-        let fresh = inner.connect().await?;
-        let tools = inner.list(&fresh).await?;
-        *connection = Some(fresh);
+        *connection = Some(inner.connect().await?);
+        let listed = inner.list(&mut connection).await;
+        if listed.is_err() {
+            *connection = None;
+        }
         drop(connection);
+        let tools = listed?;
         *inner.tools.lock().unwrap_or_else(|p| p.into_inner()) = tools;
         Ok(McpClient { inner })
     }
@@ -286,16 +346,39 @@ impl ClientInner {
         McpError::new(&self.name, message, Some(crate::error::source(source)))
     }
 
+    /// Lists the tools over the live connection (reconnecting first if the server had
+    /// stopped). A server that wants (another) OAuth token for the list is authorized anew,
+    /// once.
     async fn list(
         self: &Arc<Self>,
-        connection: &Connection,
+        connection: &mut Option<Connection>,
     ) -> Result<Vec<Arc<dyn Tool>>, McpError> {
-        let listed = connection
-            .service
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|e| self.error_from(format!("cannot list its tools: {e}"), e))?;
+        let mut reauthorized = false;
+        let listed = loop {
+            let live = self.ensure_live(connection, None).await?;
+            match live.service.peer().list_all_tools().await {
+                Ok(listed) => break listed,
+                Err(error) if wants_authorization(&error) && !reauthorized => {
+                    reauthorized = true;
+                    let challenge = error.auth_challenge().map(str::to_owned);
+                    self.reauthorize(challenge.as_deref()).await?;
+                    // The old connection goes only now: calls in flight on it get their answers.
+                    *connection = Some(self.connect().await?);
+                }
+                Err(error) if wants_authorization(&error) => {
+                    let message = format!(
+                        "refused to list its tools even after a new OAuth authorization \
+                         ({error}); fix: check that the account you approved may use this \
+                         server (the scopes it was granted), or set the scopes it needs in \
+                         `oauth.scopes`"
+                    );
+                    return Err(self.error_from(message, error));
+                }
+                Err(error) => {
+                    return Err(self.error_from(format!("cannot list its tools: {error}"), error));
+                }
+            }
+        };
         let names = NameMap::build(&self.name, listed.iter().map(|t| &*t.name))
             .map_err(|e| self.error(e))?;
         let exposed: HashMap<&str, &str> = names.iter().map(|(a, b)| (b, a)).collect();
@@ -313,8 +396,7 @@ impl ClientInner {
     async fn refresh(self: &Arc<Self>) -> Result<Vec<Arc<dyn Tool>>, McpError> {
         let tools = {
             let mut connection = self.connection.lock().await;
-            let live = self.ensure_live(&mut connection, None).await?;
-            self.list(live).await?
+            self.list(&mut connection).await?
         };
         self.publish(tools.clone());
         Ok(tools)
@@ -363,190 +445,6 @@ impl ClientInner {
         }
         Ok(connection.insert(fresh))
     }
-
-    pub(super) async fn call(
-        self: &Arc<Self>,
-        tool: &McpTool,
-        input: Value,
-        ctx: &ToolContext,
-    ) -> ToolResult {
-        let (peer, stderr, reconnected) = {
-            let mut connection = self.connection.lock().await;
-            let was_alive = connection.as_ref().is_some_and(Connection::is_alive);
-            let live = self
-                .ensure_live(&mut connection, Some(ctx))
-                .await
-                .map_err(|e| ToolError::failed(e.to_string()))?;
-            (live.service.peer().clone(), live.stderr.clone(), !was_alive)
-        };
-        if reconnected {
-            // The restarted server may have other tools; the listener learns in the background.
-            let _ = self.relist.send(());
-        }
-
-        let arguments = match input {
-            Value::Object(map) => Some(map),
-            Value::Null => None,
-            other => {
-                return Err(ToolError::invalid_input(format!(
-                    "MCP tools take a JSON object, not {other}"
-                )));
-            }
-        };
-        let mut params = CallToolRequestParams::new(tool.server_name.clone());
-        params.arguments = arguments;
-        // The server's span of this call joins ours (the span `McpTool::call` entered).
-        #[cfg(feature = "otel")]
-        if let Some((parent, state)) = crate::telemetry::trace_context(&tracing::Span::current()) {
-            let meta = params.meta.get_or_insert_with(Default::default);
-            meta.set_traceparent(parent);
-            if let Some(state) = state {
-                meta.set_tracestate(state);
-            }
-        }
-        let response = match self.send_in_rounds(&peer, params, ctx, &stderr).await {
-            Ok(response) => response,
-            Err(early) => return early,
-        };
-        match response {
-            Ok(ServerResult::CallToolResult(result)) => Ok(tool.output(result)),
-            Ok(_) => Err(ToolError::failed(format!(
-                "MCP server `{}` answered tools/call with something other than a tool result",
-                self.name
-            ))),
-            Err(ServiceError::McpError(error)) => {
-                let mut text = format!(
-                    "MCP server `{}` refused the call (JSON-RPC error {}): {}",
-                    self.name, error.code.0, error.message
-                );
-                if let Some(data) = error.data.filter(|d| !d.is_null()) {
-                    text.push_str(&format!("\n{data}"));
-                }
-                Ok(ToolOutput::error(text))
-            }
-            Err(ServiceError::Timeout { timeout }) => Err(ToolError::Timeout(timeout)),
-            Err(error) => Err(self.call_failed(&error, &stderr)),
-        }
-    }
-
-    /// Sends one `tools/call`, with progress going to `ctx`, and waits for its answer.
-    async fn send(
-        self: &Arc<Self>,
-        peer: &Peer<RoleClient>,
-        request: ClientRequest,
-        ctx: &ToolContext,
-        seq: u64,
-        stderr: &Arc<Mutex<VecDeque<String>>>,
-    ) -> Result<Result<ServerResult, ServiceError>, ToolError> {
-        let options = match self.config.tool_timeout {
-            Some(limit) => PeerRequestOptions::with_timeout(limit),
-            None => PeerRequestOptions::no_options(),
-        };
-        let handle = peer
-            .send_request_with_option(request, options)
-            .await
-            .map_err(|e| self.call_failed(&e, stderr))?;
-        let key = token_key(&handle.progress_token);
-        let progress = Arc::new(CallProgress {
-            ctx: ctx.clone(),
-            seq,
-            last: Mutex::new(None),
-            changed: tokio::sync::Notify::new(),
-        });
-        self.lock_progress().insert(key.clone(), progress.clone());
-        let mut guard = InFlight {
-            client: self.clone(),
-            key,
-            peer: peer.clone(),
-            id: Some(handle.id.clone()),
-        };
-        let response = tokio::select! {
-            _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
-            response = handle.await_response() => response,
-        };
-        // Answered (or timed out, which rmcp already reported as cancelled).
-        guard.id = None;
-        progress.settle().await;
-        Ok(response)
-    }
-
-    fn call_failed(
-        &self,
-        error: &ServiceError,
-        stderr: &Arc<Mutex<VecDeque<String>>>,
-    ) -> ToolError {
-        match error {
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                ToolError::failed(format!(
-                    "MCP server `{}` closed the connection ({error}); it is restarted on the \
-                     next call{}",
-                    self.name,
-                    stderr_tail(stderr)
-                ))
-            }
-            other => ToolError::failed(format!("MCP server `{}`: {other}", self.name)),
-        }
-    }
-}
-
-/// Where a call's progress notifications go, and the last one seen.
-struct CallProgress {
-    ctx: ToolContext,
-    /// When the call started, in calls of this client: the latest call in flight is asked a
-    /// server's question.
-    seq: u64,
-    last: Mutex<Option<(f64, Option<f64>)>>,
-    changed: tokio::sync::Notify,
-}
-
-impl CallProgress {
-    /// rmcp hands each notification to a task of its own, so the last progress, sent just
-    /// before the result, may still be on its way: when the server announced a total and has
-    /// not reached it, wait a moment for the rest.
-    async fn settle(&self) {
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(200);
-        loop {
-            let changed = self.changed.notified();
-            let pending = match *self.last.lock().unwrap_or_else(|p| p.into_inner()) {
-                Some((done, Some(total))) => done < total,
-                _ => false,
-            };
-            if !pending || tokio::time::timeout_at(deadline, changed).await.is_err() {
-                return;
-            }
-        }
-    }
-}
-
-/// A call in flight: forgets its progress token when done, and tells the server to stop if
-/// dropped before the answer came (timeout, cancellation).
-struct InFlight {
-    client: Arc<ClientInner>,
-    key: String,
-    peer: Peer<RoleClient>,
-    id: Option<RequestId>,
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.client.lock_progress().remove(&self.key);
-        let Some(id) = self.id.take() else {
-            return;
-        };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let peer = self.peer.clone();
-        runtime.spawn(async move {
-            let notification = CancelledNotification::new(CancelledNotificationParam::new(
-                Some(id),
-                Some("the client stopped waiting for the result".to_owned()),
-            ));
-            let _ = peer
-                .send_notification(ClientNotification::CancelledNotification(notification))
-                .await;
-        });
-    }
 }
 
 fn stderr_tail(tail: &Mutex<VecDeque<String>>) -> String {
@@ -559,7 +457,7 @@ fn stderr_tail(tail: &Mutex<VecDeque<String>>) -> String {
 }
 
 /// `${VAR}` and `${VAR:-default}` replaced from the environment, as in `.mcp.json` files.
-fn expand(text: &str) -> String {
+pub(crate) fn expand(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
