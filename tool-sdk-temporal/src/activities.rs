@@ -169,7 +169,12 @@ impl AgentActivities {
     ) -> Result<bool, ActivityError> {
         let (store, session) = (&*self.store, input.session_id.as_str());
         let records = store.load(session).await.map_err(retry)?;
-        let Some(at) = turn_position(&records, input.index as usize) else {
+        let turn =
+            turn_position(&records, input.index as usize).and_then(|at| match &records[at] {
+                Record::ModelTurn { message } => Some((at, message)),
+                _ => None,
+            });
+        let Some((at, message)) = turn else {
             return Err(fail(format!(
                 "session {session} has no model turn {} to ask the stop hooks about",
                 input.index
@@ -179,9 +184,6 @@ impl AgentActivities {
         if records[at..].iter().any(is_prompt) {
             return Ok(true);
         }
-        let Record::ModelTurn { message } = &records[at] else {
-            unreachable!("turn_position finds model turns");
-        };
         let text = message.text();
         match self.effects.check_stop(&text, input.continued).await {
             Some(go_on) => {

@@ -22,9 +22,9 @@ use tool_sdk_temporal::{
     AgentClient, AgentParts, AgentWorker, RunOptions, RunStatus, TemporalError,
 };
 
-use server::{DevServer, Turn, call, model_server, result_of, wait_for_approvals};
-
-const RUN_LIMIT: Duration = Duration::from_secs(90);
+use server::{
+    DevServer, RUN_LIMIT, Turn, call, finished, model_server, result_of, wait_for_approvals,
+};
 
 fn config(model_url: &str, dir: &Path) -> AgentConfig {
     AgentConfig::new()
@@ -131,10 +131,7 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
         .start("Write the notes", RunOptions::default())
         .await
         .unwrap();
-    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
-        .await
-        .expect("the run ended in time")
-        .unwrap();
+    let outcome = finished(&run).await;
     drop(worker);
     assert_eq!((outcome.text.as_str(), outcome.turns), ("done twice", 3));
     // The server lists and describes it (its visibility store may lag a moment).
@@ -248,10 +245,7 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
         .start("Spend it", RunOptions::default())
         .await
         .unwrap();
-    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
-        .await
-        .expect("the run ended in time")
-        .unwrap();
+    let outcome = finished(&run).await;
     drop(worker);
     let stopped = outcome.stopped.expect("the budget stopped the run");
     assert!(stopped.contains("25"), "{stopped}");
@@ -348,10 +342,7 @@ async fn allow_always_lets_the_sessions_later_calls_of_its_rule_run_unasked() {
     run.answer_approval("toolu_1", PermissionAnswer::AllowAlways)
         .await
         .unwrap();
-    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
-        .await
-        .expect("the run ended in time")
-        .unwrap();
+    let outcome = finished(&run).await;
     assert_eq!(outcome.text, "both written");
     assert_eq!(
         std::fs::read_to_string(d.join("writes")).unwrap(),
@@ -498,10 +489,7 @@ async fn a_managed_window_is_cleared_and_compacted_on_temporal_as_in_process() {
         .start("Look at them", RunOptions::default())
         .await
         .unwrap();
-    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
-        .await
-        .expect("the run ended in time")
-        .unwrap();
+    let outcome = finished(&run).await;
     drop(worker);
     assert_eq!(outcome.text, "looked at them all");
     std::fs::remove_file(d.join("looks")).unwrap();
@@ -604,10 +592,7 @@ async fn the_task_tools_sub_agent_runs_inside_its_calls_activity() {
         .start("Delegate the look", RunOptions::default())
         .await
         .unwrap();
-    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
-        .await
-        .expect("the run ended in time")
-        .unwrap();
+    let outcome = finished(&run).await;
     assert_eq!(outcome.text, "the sub-agent looked");
     assert_eq!(
         std::fs::read_to_string(d.join("looks")).unwrap(),

@@ -27,12 +27,9 @@ use tool_sdk_temporal::{
 };
 
 use server::{
-    DevServer, Turn, call, lines, model_server, result_of, start_worker, start_worker_with,
-    wait_for_approvals, wait_for_file,
+    DevServer, RUN_LIMIT, Turn, call, finished, lines, model_server, result_of, start_worker,
+    start_worker_with, wait_for_approvals, wait_for_file,
 };
-
-/// A whole run never takes this long; past it the test fails instead of hanging.
-const RUN_LIMIT: Duration = Duration::from_secs(90);
 
 /// Ten steps: reads alone, reads together, writes, a read beside... then the answer.
 fn ten_steps(dir: &Path) -> Vec<Turn> {
@@ -334,10 +331,7 @@ async fn a_killed_worker_leaves_a_mutating_call_answered_once_and_a_read_run_aga
         pool.push(start_worker(&server, "kills", &store_path, &model.uri()));
     }
 
-    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
-        .await
-        .expect("the run ended in time")
-        .unwrap();
+    let outcome = finished(&run).await;
     assert_eq!(outcome.text, "finished after two deaths");
     eprintln!(
         "from the worker's death to the run's next call on another: {continued:?} \
@@ -440,10 +434,7 @@ async fn an_approval_is_answered_after_every_process_was_restarted() {
         .await
         .unwrap();
     let _worker = start_worker_with(&server, "approvals", &store_path, &model.uri(), &["ask"]);
-    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
-        .await
-        .expect("the run ended in time")
-        .unwrap();
+    let outcome = finished(&run).await;
     assert_eq!(outcome.text, "approved and written");
     assert_eq!(
         lines(&dir.path().join("writes")),
@@ -490,10 +481,7 @@ async fn a_tool_given_retries_runs_again_when_its_worker_dies() {
     wait_for_file(&dir.path().join("in_write"), Duration::from_secs(30)).await;
     worker.kill();
     let _worker = start_worker_with(&server, queue, &store_path, &model.uri(), &retrying);
-    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
-        .await
-        .expect("the run ended in time")
-        .unwrap();
+    let outcome = finished(&run).await;
     assert_eq!(
         (outcome.text.as_str(), outcome.sealed),
         ("written, twice", 0)
@@ -546,10 +534,7 @@ async fn a_worker_killed_while_asking_leaves_the_call_to_ask_again() {
     run.answer_approval("toolu_write", PermissionAnswer::Allow)
         .await
         .unwrap();
-    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
-        .await
-        .expect("the run ended in time")
-        .unwrap();
+    let outcome = finished(&run).await;
     assert_eq!(
         (outcome.text.as_str(), outcome.sealed),
         ("written after all", 0)
@@ -582,10 +567,7 @@ async fn a_long_run_continues_as_new_with_its_conversation_whole() {
         ..RunOptions::default()
     };
     let run = client.start("Do the ten steps", options).await.unwrap();
-    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
-        .await
-        .expect("the run ended in time")
-        .unwrap();
+    let outcome = finished(&run).await;
     assert_eq!(outcome.text, "all ten steps done");
     assert_eq!(
         (outcome.turns, outcome.sealed),
@@ -731,10 +713,7 @@ async fn a_run_goes_on_after_the_server_was_stopped_and_restarted() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     server.restart().await;
 
-    let outcome = tokio::time::timeout(RUN_LIMIT, run.result())
-        .await
-        .expect("the run ended in time")
-        .unwrap();
+    let outcome = finished(&run).await;
     assert_eq!(outcome.text, "went on after the restart");
     assert_eq!((outcome.turns, outcome.sealed), (3, 0));
     let messages = stored_conversation(&*store, run.session_id())

@@ -452,3 +452,14 @@ pub fn wait_for_line(stdout: std::process::ChildStdout, ready: &'static str, wha
     said.recv_timeout(Duration::from_secs(30))
         .unwrap_or_else(|_| panic!("{what} did not say `{ready}` within 30 s"));
 }
+
+/// A whole run never takes this long; past it the test fails instead of hanging.
+pub const RUN_LIMIT: Duration = Duration::from_secs(90);
+
+/// The outcome of `run`, which must end within [`RUN_LIMIT`] and succeed.
+pub async fn finished(run: &tool_sdk_temporal::RunHandle) -> tool_sdk_temporal::RunOutcome {
+    tokio::time::timeout(RUN_LIMIT, run.result())
+        .await
+        .expect("the run ended in time")
+        .unwrap()
+}
