@@ -150,15 +150,24 @@ impl DevServer {
         self.wait_listening().await;
     }
 
+    /// Waits (30 s at most) until the server answers a client: listening is not enough, its
+    /// frontend says "not healthy yet" for a while after it opens its port, longer when
+    /// several servers start at once on a busy machine.
     async fn wait_listening(&self) {
+        use temporalio_client::{Connection, ConnectionOptions, Url};
         let deadline = Instant::now() + Duration::from_secs(30);
-        while tokio::net::TcpStream::connect(&self.address).await.is_err() {
+        let url = Url::parse(&format!("http://{}", self.address)).expect("an address");
+        loop {
+            let options = ConnectionOptions::new(url.clone()).build();
+            if Connection::connect(options).await.is_ok() {
+                return;
+            }
             assert!(
                 Instant::now() < deadline,
-                "the Temporal dev server did not listen within 30 s; its log:\n{}",
+                "the Temporal dev server did not serve within 30 s; its log:\n{}",
                 std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
             );
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 }
