@@ -74,8 +74,9 @@ struct Args {
     #[arg(long, value_name = "RULE")]
     deny: Vec<String>,
     /// MCP servers to use, in the `mcpServers` JSON shape of Claude Desktop and Claude Code;
-    /// their tools join as `mcp__<server>__<tool>`. An HTTP server that asks for OAuth gets
-    /// the browser opened on its authorization URL; its tokens are kept in the data directory.
+    /// their tools join as `mcp__<server>__<tool>`. Built with `--features mcp-oauth`, an HTTP
+    /// server that asks for OAuth gets the browser opened on its authorization URL; its tokens
+    /// are kept in the data directory.
     #[arg(long, value_name = "FILE")]
     mcp_config: Option<PathBuf>,
     /// Answers one prompt without asking anything, prints the answer and exits: status 0 when

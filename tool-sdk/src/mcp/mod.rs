@@ -41,6 +41,8 @@
 //! its [`McpOAuth`] with `AgentConfig::mcp(|m| m.with_oauth(..))` or
 //! [`McpClient::connect_with`]; without an authorizer such a server fails to connect, saying
 //! how to give one. A failed authorization names the server, the [`OAuthStep`] and the fix.
+//! All of this needs the `mcp-oauth` feature (on by default); without it such a server fails
+//! to connect, saying how to turn the feature on.
 //!
 //! # Protocol revisions
 //!

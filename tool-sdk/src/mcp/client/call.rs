@@ -14,10 +14,13 @@ use rmcp::{RoleClient, ServiceError};
 use serde_json::Value;
 
 use super::{ClientInner, Connection, expand, stderr_tail, token_key};
+#[cfg(feature = "mcp-oauth")]
 use rmcp::transport::auth::AuthError;
 
+use crate::mcp::McpError;
+#[cfg(feature = "mcp-oauth")]
+use crate::mcp::OAuthStep;
 use crate::mcp::adapter::McpTool;
-use crate::mcp::{McpError, OAuthStep};
 use crate::tool::{ToolContext, ToolError, ToolOutput, ToolResult};
 
 impl ClientInner {
@@ -54,6 +57,7 @@ impl ClientInner {
 
     /// Authorizes the (HTTP) server anew with OAuth, answering `challenge` (the scopes it
     /// names); the next connection uses the new token.
+    #[cfg(feature = "mcp-oauth")]
     pub(super) async fn reauthorize(
         self: &Arc<Self>,
         challenge: Option<&str>,
@@ -69,6 +73,18 @@ impl ClientInner {
             oauth: &self.oauth,
         };
         server.authorize(challenge).await
+    }
+
+    /// Without the `mcp-oauth` feature a server that asks for authorization is refused,
+    /// saying how to turn it on.
+    #[cfg(not(feature = "mcp-oauth"))]
+    pub(super) async fn reauthorize(
+        self: &Arc<Self>,
+        challenge: Option<&str>,
+    ) -> Result<(), McpError> {
+        let url = expand(&self.config.describe());
+        let asked = challenge.unwrap_or("no challenge");
+        Err(crate::mcp::oauth::unavailable(&self.name, &url, asked))
     }
 
     /// One try of a call; `Err` when the server wants (another) OAuth token for it.
@@ -215,6 +231,7 @@ impl ClientInner {
         stderr: &Arc<Mutex<VecDeque<String>>>,
     ) -> ToolError {
         // An OAuth step under the call (a refresh that failed, a store that cannot be read).
+        #[cfg(feature = "mcp-oauth")]
         if let Some(auth) = crate::mcp::oauth::auth_error_in(error)
             && !matches!(auth, AuthError::AuthorizationRequired)
         {

@@ -10,14 +10,15 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use tokio::io::AsyncBufReadExt;
 
-use rmcp::transport::AuthClient;
-use rmcp::transport::auth::AuthError;
+#[cfg(feature = "mcp-oauth")]
+use rmcp::transport::{AuthClient, auth::AuthError};
 
 use super::{
     ClientInner, Connection, DEFAULT_STARTUP, Handler, STDERR_LINES, expand, lifecycle, stderr_tail,
 };
 use crate::mcp::McpError;
 use crate::mcp::config::{McpOAuthConfig, McpTransport};
+#[cfg(feature = "mcp-oauth")]
 use crate::mcp::oauth::{OAuthStep, ServerOAuth, auth_error_in, step_error, step_of};
 
 impl ClientInner {
@@ -179,9 +180,24 @@ impl ClientInner {
                 Err(HttpFailure::Other(error)) => Err(error),
             };
         }
+        self.connect_oauth(handler, startup, &url, config, oauth)
+            .await
+    }
+
+    /// Connects with OAuth: the stored token if there is one, else (on a 401) the user's
+    /// authorization, then the handshake once more.
+    #[cfg(feature = "mcp-oauth")]
+    async fn connect_oauth(
+        self: &Arc<Self>,
+        handler: Handler,
+        startup: Duration,
+        url: &str,
+        config: StreamableHttpClientTransportConfig,
+        oauth: Option<&McpOAuthConfig>,
+    ) -> Result<Connection, McpError> {
         let server = ServerOAuth {
             server: &self.name,
-            url: &url,
+            url,
             config: oauth.cloned().unwrap_or_default(),
             oauth: &self.oauth,
         };
@@ -189,7 +205,7 @@ impl ClientInner {
             AuthClient::new(http_client(), server.manager().await?),
             config.clone(),
         );
-        let challenge = match self.handshake(handler, startup, &url, transport).await {
+        let challenge = match self.handshake(handler, startup, url, transport).await {
             Ok(connection) => return Ok(connection),
             Err(HttpFailure::AuthRequired { challenge, .. }) => challenge,
             Err(HttpFailure::Other(error)) => return Err(error),
@@ -203,15 +219,36 @@ impl ClientInner {
             AuthClient::new(http_client(), server.manager().await?),
             config,
         );
-        match self.handshake(handler, startup, &url, transport).await {
+        match self.handshake(handler, startup, url, transport).await {
             Ok(connection) => Ok(connection),
             Err(HttpFailure::AuthRequired { error, .. }) => Err(step_error(
                 &self.name,
-                &url,
+                url,
                 OAuthStep::Authorization,
                 &format!("the server refused the token it was just authorized with: {error}"),
                 None,
             )),
+            Err(HttpFailure::Other(error)) => Err(error),
+        }
+    }
+
+    /// Connects without OAuth (a build without `mcp-oauth`): a server that asks for it fails,
+    /// saying how to turn it on.
+    #[cfg(not(feature = "mcp-oauth"))]
+    async fn connect_oauth(
+        self: &Arc<Self>,
+        handler: Handler,
+        startup: Duration,
+        url: &str,
+        config: StreamableHttpClientTransportConfig,
+        _oauth: Option<&McpOAuthConfig>,
+    ) -> Result<Connection, McpError> {
+        let transport = StreamableHttpClientTransport::from_config(config);
+        match self.handshake(handler, startup, url, transport).await {
+            Ok(connection) => Ok(connection),
+            Err(HttpFailure::AuthRequired { error, .. }) => {
+                Err(crate::mcp::oauth::unavailable(&self.name, url, &error))
+            }
             Err(HttpFailure::Other(error)) => Err(error),
         }
     }
@@ -237,6 +274,7 @@ impl ClientInner {
         {
             Ok(Ok(service)) => Ok(Connection { service, stderr }),
             Ok(Err(error)) => {
+                #[cfg(feature = "mcp-oauth")]
                 if let Some(auth) = auth_error_in(&error)
                     && !matches!(auth, AuthError::AuthorizationRequired)
                 {
@@ -270,6 +308,10 @@ enum HttpFailure {
     /// The server wants (another) OAuth token.
     AuthRequired {
         /// Its `WWW-Authenticate` challenge, if it sent one.
+        #[cfg_attr(
+            not(feature = "mcp-oauth"),
+            expect(dead_code, reason = "OAuth answers it")
+        )]
         challenge: Option<String>,
         /// rmcp's error.
         error: String,
@@ -278,6 +320,7 @@ enum HttpFailure {
     Other(McpError),
 }
 
+#[cfg(feature = "mcp-oauth")]
 /// The HTTP client of an OAuth server's connection: as rmcp's default one, it keeps no idle
 /// connections and follows only same-origin 307 and 308 redirects (which keep a POST's body).
 fn http_client() -> reqwest::Client {

@@ -69,6 +69,10 @@ pub(super) struct ClientInner {
     pub(super) name: String,
     pub(super) config: McpServerConfig,
     /// The app's token store and authorizer, for servers that ask for OAuth.
+    #[cfg_attr(
+        not(feature = "mcp-oauth"),
+        expect(dead_code, reason = "OAuth's settings")
+    )]
     pub(super) oauth: McpOAuth,
     connection: tokio::sync::Mutex<Option<Connection>>,
     /// Progress tokens of calls in flight, to the context their updates go to.

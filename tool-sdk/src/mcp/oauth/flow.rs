@@ -3,14 +3,16 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession, CredentialStore,
-    OAuthClientConfig, WWWAuthenticateParams,
+    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
+    CredentialRefreshGuard, CredentialStore, OAuthClientConfig, StoredCredentials,
+    WWWAuthenticateParams,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::store::StoreAdapter;
-use super::{AuthorizationPrompt, McpOAuth, OAuthStep};
+use super::{AuthorizationPrompt, McpOAuth, McpTokenStore, OAuthStep};
 use crate::mcp::McpError;
 use crate::mcp::config::McpOAuthConfig;
 
@@ -403,5 +405,52 @@ async fn take_redirect(
             let _ = sender.send(url);
             return;
         }
+    }
+}
+
+/// rmcp's credential store over the app's, for one server.
+struct StoreAdapter {
+    store: Arc<dyn McpTokenStore>,
+    url: String,
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for StoreAdapter {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        let Some(value) = self
+            .store
+            .load(&self.url)
+            .await
+            .map_err(AuthError::CredentialStoreError)?
+        else {
+            return Ok(None);
+        };
+        // Credentials of another shape (an older rmcp's) are as good as none.
+        Ok(serde_json::from_value(value).ok())
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        let value = serde_json::to_value(&credentials)
+            .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
+        self.store
+            .save(&self.url, value)
+            .await
+            .map_err(AuthError::CredentialStoreError)
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        self.store
+            .clear(&self.url)
+            .await
+            .map_err(AuthError::CredentialStoreError)
+    }
+
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let held = self
+            .store
+            .lock(&self.url)
+            .await
+            .map_err(AuthError::CredentialStoreError)?;
+        Ok(held.map(CredentialRefreshGuard::new))
     }
 }

@@ -7,15 +7,21 @@
 //! (`http://127.0.0.1:PORT/callback`), exchanges the code for tokens and keeps them in the
 //! app's [`McpTokenStore`] (in memory unless the app gives one, such as [`McpTokenFile`]).
 //! Later connections use the stored token, refreshed when it expires.
+//!
+//! The flow needs the `mcp-oauth` feature (part of the default `mcp`). Without it these types
+//! still exist, so an app's settings compile either way, and a server that asks for
+//! authorization fails to connect with an error that says how to turn the feature on.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::BoxFuture;
 
+#[cfg(feature = "mcp-oauth")]
 mod flow;
 mod store;
 
+#[cfg(feature = "mcp-oauth")]
 pub(crate) use flow::{ServerOAuth, auth_error_in, step_error, step_of};
 pub use store::{McpTokenFile, McpTokenMemory, McpTokenStore, TokenLock};
 
@@ -54,6 +60,10 @@ impl OAuthStep {
         }
     }
 
+    #[cfg_attr(
+        not(feature = "mcp-oauth"),
+        expect(dead_code, reason = "the flow's errors")
+    )]
     fn fix(self) -> &'static str {
         match self {
             OAuthStep::Discovery => {
@@ -229,5 +239,53 @@ impl McpOAuth {
     /// The token store.
     pub fn token_store(&self) -> &Arc<dyn McpTokenStore> {
         &self.store
+    }
+}
+
+/// The error of a server that asks for OAuth in a build without the `mcp-oauth` feature.
+#[cfg(not(feature = "mcp-oauth"))]
+pub(crate) fn unavailable(server: &str, url: &str, error: &str) -> crate::mcp::McpError {
+    crate::mcp::McpError::new(
+        server,
+        format!(
+            "{url} asks for OAuth authorization ({error}), which this build leaves out\nfix: \
+             turn on tool-sdk's `mcp-oauth` feature (part of its default `mcp`; the coder \
+             example: `cargo run --example coder --features mcp-oauth`), or give the server an \
+             `Authorization` header in its config"
+        ),
+        None,
+    )
+}
+
+/// Run by `.ci/run` as `cargo test -p tool-sdk --no-default-features --features mcp-client`:
+/// the workspace's own test run unifies features, and so always has OAuth.
+#[cfg(all(test, not(feature = "mcp-oauth")))]
+mod without_oauth {
+    use wiremock::matchers::any;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use crate::mcp::{McpClient, McpServerConfig};
+
+    #[tokio::test]
+    async fn a_server_that_asks_for_oauth_says_how_to_turn_it_on() {
+        let server = MockServer::start().await;
+        Mock::given(any())
+            .respond_with(ResponseTemplate::new(401).insert_header(
+                "WWW-Authenticate",
+                "Bearer resource_metadata=\"http://127.0.0.1:1/.well-known/oauth-protected-resource\"",
+            ))
+            .mount(&server)
+            .await;
+        let config = McpServerConfig::http(format!("{}/mcp", server.uri()));
+        let Err(error) = McpClient::connect("linear", config).await else {
+            panic!("a server answering 401 cannot be connected without OAuth");
+        };
+        let message = error.to_string();
+        assert!(message.contains("linear"), "{message}");
+        assert!(
+            message.contains("asks for OAuth authorization"),
+            "{message}"
+        );
+        assert!(message.contains("`mcp-oauth` feature"), "{message}");
     }
 }

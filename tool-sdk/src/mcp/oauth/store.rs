@@ -1,13 +1,9 @@
-//! Where tokens are kept: the app's [`McpTokenStore`], in memory or in files, and rmcp's
-//! credential store over it.
+//! Where tokens are kept: the app's [`McpTokenStore`], in memory or in files.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use rmcp::transport::auth::{
-    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
-};
 use serde_json::Value;
 
 use crate::BoxFuture;
@@ -228,52 +224,5 @@ impl McpTokenStore for McpTokenFile {
             .map_err(|e| format!("the token lock's thread failed: {e}"))??;
             Ok(Some(locked))
         })
-    }
-}
-
-/// rmcp's credential store over the app's, for one server.
-pub(super) struct StoreAdapter {
-    pub(super) store: Arc<dyn McpTokenStore>,
-    pub(super) url: String,
-}
-
-#[async_trait::async_trait]
-impl CredentialStore for StoreAdapter {
-    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        let Some(value) = self
-            .store
-            .load(&self.url)
-            .await
-            .map_err(AuthError::CredentialStoreError)?
-        else {
-            return Ok(None);
-        };
-        // Credentials of another shape (an older rmcp's) are as good as none.
-        Ok(serde_json::from_value(value).ok())
-    }
-
-    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        let value = serde_json::to_value(&credentials)
-            .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
-        self.store
-            .save(&self.url, value)
-            .await
-            .map_err(AuthError::CredentialStoreError)
-    }
-
-    async fn clear(&self) -> Result<(), AuthError> {
-        self.store
-            .clear(&self.url)
-            .await
-            .map_err(AuthError::CredentialStoreError)
-    }
-
-    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
-        let held = self
-            .store
-            .lock(&self.url)
-            .await
-            .map_err(AuthError::CredentialStoreError)?;
-        Ok(held.map(CredentialRefreshGuard::new))
     }
 }
