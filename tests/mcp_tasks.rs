@@ -1,14 +1,16 @@
 //! MCP tasks (the `io.modelcontextprotocol/tasks` extension of protocol 2026-07-28): our client
 //! against our server (`mcp-test-server`, whose `count_long` and `book_long` declare a timeout
 //! longer than its default and so run as tasks), on stdio and Streamable HTTP, at 2026-07-28
-//! and over a 2025-11-25 session; and against `mcp-task-server`, a server on rmcp alone whose
-//! tool runs only as a task.
+//! and over a 2025-11-25 session; our client against `mcp-task-server`, a server on rmcp alone
+//! whose tool runs only as a task; and our server against the official extension package's
+//! task requester (`tests/mcp-peers/tasks-client.mjs`).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
+use tests::mcp_peers::peers;
 use tool_sdk::mcp::{McpClient, McpServerConfig};
 use tool_sdk::{
     BoxFuture, Elicitation, ElicitationAnswer, Elicitor, Tool, ToolContext, ToolError,
@@ -327,4 +329,52 @@ async fn bash_served_over_mcp_runs_as_a_task() {
     }
     assert!(!alive(), "tasks/cancel did not stop the command");
     client.close().await;
+}
+
+/// Runs the official extension package's task requester against `url`.
+fn requester(url: &str, tool: &str, arguments: Value, cancel_after_ms: Option<u64>) -> Value {
+    let mut command = std::process::Command::new("node");
+    command
+        .arg(peers().node_script("tasks-client.mjs"))
+        .args([url, tool, &arguments.to_string()]);
+    if let Some(ms) = cancel_after_ms {
+        command.args(["--cancel-after", &ms.to_string()]);
+    }
+    let output = command
+        .output()
+        .expect("node (Node.js 20 or newer) runs the requester");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the requester failed: {stderr}");
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("the requester printed no JSON ({e}): {stderr}"))
+}
+
+/// The official TypeScript requester (`@modelcontextprotocol/ext-tasks` on the SDK's
+/// 2026-07-28 client) follows our server's task to its result, and its `tasks/cancel` reaches
+/// the tool.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_task_requester_follows_and_cancels_our_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, url) = http_server(dir.path());
+    let (url, cancel_url) = (url.clone(), url);
+
+    let done =
+        tokio::task::spawn_blocking(move || requester(&url, "count_long", json!({"to": 20}), None));
+    let done = done.await.unwrap();
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "counted to 20",
+        "{done}"
+    );
+    assert_eq!(done["result"]["isError"], false, "{done}");
+
+    let cancelled = tokio::task::spawn_blocking(move || {
+        requester(&cancel_url, "count_long", json!({"to": 200}), Some(600))
+    });
+    let cancelled = cancelled.await.unwrap();
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    let at = marker(dir.path())
+        .await
+        .expect("tasks/cancel did not reach the tool");
+    assert!(at.starts_with("at step "), "{at}");
 }
