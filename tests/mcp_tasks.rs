@@ -317,6 +317,7 @@ async fn bash_served_over_mcp_runs_as_a_task() {
     let alive = || {
         std::process::Command::new("kill")
             .args(["-0", pid.trim()])
+            .stderr(std::process::Stdio::null())
             .status()
             .unwrap()
             .success()
@@ -328,6 +329,27 @@ async fn bash_served_over_mcp_runs_as_a_task() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(!alive(), "tasks/cancel did not stop the command");
+    client.close().await;
+}
+
+/// A server of a 2025-11-25 session may ask from its task with `elicitation/create`, not in
+/// the task's input requests: the question reaches the context of the call that follows the
+/// task.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_of_a_2025_11_25_session_asks_with_elicitation_create() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = McpServerConfig::stdio(TASK_SERVER, [dir.path().display().to_string()])
+        .with_protocol_version("2025-11-25");
+    let client = McpClient::connect("reports", config).await.unwrap();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let ctx = ToolContext::default().with_elicitor(Arc::new(Booker(asked.clone())));
+    let out = tool(&client, "confirm")
+        .call(json!({}), &ctx)
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(out.to_text(), "confirmed: Accept");
+    assert_eq!(*asked.lock().unwrap(), ["Go on?"]);
     client.close().await;
 }
 

@@ -4,7 +4,9 @@
 //! that cannot serve a call otherwise must. Serves on stdio.
 //!
 //! The report takes two stages of 300 ms, each its task's status message; `tasks/cancel`
-//! stops it, and it writes `cancelled` into the directory given as its argument.
+//! stops it, and it writes `cancelled` into the directory given as its argument. `confirm`
+//! asks the user from its task with `elicitation/create` (as a server of a 2025-11-25 session
+//! may) and says what the answer was.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,9 +14,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
-    ContentBlock, CreateTaskResult, ErrorData, GetTaskParams, GetTaskResult, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    UpdateTaskParams,
+    ContentBlock, CreateTaskResult, ElicitRequestParams, ElicitationSchema, ErrorData,
+    GetTaskParams, GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
@@ -52,7 +54,12 @@ impl ServerHandler for Reports {
             "Writes a report on a topic, in the background.",
             Arc::new(schema),
         );
-        Ok(ListToolsResult::with_all_items(vec![report]))
+        let confirm = Tool::new(
+            "confirm",
+            "Asks the user to confirm, in the background.",
+            Arc::new(Default::default()),
+        );
+        Ok(ListToolsResult::with_all_items(vec![report, confirm]))
     }
 
     async fn call_tool(
@@ -66,6 +73,26 @@ impl ServerHandler for Reports {
         if !declared {
             let tasks = ClientCapabilities::builder().enable_tasks().build();
             return Err(ErrorData::missing_required_client_capability(tasks));
+        }
+        if request.name == "confirm" {
+            let peer = context.peer.clone();
+            let task = self
+                .tasks
+                .spawn(TaskOptions::new().with_poll_interval_ms(100), |_| {
+                    Box::pin(async move {
+                        let question = ElicitRequestParams::FormElicitationParams {
+                            meta: None,
+                            message: "Go on?".to_owned(),
+                            requested_schema: ElicitationSchema::builder().build_unchecked(),
+                        };
+                        let answer = peer.create_elicitation(question).await.map_err(|e| {
+                            ErrorData::internal_error(format!("no answer: {e}"), None)
+                        })?;
+                        let text = format!("confirmed: {:?}", answer.action);
+                        Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+                    })
+                });
+            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
         }
         let topic = request
             .arguments

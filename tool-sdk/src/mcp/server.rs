@@ -42,7 +42,9 @@ use elicit::{PeerElicitor, Rounds};
 /// saying so); a call that changes the
 /// registry's tools sends `notifications/tools/list_changed`. Calls take the same road as an
 /// agent's ([`crate::pipeline`]): a panicking or hanging tool gets an `isError` answer and the
-/// server keeps serving. There is no permission gate unless
+/// server keeps serving. A call of a tool whose own timeout is longer than the policy's
+/// default (Bash) runs as a task for a client that declared the tasks extension (see
+/// [the module docs](crate::mcp)). There is no permission gate unless
 /// [`with_call_policy`](Self::with_call_policy) sets one: serve only the tools the client may
 /// run.
 ///

@@ -4,6 +4,7 @@
 //! `tasks/update`, and `tasks/cancel` sent when the call is cancelled or times out.
 
 use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,8 +16,8 @@ use rmcp::service::Peer;
 use rmcp::{RoleClient, ServiceError};
 use serde_json::Value;
 
-use super::ClientInner;
 use super::elicit::ask_through;
+use super::{CallProgress, ClientInner};
 use crate::tool::{ToolContext, ToolError, ToolOutput, ToolResult};
 
 /// The poll interval when the server names none.
@@ -28,13 +29,25 @@ impl ClientInner {
     /// Follows `task` until it ends: its answer as the call's, or (`Err`) the call's result
     /// already.
     pub(super) async fn follow_task(
-        &self,
+        self: &Arc<Self>,
         peer: &Peer<RoleClient>,
         task: Task,
         ctx: &ToolContext,
         stderr: &Arc<Mutex<VecDeque<String>>>,
     ) -> Result<Result<ServerResult, ServiceError>, ToolResult> {
+        // A server of a 2025-11-25 session may still send the task's questions as
+        // `elicitation/create`: they reach this call's context while it is followed.
+        let key = format!("task {}", task.task_id);
+        let call = Arc::new(CallProgress {
+            ctx: ctx.clone(),
+            seq: self.calls.fetch_add(1, Ordering::SeqCst),
+            last: Mutex::new(None),
+            changed: tokio::sync::Notify::new(),
+        });
+        self.lock_progress().insert(key.clone(), call);
         let mut pending = PendingTask {
+            client: self.clone(),
+            key,
             peer: peer.clone(),
             id: Some(task.task_id.clone()),
         };
@@ -165,15 +178,18 @@ fn failed(error: serde_json::Map<String, Value>) -> ServiceError {
     ServiceError::McpError(error)
 }
 
-/// A task the call still waits for: `tasks/cancel` goes to the server if the call stops
-/// waiting (cancelled, timed out).
+/// A task the call follows: forgets the call's context when done, and sends `tasks/cancel`
+/// if the call stops waiting before the task ended (cancelled, timed out).
 struct PendingTask {
+    client: Arc<ClientInner>,
+    key: String,
     peer: Peer<RoleClient>,
     id: Option<String>,
 }
 
 impl Drop for PendingTask {
     fn drop(&mut self) {
+        self.client.lock_progress().remove(&self.key);
         let Some(id) = self.id.take() else {
             return;
         };
