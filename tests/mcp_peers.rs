@@ -86,6 +86,7 @@ fn install(dir: &Path) {
         "package-lock.json",
         "requirements.txt",
         "oauth-server.mjs",
+        "tasks-client.mjs",
     ];
     let mut stamp = String::new();
     for file in files {
@@ -104,7 +105,12 @@ fn install(dir: &Path) {
         return;
     }
     eprintln!("installing the MCP test peers into {} ...", dir.display());
-    for file in ["package.json", "package-lock.json", "oauth-server.mjs"] {
+    for file in [
+        "package.json",
+        "package-lock.json",
+        "oauth-server.mjs",
+        "tasks-client.mjs",
+    ] {
         std::fs::copy(manifests.join(file), dir.join(file))
             .unwrap_or_else(|e| panic!("cannot copy {file}: {e}"));
     }

@@ -12,8 +12,10 @@ use tool_sdk::builtin::{GlobTool, GrepTool, ReadTool, WriteTool};
 use tool_sdk::mcp::McpToolServer;
 use tool_sdk::pipeline::CallPolicy;
 
-/// How long a call may run on this server.
+/// How long a call of a tool that sets no timeout may run on this server.
 const HANG_LIMIT: Duration = Duration::from_millis(1500);
+/// How long a call of a tool that sets its own (`count_long`) may run.
+const LONG_LIMIT: Duration = Duration::from_secs(20);
 use tool_sdk::{
     BoxFuture, Json, JsonSchema, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput,
     ToolRegistry, ToolResult, schemars, tool,
@@ -74,6 +76,26 @@ async fn add(a: i64, b: i64) -> Result<i64, ToolError> {
 /// if it is cancelled first.
 #[tool(read_only, register = false)]
 async fn count_slowly(to: u32, ctx: &ToolContext) -> Result<String, ToolError> {
+    count(to, ctx).await
+}
+
+/// Counts like `count_slowly`, with a timeout of its own longer than the server's default: a
+/// long tool, which the server runs as a task for a client that can follow one.
+#[tool(read_only, register = false, timeout = "20s")]
+async fn count_long(to: u32, ctx: &ToolContext) -> Result<String, ToolError> {
+    count(to, ctx).await
+}
+
+/// Asks the user for a table booking, then counts a little: a long tool that asks a question
+/// (in a task, the task's input request).
+#[tool(register = false, timeout = "20s")]
+async fn book_long(restaurant: String, ctx: &ToolContext) -> Result<String, ToolError> {
+    let booked = book(restaurant, ctx).await?;
+    count(3, ctx).await?;
+    Ok(booked)
+}
+
+async fn count(to: u32, ctx: &ToolContext) -> Result<String, ToolError> {
     for step in 1..=to {
         tokio::select! {
             _ = ctx.cancellation().cancelled() => {
@@ -426,6 +448,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry.register(Arc::new(GrepTool))?;
     registry.register(Arc::new(AddTool))?;
     registry.register(Arc::new(CountSlowlyTool))?;
+    registry.register(Arc::new(CountLongTool))?;
+    registry.register(Arc::new(BookLongTool))?;
     registry.register(Arc::new(PanicNowTool))?;
     registry.register(Arc::new(HangTool))?;
     registry.register(Arc::new(LearnToolTool))?;
@@ -467,7 +491,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The server's own limit: short, so that `hang` is stopped quickly. No output check:
     // `shape` sends mismatched structured content on purpose, for the client's check to catch.
     let policy = CallPolicy::new()
-        .with_timeouts(HANG_LIMIT, HANG_LIMIT)
+        .with_timeouts(HANG_LIMIT, LONG_LIMIT)
         .with_output_check(false);
     let server = McpToolServer::new(registry)
         .with_root(&root)?

@@ -124,6 +124,11 @@ impl CallPolicy {
         self
     }
 
+    /// How long a call of a tool that sets no timeout may run.
+    pub fn default_timeout(&self) -> Duration {
+        self.default_timeout
+    }
+
     /// How long a call of `tool` may run.
     pub fn timeout_for(&self, tool: &dyn Tool) -> Duration {
         contain(|| tool.timeout())

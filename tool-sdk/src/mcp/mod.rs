@@ -53,6 +53,19 @@
 //! # Serving tools over MCP
 //!
 //! [`serve_stdio`], [`serve_http`] and [`McpToolServer`] serve any [`ToolRegistry`](crate::ToolRegistry).
+//!
+//! # Long calls as tasks
+//!
+//! Both sides speak the tasks extension of 2026-07-28 (`io.modelcontextprotocol/tasks`,
+//! SEP-2663), also over a 2025-11-25 session whose client declared it. The server answers a
+//! call with a task when the client declared the extension and the tool's own
+//! [`timeout`](crate::Tool::timeout) is longer than the server's default (Bash, say):
+//! `tasks/get` reports the tool's progress as the status message and, at the end, its result;
+//! `tasks/update` answers its questions; `tasks/cancel` cancels its context. The client
+//! declares the extension and follows a task it is given: it polls at the server's interval,
+//! passes status messages on as progress, asks the task's questions, and sends `tasks/cancel`
+//! when the call is cancelled or times out. The experimental tasks of 2025-11-25 (`tasks/result`,
+//! `tasks/list`, `execution.taskSupport`) are not spoken.
 
 mod adapter;
 mod client;

@@ -1,6 +1,7 @@
 //! The server side: any [`ToolRegistry`] served over MCP, on stdio or Streamable HTTP.
 
 mod elicit;
+mod tasks;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -8,11 +9,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ErrorData,
+    GetTaskParams, GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
+    UpdateTaskParams,
 };
 use rmcp::service::{Peer, RequestContext};
+use rmcp::task_manager::TaskManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
@@ -39,7 +42,9 @@ use elicit::{PeerElicitor, Rounds};
 /// saying so); a call that changes the
 /// registry's tools sends `notifications/tools/list_changed`. Calls take the same road as an
 /// agent's ([`crate::pipeline`]): a panicking or hanging tool gets an `isError` answer and the
-/// server keeps serving. There is no permission gate unless
+/// server keeps serving. A call of a tool whose own timeout is longer than the policy's
+/// default (Bash) runs as a task for a client that declared the tasks extension (see
+/// [the module docs](crate::mcp)). There is no permission gate unless
 /// [`with_call_policy`](Self::with_call_policy) sets one: serve only the tools the client may
 /// run.
 ///
@@ -63,6 +68,8 @@ pub struct McpToolServer {
     name: String,
     /// The server's own limits; no permission gate: the client's host asks its user.
     policy: Arc<CallPolicy>,
+    /// The calls running (or lately done) as tasks, shared by every session.
+    tasks: TaskManager,
 }
 
 impl std::fmt::Debug for McpToolServer {
@@ -85,6 +92,7 @@ impl McpToolServer {
             session: Arc::default(),
             name: "tool-sdk".to_owned(),
             policy: Arc::default(),
+            tasks: TaskManager::new(),
         }
     }
 
@@ -119,6 +127,8 @@ impl McpToolServer {
         let name = self.name.clone();
         let failed =
             |message: String, error: ErrorSource| McpError::new(&name, message, Some(error));
+        // No one can poll a task once the client is gone.
+        let _tasks = StopTasks(self.tasks.clone());
         let running = self
             .serve(rmcp::transport::stdio())
             .await
@@ -189,7 +199,21 @@ impl McpToolServer {
         Ok(McpHttpServer {
             addr: local_addr,
             _stop: stop.drop_guard(),
+            _tasks: StopTasks(self.tasks.clone()),
         })
+    }
+
+    /// A call's context: the server's directory, sandbox, file tracker and session values.
+    fn base_context(&self, call_id: String, cancel: CancellationToken) -> ToolContext {
+        let ctx = ToolContext::new(self.working_dir.as_path())
+            .with_tool_call_id(call_id)
+            .with_cancellation(cancel)
+            .with_file_tracker(self.files.clone())
+            .with_session_values(self.session.clone());
+        match &self.sandbox {
+            Some(sandbox) => ctx.with_sandbox(sandbox.clone()),
+            None => ctx,
+        }
     }
 
     /// The call's context, and where its progress goes when the client asked for progress.
@@ -197,14 +221,7 @@ impl McpToolServer {
         &self,
         context: &RequestContext<RoleServer>,
     ) -> (ToolContext, Option<Arc<ProgressSink>>) {
-        let mut ctx = ToolContext::new(self.working_dir.as_path())
-            .with_tool_call_id(context.id.to_string())
-            .with_cancellation(context.ct.clone())
-            .with_file_tracker(self.files.clone())
-            .with_session_values(self.session.clone());
-        if let Some(sandbox) = &self.sandbox {
-            ctx = ctx.with_sandbox(sandbox.clone());
-        }
+        let mut ctx = self.base_context(context.id.to_string(), context.ct.clone());
         let mut progress = None;
         if let Some(token) = context.meta.get_progress_token() {
             let sink = Arc::new(ProgressSink {
@@ -282,6 +299,22 @@ impl ProgressSink {
 pub struct McpHttpServer {
     addr: SocketAddr,
     _stop: tokio_util::sync::DropGuard,
+    _tasks: StopTasks,
+}
+
+/// Stops the server's tasks when dropped: the server is done serving.
+struct StopTasks(TaskManager);
+
+impl std::fmt::Debug for StopTasks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StopTasks")
+    }
+}
+
+impl Drop for StopTasks {
+    fn drop(&mut self) {
+        self.0.shutdown();
+    }
 }
 
 impl McpHttpServer {
@@ -380,6 +413,7 @@ impl ServerHandler for McpToolServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new(
@@ -419,6 +453,9 @@ impl ServerHandler for McpToolServer {
                 None,
             ));
         }
+        if self.runs_as_task(&name, &context) {
+            return Ok(CallToolResponse::Task(self.start_task(request, &context)));
+        }
         // From 2026-07-28 a call's questions go back in its result (`Rounds`).
         let modern = context
             .protocol_version()
@@ -452,5 +489,32 @@ impl ServerHandler for McpToolServer {
             return Ok(CallToolResponse::InputRequired(input_required));
         }
         Ok(CallToolResponse::Complete(to_result(output)))
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks
+            .get_task(&request.task_id)
+            .map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel_task(&request.task_id)
     }
 }

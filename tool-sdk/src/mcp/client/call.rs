@@ -129,6 +129,13 @@ impl ClientInner {
             }
         }
         let response = match self.send_in_rounds(&peer, params, ctx, &stderr).await {
+            // The server runs the call as a task: its answer comes when the task ends.
+            Ok(Ok(ServerResult::CreateTaskResult(created))) => {
+                match self.follow_task(&peer, created.task, ctx, &stderr).await {
+                    Ok(response) => response,
+                    Err(early) => return Ok(early),
+                }
+            }
             Ok(response) => response,
             Err(early) => return Ok(early),
         };
@@ -225,7 +232,7 @@ impl ClientInner {
         }
     }
 
-    fn call_failed(
+    pub(super) fn call_failed(
         &self,
         error: &ServiceError,
         stderr: &Arc<Mutex<VecDeque<String>>>,

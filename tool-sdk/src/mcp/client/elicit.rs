@@ -181,7 +181,7 @@ fn with_defaults(schema: &Value, values: &mut serde_json::Map<String, Value>) {
 /// Asks `request` through the elicitor of the call `ctx` (an agent's app, or the client of
 /// the MCP server this tool is served from). A call that cannot ask, an unknown mode, or a
 /// question that could not be asked (deferred, say) is answered "cancel".
-async fn ask_through(ctx: &ToolContext, request: ElicitRequestParams) -> ElicitResult {
+pub(super) async fn ask_through(ctx: &ToolContext, request: ElicitRequestParams) -> ElicitResult {
     let cancel = || ElicitResult::new(ElicitationAction::Cancel);
     let Some(question) = question_of(request) else {
         return cancel();

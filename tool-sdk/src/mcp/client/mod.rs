@@ -9,7 +9,7 @@ use std::time::Duration;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
-    ProgressNotificationParam, ProtocolVersion, UrlElicitationCapability,
+    ProgressNotificationParam, ProtocolVersion, TASKS_EXTENSION_ID, UrlElicitationCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::{ClientHandler, RoleClient};
@@ -24,6 +24,7 @@ use crate::tool::{Tool, ToolContext};
 mod call;
 mod connect;
 mod elicit;
+mod tasks;
 
 use call::{CallProgress, wants_authorization};
 
@@ -158,6 +159,11 @@ impl ClientHandler for Handler {
                 .with_form(FormElicitationCapability::new())
                 .with_url(UrlElicitationCapability::new()),
         );
+        // Long calls may come back as tasks (SEP-2663), which `tasks.rs` follows.
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(TASKS_EXTENSION_ID.to_owned(), Default::default());
         let info = ClientConfig::new(
             capabilities,
             Implementation::new("tool-sdk", env!("CARGO_PKG_VERSION")),

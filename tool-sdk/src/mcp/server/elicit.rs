@@ -2,6 +2,7 @@
 //! from protocol 2026-07-28 an `InputRequiredResult` and a retry (SEP-2322).
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rmcp::RoleServer;
 use rmcp::model::{
@@ -9,6 +10,7 @@ use rmcp::model::{
     ErrorData, InputRequest, InputRequiredResult,
 };
 use rmcp::service::{Peer, RequestContext};
+use rmcp::task_manager::{TaskContext, TaskExit};
 use serde_json::Value;
 
 use crate::{Elicitation, ElicitationAnswer, Elicitor, ToolContext, ToolError};
@@ -24,6 +26,8 @@ pub(super) struct PeerElicitor {
     modes: (bool, bool),
     /// On 2026-07-28 and later: the answers given so far, the question to send back.
     rounds: Option<Mutex<Rounds>>,
+    /// In a task: its input requests, and how many questions were asked.
+    task: Option<(TaskContext, AtomicUsize)>,
 }
 
 /// A call's questions on protocol 2026-07-28 and later (SEP-2322's multi round-trip): the
@@ -116,7 +120,16 @@ impl PeerElicitor {
             client,
             modes,
             rounds: rounds.map(Mutex::new),
+            task: None,
         }
+    }
+
+    /// Asks in `task`'s input requests instead (`tasks/get` shows them, `tasks/update`
+    /// answers them).
+    pub(super) fn in_task(mut self, task: TaskContext) -> Self {
+        self.rounds = None;
+        self.task = Some((task, AtomicUsize::new(0)));
+        self
     }
 
     /// The request for `question`, or why the client cannot be asked it.
@@ -179,6 +192,23 @@ impl Elicitor for PeerElicitor {
     ) -> crate::BoxFuture<'a, Result<ElicitationAnswer, ToolError>> {
         Box::pin(async move {
             let params = self.params(question)?;
+            if let Some((task, asked)) = &self.task {
+                let key = question_key(asked.fetch_add(1, Ordering::SeqCst));
+                let request = InputRequest::Elicitation(ElicitRequest::new(params));
+                let reply = match task.request_input(key, request).await {
+                    Ok(reply) => reply,
+                    Err(TaskExit::Cancelled) => return Err(ToolError::Cancelled),
+                    Err(TaskExit::Error(error)) => {
+                        return Err(ToolError::failed(error.message.into_owned()));
+                    }
+                };
+                let reply: ElicitResult = serde_json::from_value(reply).map_err(|error| {
+                    ToolError::failed(format!(
+                        "the client's answer is not an elicitation result: {error}"
+                    ))
+                })?;
+                return Ok(answer_of(reply));
+            }
             if let Some(rounds) = &self.rounds {
                 let mut rounds = rounds.lock().unwrap_or_else(|p| p.into_inner());
                 if rounds.asked.is_none()
