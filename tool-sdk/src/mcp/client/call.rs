@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientNotification,
-    ClientRequest, RequestId, ServerResult,
+    ClientRequest, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions};
 use rmcp::{RoleClient, ServiceError};
@@ -204,18 +204,22 @@ impl ClientInner {
             changed: tokio::sync::Notify::new(),
         });
         self.lock_progress().insert(key.clone(), progress.clone());
-        let mut guard = InFlight {
-            client: self.clone(),
-            key,
-            peer: peer.clone(),
-            id: Some(handle.id.clone()),
-        };
+        let (id, peer) = (handle.id.clone(), peer.clone());
+        let mut guard = Waiting::new(self.clone(), key, async move {
+            let notification = CancelledNotification::new(CancelledNotificationParam::new(
+                Some(id),
+                Some("the client stopped waiting for the result".to_owned()),
+            ));
+            let _ = peer
+                .send_notification(ClientNotification::CancelledNotification(notification))
+                .await;
+        });
         let response = tokio::select! {
             _ = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
             response = handle.await_response() => response,
         };
         // Answered (or timed out, which rmcp already reported as cancelled).
-        guard.id = None;
+        guard.answered();
         progress.settle().await;
         Ok(response)
     }
@@ -312,33 +316,40 @@ impl CallProgress {
     }
 }
 
-/// A call in flight: forgets its progress token when done, and tells the server to stop if
-/// dropped before the answer came (timeout, cancellation).
-struct InFlight {
+/// A call the server is running: forgets its progress key when dropped and, unless it was
+/// [`answered`](Self::answered), spawns `stop` to tell the server that the client stopped
+/// waiting (a timeout, a cancellation).
+pub(super) struct Waiting {
     client: Arc<ClientInner>,
     key: String,
-    peer: Peer<RoleClient>,
-    id: Option<RequestId>,
+    stop: Option<crate::BoxFuture<'static, ()>>,
 }
 
-impl Drop for InFlight {
+impl Waiting {
+    pub(super) fn new(
+        client: Arc<ClientInner>,
+        key: String,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Self {
+        Waiting {
+            client,
+            key,
+            stop: Some(Box::pin(stop)),
+        }
+    }
+
+    /// The call ended on the server's side: nothing to stop.
+    pub(super) fn answered(&mut self) {
+        self.stop = None;
+    }
+}
+
+impl Drop for Waiting {
     fn drop(&mut self) {
         self.client.lock_progress().remove(&self.key);
-        let Some(id) = self.id.take() else {
-            return;
-        };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let peer = self.peer.clone();
-        runtime.spawn(async move {
-            let notification = CancelledNotification::new(CancelledNotificationParam::new(
-                Some(id),
-                Some("the client stopped waiting for the result".to_owned()),
-            ));
-            let _ = peer
-                .send_notification(ClientNotification::CancelledNotification(notification))
-                .await;
-        });
+        if let (Some(stop), Ok(runtime)) = (self.stop.take(), tokio::runtime::Handle::try_current())
+        {
+            runtime.spawn(stop);
+        }
     }
 }

@@ -26,7 +26,7 @@ mod connect;
 mod elicit;
 mod tasks;
 
-use call::{CallProgress, wants_authorization};
+use call::{CallProgress, Waiting, wants_authorization};
 
 /// How long connecting may take when the config sets no start-up timeout.
 const DEFAULT_STARTUP: Duration = Duration::from_secs(30);

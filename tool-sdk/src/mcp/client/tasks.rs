@@ -17,7 +17,7 @@ use rmcp::{RoleClient, ServiceError};
 use serde_json::Value;
 
 use super::elicit::ask_through;
-use super::{CallProgress, ClientInner};
+use super::{CallProgress, ClientInner, Waiting};
 use crate::tool::{ToolContext, ToolError, ToolOutput, ToolResult};
 
 /// The poll interval when the server names none.
@@ -45,12 +45,10 @@ impl ClientInner {
             changed: tokio::sync::Notify::new(),
         });
         self.lock_progress().insert(key.clone(), call);
-        let mut pending = PendingTask {
-            client: self.clone(),
-            key,
-            peer: peer.clone(),
-            id: Some(task.task_id.clone()),
-        };
+        let (id, cancel_peer) = (task.task_id.clone(), peer.clone());
+        let mut pending = Waiting::new(self.clone(), key, async move {
+            let _ = cancel_peer.cancel_task(CancelTaskParams::new(id)).await;
+        });
         let mut said = None;
         let mut answered = HashSet::new();
         let mut interval = poll_interval(&task);
@@ -73,7 +71,7 @@ impl ClientInner {
             let detailed = match polled {
                 Ok(polled) => polled.task,
                 Err(ServiceError::McpError(error)) => {
-                    pending.id = None;
+                    pending.answered();
                     return Err(Err(ToolError::failed(format!(
                         "MCP server `{}` lost track of the task running the call: {}",
                         self.name, error.message
@@ -85,15 +83,15 @@ impl ClientInner {
             status = detailed.task;
             let requests = match detailed.payload {
                 TaskPayload::Completed { result } => {
-                    pending.id = None;
+                    pending.answered();
                     return Ok(completed(&self.name, result));
                 }
                 TaskPayload::Failed { error } => {
-                    pending.id = None;
+                    pending.answered();
                     return Ok(Err(failed(error)));
                 }
                 TaskPayload::Cancelled => {
-                    pending.id = None;
+                    pending.answered();
                     return Err(Ok(ToolOutput::error(format!(
                         "MCP server `{}` cancelled the task running the call{}",
                         self.name,
@@ -176,29 +174,4 @@ fn failed(error: serde_json::Map<String, Value>) -> ServiceError {
     let error = serde_json::from_value::<ErrorData>(Value::Object(error.clone()))
         .unwrap_or_else(|_| ErrorData::internal_error(Value::Object(error).to_string(), None));
     ServiceError::McpError(error)
-}
-
-/// A task the call follows: forgets the call's context when done, and sends `tasks/cancel`
-/// if the call stops waiting before the task ended (cancelled, timed out).
-struct PendingTask {
-    client: Arc<ClientInner>,
-    key: String,
-    peer: Peer<RoleClient>,
-    id: Option<String>,
-}
-
-impl Drop for PendingTask {
-    fn drop(&mut self) {
-        self.client.lock_progress().remove(&self.key);
-        let Some(id) = self.id.take() else {
-            return;
-        };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let peer = self.peer.clone();
-        runtime.spawn(async move {
-            let _ = peer.cancel_task(CancelTaskParams::new(id)).await;
-        });
-    }
 }
