@@ -400,3 +400,95 @@ async fn the_official_task_requester_follows_and_cancels_our_tasks() {
         .expect("tasks/cancel did not reach the tool");
     assert!(at.starts_with("at step "), "{at}");
 }
+
+/// The app's sub-agents for a served Task: each reports what it was given after 1.5 s (three
+/// of the server's poll intervals, so its progress is seen), and notes in `dir` when it was
+/// cancelled.
+struct Subagents {
+    dir: std::path::PathBuf,
+}
+
+impl tool_sdk::SubagentRunner for Subagents {
+    fn run<'a>(
+        &'a self,
+        request: tool_sdk::SubagentRequest,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<tool_sdk::SubagentReport, ToolError>> {
+        Box::pin(async move {
+            ctx.progress(format!("sub-agent: {}", request.description));
+            let wait = if request.prompt.contains("forever") {
+                30_000
+            } else {
+                1_500
+            };
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(wait)) => {}
+                () = ctx.cancellation().cancelled() => {
+                    // Whole or not at all: the test reads it as soon as it is there.
+                    let note = self.dir.join("cancelled.part");
+                    std::fs::write(&note, &request.prompt).unwrap();
+                    std::fs::rename(note, self.dir.join("cancelled")).unwrap();
+                    return Err(ToolError::Cancelled);
+                }
+            }
+            Ok(tool_sdk::SubagentReport {
+                summary: format!("looked into: {}", request.prompt),
+                tool_calls: 2,
+                ..Default::default()
+            })
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn task_served_over_mcp_runs_its_sub_agent_as_a_task() {
+    use tool_sdk::ToolRegistry;
+    use tool_sdk::builtin::TaskTool;
+    use tool_sdk::mcp::McpToolServer;
+
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Arc::new(ToolRegistry::new());
+    registry.register(Arc::new(TaskTool)).unwrap();
+    let runner = Arc::new(Subagents {
+        dir: dir.path().to_owned(),
+    });
+    let server = McpToolServer::new(registry)
+        .with_subagents(runner)
+        .serve_http("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let client = McpClient::connect("agents", McpServerConfig::http(server.url()))
+        .await
+        .unwrap();
+    let task = tool(&client, "Task");
+
+    let (ctx, lines) = recording();
+    let input = json!({"description": "find the parser", "prompt": "where is the parser?"});
+    let out = task.call(input, &ctx).await.unwrap();
+    assert!(!out.is_error, "{out:?}");
+    assert!(
+        out.to_text().contains("looked into: where is the parser?"),
+        "{out:?}"
+    );
+    let lines = lines.lock().unwrap().clone();
+    assert_eq!(lines.first().map(String::as_str), Some("Task is running"));
+    assert!(
+        lines.contains(&"sub-agent: find the parser".to_owned()),
+        "the sub-agent's progress is the task's status: {lines:?}"
+    );
+
+    // Cancelling the call reaches the sub-agent through tasks/cancel.
+    let ctx = ToolContext::default();
+    let token = ctx.cancellation().clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        token.cancel();
+    });
+    let input = json!({"description": "wait", "prompt": "wait forever"});
+    assert_eq!(
+        task.call(input, &ctx).await.unwrap_err(),
+        ToolError::Cancelled
+    );
+    assert_eq!(marker(dir.path()).await.as_deref(), Some("wait forever"));
+    client.close().await;
+}

@@ -8,10 +8,13 @@ use crate::{SubagentRequest, ToolContext, ToolError, tool};
 /// should report back. Independent tasks can be launched in parallel.
 // `read_only`: delegating changes nothing by itself (every call the sub-agent makes passes
 // the permission chain on its own), and independent tasks should run side by side.
+// `timeout`: a sub-agent takes many steps; the tools' default of two minutes would cut most
+// short. The policy's maximum (ten minutes unless the app raises it) still applies.
 #[tool(
     name = "Task",
     category = "builtin",
     read_only,
+    timeout = "30m",
     title = "Task: {description}"
 )]
 pub async fn task(

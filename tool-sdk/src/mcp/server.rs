@@ -29,7 +29,10 @@ use crate::permission::Sandbox;
 use crate::pipeline::CallPolicy;
 use crate::registry::build_tools;
 use crate::schema::Provider;
-use crate::{ContentBlock, FileStateTracker, SessionValues, ToolContext, ToolOutput, ToolRegistry};
+use crate::{
+    ContentBlock, FileStateTracker, SessionValues, SubagentRunner, ToolContext, ToolOutput,
+    ToolRegistry,
+};
 use elicit::{PeerElicitor, Rounds};
 
 /// Serves the tools of a registry to MCP clients.
@@ -70,6 +73,8 @@ pub struct McpToolServer {
     policy: Arc<CallPolicy>,
     /// The calls running (or lately done) as tasks, shared by every session.
     tasks: TaskManager,
+    /// What runs the Task tool's sub-agents, if the app gives one.
+    subagents: Option<Arc<dyn SubagentRunner>>,
 }
 
 impl std::fmt::Debug for McpToolServer {
@@ -93,6 +98,7 @@ impl McpToolServer {
             name: "tool-sdk".to_owned(),
             policy: Arc::default(),
             tasks: TaskManager::new(),
+            subagents: None,
         }
     }
 
@@ -113,6 +119,14 @@ impl McpToolServer {
     /// would ask are refused: a server has no one to ask).
     pub fn with_call_policy(mut self, policy: CallPolicy) -> Self {
         self.policy = Arc::new(policy);
+        self
+    }
+
+    /// Runs the Task tool's sub-agents with `runner` (without one, a served Task says it only
+    /// works inside an agent). A sub-agent may run for minutes: Task's own timeout is long, so
+    /// a client that declared the tasks extension gets its calls as tasks.
+    pub fn with_subagents(mut self, runner: Arc<dyn SubagentRunner>) -> Self {
+        self.subagents = Some(runner);
         self
     }
 
@@ -210,6 +224,10 @@ impl McpToolServer {
             .with_cancellation(cancel)
             .with_file_tracker(self.files.clone())
             .with_session_values(self.session.clone());
+        let ctx = match &self.subagents {
+            Some(runner) => ctx.with_subagents(runner.clone()),
+            None => ctx,
+        };
         match &self.sandbox {
             Some(sandbox) => ctx.with_sandbox(sandbox.clone()),
             None => ctx,
