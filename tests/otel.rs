@@ -476,42 +476,78 @@ async fn an_mcp_call_and_the_servers_span_of_it_are_one_trace() {
         .await
         .unwrap();
     assert_eq!(output.to_text(), "5");
+    // A call the server answers with an error result: both sides' spans say it failed.
+    let refused = add
+        .call(json!({"a": "two", "b": 3}), &ctx)
+        .instrument(tracing::info_span!("the bad caller"))
+        .await
+        .unwrap();
+    assert!(refused.is_error, "{refused:?}");
 
-    // The server's span arrives from its process; ours when the guard flushes.
+    // The server's spans arrive from its process; ours when the guard flushes.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     let server_span = loop {
-        let found = receiver.exports.lock().unwrap().iter().find_map(|export| {
-            export
-                .request
-                .resource_spans
-                .iter()
-                .flat_map(|r| r.scope_spans.iter().flat_map(|s| s.spans.iter()))
-                .find(|s| s.kind == SpanKind::Server as i32)
-                .cloned()
-        });
-        if let Some(span) = found {
-            break span;
+        let served: Vec<Span> = receiver
+            .exports
+            .lock()
+            .unwrap()
+            .iter()
+            .flat_map(|export| export.request.resource_spans.iter())
+            .flat_map(|r| r.scope_spans.iter().flat_map(|s| s.spans.iter()))
+            .filter(|s| s.kind == SpanKind::Server as i32)
+            .cloned()
+            .collect();
+        if served.len() == 2 {
+            break served[0].clone();
         }
-        assert!(std::time::Instant::now() < deadline, "no server span came");
+        assert!(std::time::Instant::now() < deadline, "no server spans came");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     client.close().await;
     guard.flush().unwrap();
 
     let spans = receiver.spans();
-    let of = |service: &str, name: &str| -> Span {
-        let found: Vec<&Span> = spans
+    let all = |service: &str, name: &str| -> Vec<Span> {
+        spans
             .iter()
             .filter(|(s, span)| s == service && span.name == name)
-            .map(|(_, span)| span)
-            .collect();
+            .map(|(_, span)| span.clone())
+            .collect()
+    };
+    let of = |service: &str, name: &str| -> Span {
+        let found = all(service, name);
         assert_eq!(found.len(), 1, "{service}: {name}");
         found[0].clone()
     };
+    // The two calls' spans, told apart by their callers.
     let caller = of("mcp-client-test", "the caller");
-    let call = of("mcp-client-test", "tools/call add");
-    let served = of("mcp-test-server", "tools/call add");
-    assert_eq!(served, server_span);
+    let bad_caller = of("mcp-client-test", "the bad caller");
+    let calls = all("mcp-client-test", "tools/call add");
+    let child_of = |spans: &[Span], parent: &Span| -> Span {
+        let found: Vec<&Span> = spans
+            .iter()
+            .filter(|s| s.parent_span_id == parent.span_id)
+            .collect();
+        assert_eq!(found.len(), 1, "one child of {}", parent.name);
+        found[0].clone()
+    };
+    let call = child_of(&calls, &caller);
+    let bad_call = child_of(&calls, &bad_caller);
+    let served_all = all("mcp-test-server", "tools/call add");
+    let served = child_of(&served_all, &call);
+    let bad_served = child_of(&served_all, &bad_call);
+    // The server's pipeline refused the input; the client got an error result.
+    for (failed, error_type) in [(&bad_served, "invalid_input"), (&bad_call, "tool_error")] {
+        let status = failed.status.as_ref().expect("a status");
+        assert_eq!(status.code, StatusCode::Error as i32, "{error_type}");
+        assert!(status.message.contains("\"two\""), "{status:?}");
+        assert_eq!(str_of(failed, "error.type"), error_type);
+    }
+    assert_ne!(
+        served.status.as_ref().map(|s| s.code),
+        Some(StatusCode::Error as i32)
+    );
+    assert!(served == server_span || bad_served == server_span);
     assert_eq!(call.kind, SpanKind::Client as i32);
     assert_eq!(call.parent_span_id, caller.span_id);
     assert_eq!(str_of(&call, "mcp.server.name"), "ours");

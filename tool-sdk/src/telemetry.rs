@@ -34,8 +34,58 @@
 //! [named]: crate::agent::AgentConfig::with_name
 //! [tracing-opentelemetry]: https://docs.rs/tracing-opentelemetry
 
+use tracing::Span;
+
+use crate::{ToolError, ToolErrorKind, ToolOutput, ToolResult};
+
 #[cfg(feature = "otel")]
 pub use otlp::{OtlpGuard, TelemetryError, init_otlp, otlp_layer};
+
+/// Why a tool call failed, if it did, on its span (the agent's `execute_tool`, or an MCP
+/// `tools/call` on either side): the pipeline's error, or an error result of the tool.
+pub(crate) fn end_tool(span: &Span, error: Option<&ToolError>, output: &ToolOutput) {
+    if span.is_disabled() {
+        return;
+    }
+    match error {
+        Some(error) => failed(span, tool_error_type(error.kind()), &error.to_string()),
+        None if output.is_error => failed(span, "tool_error", &output.to_text()),
+        None => {}
+    }
+}
+
+/// [`end_tool`] for a tool's own result.
+pub(crate) fn end_tool_result(span: &Span, result: &ToolResult) {
+    match result {
+        Ok(output) => end_tool(span, None, output),
+        Err(error) if !span.is_disabled() => {
+            failed(span, tool_error_type(error.kind()), &error.to_string());
+        }
+        Err(_) => {}
+    }
+}
+
+/// Marks `span` failed: the status error with `message`, and `error.type` (the span declares
+/// the three fields, empty).
+pub(crate) fn failed(span: &Span, error_type: &str, message: &str) {
+    span.record("error.type", error_type);
+    span.record("otel.status_code", "error");
+    span.record("otel.status_description", message);
+}
+
+fn tool_error_type(kind: ToolErrorKind) -> &'static str {
+    match kind {
+        ToolErrorKind::InvalidInput => "invalid_input",
+        ToolErrorKind::NotFound => "not_found",
+        ToolErrorKind::PermissionDenied => "permission_denied",
+        ToolErrorKind::Timeout => "timeout",
+        ToolErrorKind::Cancelled => "cancelled",
+        ToolErrorKind::ExecutionFailed => "execution_failed",
+        ToolErrorKind::Retry => "retry",
+        // Non-exhaustive (defined in tool-sdk-core): a kind added later.
+        _ => "other",
+    }
+}
 
 /// The W3C `traceparent` and `tracestate` of `span`, when it is an OpenTelemetry span (the
 /// `otel` layer is installed) with a valid context.

@@ -9,8 +9,10 @@ use tracing::field::Empty;
 use super::error::AgentError;
 use super::events::RunResult;
 use super::inner::AgentInner;
+use crate::AgentId;
 use crate::model::{ModelError, ModelRequest, ModelResponse, StopReason, ToolUse, Usage};
-use crate::{AgentId, ToolError, ToolErrorKind, ToolOutput};
+pub(crate) use crate::telemetry::end_tool;
+use crate::telemetry::failed;
 
 /// A run: `invoke_agent {name}`, a child of the span current where the run starts (the Task
 /// call's span, for a sub-agent).
@@ -138,27 +140,9 @@ pub(crate) fn execute_tool(call: &ToolUse) -> Span {
     )
 }
 
-/// Why the call failed, if it did: the pipeline's error, or an error result of the tool.
-pub(crate) fn end_tool(span: &Span, error: Option<&ToolError>, output: &ToolOutput) {
-    if span.is_disabled() {
-        return;
-    }
-    match error {
-        Some(error) => failed(span, tool_error_type(error.kind()), &error.to_string()),
-        None if output.is_error => failed(span, "tool_error", &output.to_text()),
-        None => {}
-    }
-}
-
 /// A call that did not run because its start could not be stored.
 pub(crate) fn end_tool_unstored(span: &Span, message: &str) {
     failed(span, "session_store", message);
-}
-
-fn failed(span: &Span, error_type: &str, message: &str) {
-    span.record("error.type", error_type);
-    span.record("otel.status_code", "error");
-    span.record("otel.status_description", message);
 }
 
 /// Input tokens with the cached ones, as the conventions count them.
@@ -180,20 +164,6 @@ fn finish_reason(reason: &StopReason) -> &str {
         StopReason::StopSequence => "stop_sequence",
         StopReason::Refusal => "refusal",
         StopReason::Other(other) => other,
-    }
-}
-
-fn tool_error_type(kind: ToolErrorKind) -> &'static str {
-    match kind {
-        ToolErrorKind::InvalidInput => "invalid_input",
-        ToolErrorKind::NotFound => "not_found",
-        ToolErrorKind::PermissionDenied => "permission_denied",
-        ToolErrorKind::Timeout => "timeout",
-        ToolErrorKind::Cancelled => "cancelled",
-        ToolErrorKind::ExecutionFailed => "execution_failed",
-        ToolErrorKind::Retry => "retry",
-        // Non-exhaustive (defined in tool-sdk-core): a kind added later.
-        _ => "other",
     }
 }
 

@@ -200,8 +200,17 @@ impl Tool for McpTool {
                 gen_ai.operation.name = "execute_tool",
                 gen_ai.tool.name = self.server_name.as_str(),
                 mcp.server.name = self.client.name.as_str(),
+                otel.status_code = tracing::field::Empty,
+                otel.status_description = tracing::field::Empty,
+                error.type = tracing::field::Empty,
             );
-            self.client.call(self, input, ctx).instrument(span).await
+            let result = self
+                .client
+                .call(self, input, ctx)
+                .instrument(span.clone())
+                .await;
+            crate::telemetry::end_tool_result(&span, &result);
+            result
         })
     }
 

@@ -376,6 +376,9 @@ fn call_span(name: &str, context: &RequestContext<RoleServer>) -> tracing::Span 
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = name,
         jsonrpc.request.id = context.id.to_string().as_str(),
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
+        error.type = tracing::field::Empty,
     );
     #[cfg(feature = "otel")]
     if let Some(parent) = context.meta.get_traceparent() {
@@ -487,12 +490,14 @@ impl ServerHandler for McpToolServer {
         let (ctx, progress) = self.context(&context);
         let ctx = ctx.with_elicitor(elicitor.clone());
         let before = self.registry.names();
-        let output = self
+        let span = call_span(&name, &context);
+        let outcome = self
             .registry
             .call_with(&name, input, &ctx, &self.policy)
-            .instrument(call_span(&name, &context))
-            .await
-            .output;
+            .instrument(span.clone())
+            .await;
+        crate::telemetry::end_tool(&span, outcome.error.as_ref(), &outcome.output);
+        let output = outcome.output;
         if self.registry.names() != before {
             // The call added or removed tools (a tool that loads more tools, say).
             let _ = context.peer.notify_tool_list_changed().await;

@@ -111,11 +111,17 @@ impl McpToolServer {
         let call = self.registry.call_with(name, input, &ctx, &self.policy);
         tokio::pin!(call);
         tokio::select! {
-            outcome = &mut call => Ok(to_result(outcome.output)),
+            outcome = &mut call => {
+                let span = tracing::Span::current();
+                crate::telemetry::end_tool(&span, outcome.error.as_ref(), &outcome.output);
+                Ok(to_result(outcome.output))
+            }
             () = task.cancelled() => {
                 // The tool sees its token cancelled; the pipeline gives it a moment to stop.
                 cancel.cancel();
                 call.await;
+                let span = tracing::Span::current();
+                crate::telemetry::failed(&span, "cancelled", "the client cancelled the task");
                 Err(TaskExit::Cancelled)
             }
         }
