@@ -54,7 +54,8 @@ pub(crate) fn end_tool(span: &Span, error: Option<&ToolError>, output: &ToolOutp
     }
 }
 
-/// [`end_tool`] for a tool's own result.
+/// [`end_tool`] for a tool's own result (an MCP server's tool, at the client).
+#[cfg(feature = "mcp-client")]
 pub(crate) fn end_tool_result(span: &Span, result: &ToolResult) {
     match result {
         Ok(output) => end_tool(span, None, output),
