@@ -36,7 +36,7 @@
 
 use tracing::Span;
 
-use crate::{ToolError, ToolErrorKind, ToolOutput, ToolResult};
+use crate::{ToolError, ToolErrorKind, ToolOutput};
 
 #[cfg(feature = "otel")]
 pub use otlp::{OtlpGuard, TelemetryError, init_otlp, otlp_layer};
@@ -56,7 +56,7 @@ pub(crate) fn end_tool(span: &Span, error: Option<&ToolError>, output: &ToolOutp
 
 /// [`end_tool`] for a tool's own result (an MCP server's tool, at the client).
 #[cfg(feature = "mcp-client")]
-pub(crate) fn end_tool_result(span: &Span, result: &ToolResult) {
+pub(crate) fn end_tool_result(span: &Span, result: &crate::ToolResult) {
     match result {
         Ok(output) => end_tool(span, None, output),
         Err(error) if !span.is_disabled() => {
