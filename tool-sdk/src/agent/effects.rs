@@ -13,12 +13,14 @@ use super::error::AgentError;
 use super::events::{Emit, RunResult};
 use super::hooks::{Notification, NotificationKind, SessionSource, SessionStart, StopContext};
 use super::inner::AgentInner;
+use super::output::{OutputSchema, OutputVerdict, judge_schema};
 use super::subagent::Subagents;
 use crate::builtin::{file_key, file_modified};
-use crate::model::{History, MessageContent, Model, ModelRequest, Usage};
+use crate::model::{History, Message, MessageContent, Model, ModelRequest, Usage};
 use crate::permission::{PermissionGate, PermissionMode};
 use crate::pipeline::CallPolicy;
 use crate::session::{Record, SessionStore, restore};
+use crate::validate::ValidationOptions;
 use crate::{AgentId, FileStateTracker, ToolContext, ToolError, ToolRegistry};
 
 /// An agent's parts, built from an [`AgentConfig`] exactly as [`Agent::create`] builds them
@@ -227,6 +229,27 @@ impl AgentEffects {
         let never = CancellationToken::new();
         step.context_view(&messages, &mut result, &nobody, &never)
             .await
+    }
+
+    /// What the typed answer of `turn` (a model turn just taken, of a run that asked for an
+    /// answer of `schema`) comes to, after `refused` answers of the run were refused: taken,
+    /// sent back with what is wrong with it (up to the config's `max_output_retries` times),
+    /// the run failed, or not given yet; with the records that tell the model. The decisions
+    /// and texts of [`Agent::prompt_as`](super::Agent::prompt_as), except that the answer is
+    /// checked against the schema only: deserializing it as its type is for whoever knows
+    /// the type.
+    pub fn judge_output(
+        &self,
+        schema: &OutputSchema,
+        turn: &Message,
+        refused: u32,
+    ) -> Result<OutputVerdict, AgentError> {
+        let config = &self.inner.config;
+        let options = ValidationOptions {
+            coerce: config.coerce_inputs,
+        };
+        let max = config.limits.max_output_retries;
+        judge_schema(schema, options, turn, refused, max)
     }
 
     /// What `usage` costs at the model's price; `None` when the price is unknown.
