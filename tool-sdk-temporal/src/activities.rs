@@ -26,8 +26,8 @@ use tool_sdk::{CancellationToken, ContentBlock, ToolUpdateKind};
 use crate::live::{Shown, heartbeating};
 use crate::parts::{ACTIVITY_GRACE, ToolRetries};
 pub use crate::payloads::{
-    ApprovalAnswer, BudgetStop, CallDone, CallInput, CallPlan, PromptInput, RunSettings, StopInput,
-    TurnInput, TurnOutcome, TypedAnswer,
+    ApprovalAnswer, BudgetStop, CallDone, CallInput, CallPlan, ContextOutcome, PromptInput,
+    RunSettings, StopInput, TurnInput, TurnOutcome, TypedAnswer,
 };
 use crate::questions::{Answered, Permission, StoredElicitor};
 use crate::records::{find_call, is_prompt, started, stored_result, stored_turn, turn_position};
@@ -73,7 +73,44 @@ impl AgentActivities {
             max_turns: config.limits.max_turns,
             hooks: !config.hooks.is_empty(),
             max_stop_continuations: config.hooks.max_stop_continuations,
+            manages_context: self.effects.manages_context(),
         })
+    }
+
+    /// Before a model turn, when the config manages the context window: clears old tool
+    /// results or compacts the conversation if the turn's request would not fit (the
+    /// `pre_compact` hooks asked, the summary requested from the model), each change stored;
+    /// the workflow counts the summary's tokens in the run's.
+    #[activity(name = "tool_sdk.prepare_context")]
+    pub async fn prepare_context(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: TurnInput,
+    ) -> Result<ContextOutcome, ActivityError> {
+        let store = &*self.store;
+        let records = store.load(&input.session_id).await.map_err(retry)?;
+        // The turn was taken already (this attempt's worker died after it): nothing to do.
+        if stored_turn(&records, input.index as usize).is_some() {
+            return Ok(ContextOutcome::default());
+        }
+        let (session, shared) = (&input.session_id, self.store.clone());
+        let prepared = self
+            .effects
+            .prepare_context(session, &records, shared, input.run_usage);
+        let never = CancellationToken::new();
+        let usage = heartbeating(&ctx, &never, None, async {
+            prepared
+                .await
+                .map_err(|error| fail(format!("the context could not be prepared: {error}")))
+        })
+        .await?;
+        let mut spent = input.run_usage;
+        spent += usage;
+        let budget = self.effects.budget_stop(&spent).map(|error| BudgetStop {
+            reason: error.to_string(),
+            not_run: not_run_message(&error),
+        });
+        Ok(ContextOutcome { usage, budget })
     }
 
     /// A run's prompt: the `user_prompt_submit` hooks see it first; one they block fails the
@@ -146,7 +183,7 @@ impl AgentActivities {
         // Its text reaches the client as it streams, in the heartbeats' details.
         let shown = Shown::text(&ctx, input.index);
         let streamed = complete(model, &request, &shown);
-        let response = heartbeating(&ctx, &never, &shown, streamed).await?;
+        let response = heartbeating(&ctx, &never, Some(&shown), streamed).await?;
         let message = Message {
             role: Role::Assistant,
             content: response.content,
@@ -264,7 +301,7 @@ impl AgentActivities {
             self.effects.policy(),
             Some(&answer),
         );
-        let outcome = heartbeating(&ctx, &token, &shown, async { Ok(road.await) }).await?;
+        let outcome = heartbeating(&ctx, &token, Some(&shown), async { Ok(road.await) }).await?;
         if let Some(failure) = elicitor.take_failure() {
             return Err(retry(failure));
         }

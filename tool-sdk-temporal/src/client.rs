@@ -14,7 +14,7 @@ use temporalio_client::{
     WorkflowListOptions, WorkflowSignalOptions, WorkflowStartOptions,
 };
 use tool_sdk::agent::OutputSchema;
-use tool_sdk::model::{Message, Role};
+use tool_sdk::model::{Message, Role, Usage};
 use tool_sdk::permission::PermissionAnswer;
 use tool_sdk::session::{
     NewSession, PendingApproval, Record, SessionStore, answer_elicitation, pending_approvals,
@@ -62,6 +62,8 @@ pub struct RunOutcome {
     pub stopped: Option<String>,
     /// A typed run's answer ([`AgentClient::start_as`]), checked against its schema.
     pub output: Option<Value>,
+    /// The tokens the run used: its turns', and its compaction summaries'.
+    pub usage: Usage,
 }
 
 /// A run as the server knows it: [`AgentClient::list_runs`], [`RunHandle::describe`].
@@ -465,6 +467,7 @@ impl RunHandle {
             sealed: summary.sealed,
             stopped: summary.stopped,
             output: summary.output,
+            usage: summary.usage,
         })
     }
 

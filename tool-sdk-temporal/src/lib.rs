@@ -86,8 +86,8 @@ mod worker;
 mod workflow;
 
 pub use activities::{
-    AgentActivities, ApprovalAnswer, BudgetStop, CallDone, CallInput, CallPlan, PromptInput,
-    RunSettings, StopInput, TurnInput, TurnOutcome, TypedAnswer,
+    AgentActivities, ApprovalAnswer, BudgetStop, CallDone, CallInput, CallPlan, ContextOutcome,
+    PromptInput, RunSettings, StopInput, TurnInput, TurnOutcome, TypedAnswer,
 };
 pub use client::{AgentClient, RunHandle, RunInfo, RunOutcome, RunStatus};
 pub use error::TemporalError;

@@ -200,14 +200,14 @@ fn ceil_boundary(text: &str, at: usize) -> usize {
         .unwrap_or(text.len())
 }
 
-/// Runs `work` while heartbeating what `shown` shows: each change at most [`LIVE_EVERY`]
-/// after the last heartbeat, and at least every third of the activity's heartbeat timeout
-/// (so that the server knows the worker lives). The activity's cancellation (which
-/// heartbeats bring) cancels `cancel`.
+/// Runs `work` while heartbeating what `shown` shows, if anything: each change at most
+/// [`LIVE_EVERY`] after the last heartbeat, and at least every third of the activity's
+/// heartbeat timeout (so that the server knows the worker lives). The activity's
+/// cancellation (which heartbeats bring) cancels `cancel`.
 pub(crate) async fn heartbeating<T>(
     ctx: &ActivityContext,
     cancel: &CancellationToken,
-    shown: &Shown,
+    shown: Option<&Shown>,
     work: impl Future<Output = Result<T, ActivityError>>,
 ) -> Result<T, ActivityError> {
     let alive = ctx
@@ -215,7 +215,8 @@ pub(crate) async fn heartbeating<T>(
         .heartbeat_timeout
         .filter(|timeout| !timeout.is_zero())
         .map_or(Duration::from_secs(10), |timeout| timeout / 3);
-    let changed = &shown.state.1;
+    let nothing = Notify::new();
+    let changed = shown.map_or(&nothing, |shown| &shown.state.1);
     let mut work = std::pin::pin!(work);
     // As if the last heartbeat were just old enough: the first news (the first token) goes
     // at once.
@@ -225,7 +226,10 @@ pub(crate) async fn heartbeating<T>(
     let beat = async |last: &mut Instant| {
         *last = Instant::now();
         // A heartbeat that cannot be encoded only delays noticing a cancellation.
-        let _ = ctx.record_heartbeat(shown.details()).await;
+        let _ = match shown {
+            Some(shown) => ctx.record_heartbeat(shown.details()).await,
+            None => ctx.record_heartbeat(()).await,
+        };
     };
     loop {
         let next = match news {

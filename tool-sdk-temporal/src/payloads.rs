@@ -18,6 +18,20 @@ pub struct RunSettings {
     pub hooks: bool,
     /// How many times stop hooks may send a run on.
     pub max_stop_continuations: u32,
+    /// Whether the config manages the context window: each model turn is then preceded by
+    /// [`prepare_context`](crate::AgentActivities::prepare_context). (Runs started before
+    /// it existed read `false`, and compact inside the model turn, as they did.)
+    #[serde(default)]
+    pub manages_context: bool,
+}
+
+/// What preparing a turn's context cost.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContextOutcome {
+    /// The tokens of the summary's request, when it compacted.
+    pub usage: Usage,
+    /// The budget the summary spent, if it did: the run stops before the turn.
+    pub budget: Option<BudgetStop>,
 }
 
 /// A run's prompt, to store at position `at` of its session once the prompt hooks let it.

@@ -171,7 +171,9 @@ impl AgentWorkflow {
                 return Ok(summary);
             }
             let index = input.turns_before + summary.turns;
-            let turn = model_turn(ctx, &input, &mut summary, index).await?;
+            let Some(turn) = model_turn(ctx, &input, &settings, &mut summary, index).await? else {
+                return Ok(summary);
+            };
             // A typed run ends with its answer taken or refused for good, or asks again.
             match turn.answer {
                 Some(TypedAnswer::Accepted(value)) => {
@@ -228,26 +230,43 @@ impl AgentWorkflow {
     }
 }
 
-/// The session's model turn `index`, counted in `summary`.
+/// The session's model turn `index`, counted in `summary`; its context prepared first when
+/// the config manages the window (`None`: the summary spent a budget, the run stops).
 async fn model_turn(
     ctx: &mut WorkflowContext<AgentWorkflow>,
     input: &RunInput,
+    settings: &RunSettings,
     summary: &mut RunSummary,
     index: u32,
-) -> WorkflowResult<TurnOutcome> {
-    let turn = TurnInput {
+) -> WorkflowResult<Option<TurnOutcome>> {
+    let turn = |summary: &RunSummary| TurnInput {
         session_id: input.session_id.clone(),
         index,
         run_usage: summary.usage,
         output: input.output.clone(),
         refused: summary.refused,
     };
+    if settings.manages_context {
+        let prepare = AgentActivities::prepare_context;
+        let prepared = ctx
+            .execute_activity(prepare, turn(summary), model_options(input))
+            .await?;
+        summary.usage += prepared.usage;
+        if let Some(stop) = prepared.budget {
+            summary.stopped = Some(stop.reason);
+            return Ok(None);
+        }
+    }
     let turn = ctx
-        .execute_activity(AgentActivities::model_turn, turn, model_options(input))
+        .execute_activity(
+            AgentActivities::model_turn,
+            turn(summary),
+            model_options(input),
+        )
         .await?;
     summary.turns += 1;
     summary.usage += turn.usage;
-    Ok(turn)
+    Ok(Some(turn))
 }
 
 /// After the model's turn `index` made no calls: asks the stop hooks, if the config has some
