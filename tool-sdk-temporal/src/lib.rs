@@ -66,7 +66,7 @@
 //! **Watching a run.** [`RunHandle::events`] streams what a run stores (turns, calls,
 //! questions) and, while an activity runs, what its heartbeats carry: the model's text as it
 //! streams ([`RunEvent::TextDelta`]) and a tool's progress ([`RunEvent::ToolProgress`]). The
-//! workers pace those heartbeats (150 ms at most between news), and they never enter the
+//! workers pace those heartbeats (news at most every 150 ms), and they never enter the
 //! workflow's history.
 
 // Temporal's macros make an undocumented associated constant of each activity and of the
