@@ -266,10 +266,22 @@ async fn show(
     calls: &mut HashMap<String, (String, Value)>,
 ) {
     match event {
+        // The text as it streams, as the in-process coder prints it; the deltas of a turn
+        // add up to its text, which its `Turn` event then ends with a new line.
+        RunEvent::TextDelta(text) if session.print.is_none() => {
+            use std::io::Write;
+            print!("{text}");
+            let _ = std::io::stdout().flush();
+        }
+        RunEvent::TextRestarted if session.print.is_none() => {
+            println!("{}", style(" [the model's turn started again]").dim());
+        }
+        RunEvent::ToolProgress { message, .. } => {
+            eprintln!("  {}", style(message).dim());
+        }
         RunEvent::Turn(turn) => {
-            let text = turn.text();
-            if session.print.is_none() && !text.trim().is_empty() {
-                println!("{}", text.trim_end());
+            if session.print.is_none() && !turn.text().is_empty() {
+                println!();
             }
             for call in turn.tool_uses() {
                 let input = call.input.json_or_empty().into_owned();

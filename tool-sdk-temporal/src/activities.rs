@@ -7,7 +7,6 @@
 //! reporting) returns what is stored instead of asking the model or running the tool again.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,19 +14,20 @@ use futures::StreamExt;
 use temporalio_common::error::ApplicationFailure;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
-use tool_sdk::agent::AgentEffects;
 use tool_sdk::agent::decisions::not_run_message;
+use tool_sdk::agent::{AgentEffects, OutputNext, OutputSchema, OutputVerdict};
 use tool_sdk::model::{
     Message, MessageContent, ModelEvent, ModelRequest, ModelResponse, Role, Usage,
 };
 use tool_sdk::pipeline::{RawInput, run_call};
 use tool_sdk::session::{Record, SessionStore};
-use tool_sdk::{CancellationToken, ContentBlock};
+use tool_sdk::{CancellationToken, ContentBlock, ToolUpdateKind};
 
+use crate::live::{Shown, heartbeating};
 use crate::parts::{ACTIVITY_GRACE, ToolRetries};
 pub use crate::payloads::{
-    ApprovalAnswer, BudgetStop, CallDone, CallInput, CallPlan, PromptInput, RunSettings, StopInput,
-    TurnInput, TurnOutcome,
+    ApprovalAnswer, BudgetStop, CallDone, CallInput, CallPlan, ContextOutcome, PromptInput,
+    RunSettings, StopInput, TurnInput, TurnOutcome, TypedAnswer,
 };
 use crate::questions::{Answered, Permission, StoredElicitor};
 use crate::records::{find_call, is_prompt, started, stored_result, stored_turn, turn_position};
@@ -73,7 +73,44 @@ impl AgentActivities {
             max_turns: config.limits.max_turns,
             hooks: !config.hooks.is_empty(),
             max_stop_continuations: config.hooks.max_stop_continuations,
+            manages_context: self.effects.manages_context(),
         })
+    }
+
+    /// Before a model turn, when the config manages the context window: clears old tool
+    /// results or compacts the conversation if the turn's request would not fit (the
+    /// `pre_compact` hooks asked, the summary requested from the model), each change stored;
+    /// the workflow counts the summary's tokens in the run's.
+    #[activity(name = "tool_sdk.prepare_context")]
+    pub async fn prepare_context(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: TurnInput,
+    ) -> Result<ContextOutcome, ActivityError> {
+        let store = &*self.store;
+        let records = store.load(&input.session_id).await.map_err(retry)?;
+        // The turn was taken already (this attempt's worker died after it): nothing to do.
+        if stored_turn(&records, input.index as usize).is_some() {
+            return Ok(ContextOutcome::default());
+        }
+        let (session, shared) = (&input.session_id, self.store.clone());
+        let prepared = self
+            .effects
+            .prepare_context(session, &records, shared, input.run_usage);
+        let never = CancellationToken::new();
+        let usage = heartbeating(&ctx, &never, None, async {
+            prepared
+                .await
+                .map_err(|error| fail(format!("the context could not be prepared: {error}")))
+        })
+        .await?;
+        let mut spent = input.run_usage;
+        spent += usage;
+        let budget = self.effects.budget_stop(&spent).map(|error| BudgetStop {
+            reason: error.to_string(),
+            not_run: not_run_message(&error),
+        });
+        Ok(ContextOutcome { usage, budget })
     }
 
     /// A run's prompt: the `user_prompt_submit` hooks see it first; one they block fails the
@@ -123,7 +160,9 @@ impl AgentActivities {
         let store = &*self.store;
         let records = store.load(&input.session_id).await.map_err(retry)?;
         if let Some((stored, usage)) = stored_turn(&records, input.index as usize) {
-            return Ok(self.plan(stored, usage, input.run_usage));
+            // What its answer came to is stored with it, and judged the same again.
+            let verdict = self.judge(&input, stored)?;
+            return Ok(self.plan(stored, usage, &input, verdict.map(|v| v.next)));
         }
         // The conversation as the model is sent it: cleared or compacted first if the window
         // is managed and the request would not fit (those records stored before it is sent).
@@ -137,10 +176,14 @@ impl AgentActivities {
             )
             .await
             .map_err(|error| fail(format!("the context could not be prepared: {error}")))?;
-        let request = self.effects.request(view);
+        let mut request = self.effects.request(view);
+        request.output = input.output.as_ref().map(OutputSchema::format);
         let never = CancellationToken::new();
         let model = &**self.effects.model();
-        let response = heartbeating(&ctx, &never, complete(model, &request)).await?;
+        // Its text reaches the client as it streams, in the heartbeats' details.
+        let shown = Shown::text(&ctx, input.index);
+        let streamed = complete(model, &request, &shown);
+        let response = heartbeating(&ctx, &never, Some(&shown), streamed).await?;
         let message = Message {
             role: Role::Assistant,
             content: response.content,
@@ -152,11 +195,18 @@ impl AgentActivities {
         add.push(Record::Usage {
             usage: response.usage,
         });
+        // A typed run's answer is judged, and what the model is told of it stored with the
+        // turn (one append: an attempt that finds the turn finds them too).
+        let verdict = self.judge(&input, &message)?;
+        let next = verdict.map(|verdict| {
+            add.extend(verdict.records);
+            verdict.next
+        });
         store
             .append_all(&input.session_id, &add)
             .await
             .map_err(retry)?;
-        Ok(self.plan(&message, response.usage, input.run_usage))
+        Ok(self.plan(&message, response.usage, &input, next))
     }
 
     /// The stop hooks, on a turn without calls: when one has the run go on, its message is
@@ -230,10 +280,18 @@ impl AgentActivities {
         let token = CancellationToken::new();
         // The tool's questions: answered from the session, or stored for a person.
         let elicitor = Arc::new(StoredElicitor::new(&self.store, session, call, &records));
+        // Its progress reaches the client as it comes, in the heartbeats' details.
+        let shown = Shown::progress(&ctx, &call.id);
+        let progress = shown.clone();
         let tool_ctx = self
             .effects
             .tool_context(session, &call.id, token.clone(), &records)
-            .with_elicitor(elicitor.clone());
+            .with_elicitor(elicitor.clone())
+            .with_updates(move |update| {
+                if let ToolUpdateKind::Progress(line) = update.kind {
+                    progress.push_line(&line);
+                }
+            });
         let answer = Answered(approved);
         let road = run_call(
             self.effects.registry(),
@@ -243,7 +301,7 @@ impl AgentActivities {
             self.effects.policy(),
             Some(&answer),
         );
-        let outcome = heartbeating(&ctx, &token, async { Ok(road.await) }).await?;
+        let outcome = heartbeating(&ctx, &token, Some(&shown), async { Ok(road.await) }).await?;
         if let Some(failure) = elicitor.take_failure() {
             return Err(retry(failure));
         }
@@ -321,11 +379,43 @@ impl AgentActivities {
 }
 
 impl AgentActivities {
-    /// The calls of a stored turn, each with what its tool declares, and whether the turn's
-    /// `usage` spent a budget of a run that used `run_usage` before it.
-    fn plan(&self, turn: &Message, usage: Usage, run_usage: Usage) -> TurnOutcome {
+    /// Of a typed run: what the answer `turn` gives comes to.
+    fn judge(
+        &self,
+        input: &TurnInput,
+        turn: &Message,
+    ) -> Result<Option<OutputVerdict>, ActivityError> {
+        let Some(schema) = &input.output else {
+            return Ok(None);
+        };
+        let verdict = self.effects.judge_output(schema, turn, input.refused);
+        verdict
+            .map(Some)
+            .map_err(|error| fail(format!("the typed answer cannot be checked: {error}")))
+    }
+
+    /// The calls of a stored turn that run (of a typed run, those its answer's verdict
+    /// `next` leaves), each with what its tool declares; what became of its typed answer;
+    /// whether the turn's `usage` spent a budget of the run.
+    fn plan(
+        &self,
+        turn: &Message,
+        usage: Usage,
+        input: &TurnInput,
+        next: Option<OutputNext>,
+    ) -> TurnOutcome {
+        let (runs, answer) = match next {
+            None => (None, None),
+            Some(OutputNext::RunCalls(ids)) => (Some(ids), None),
+            Some(OutputNext::Accepted(value)) => (Some(vec![]), Some(TypedAnswer::Accepted(value))),
+            Some(OutputNext::Failed(error)) => {
+                (Some(vec![]), Some(TypedAnswer::Failed(error.to_string())))
+            }
+            Some(_) => (Some(vec![]), Some(TypedAnswer::Refused)),
+        };
         let calls = turn
             .tool_uses()
+            .filter(|call| runs.as_ref().is_none_or(|ids| ids.contains(&call.id)))
             .map(|call| {
                 let tool = self.effects.registry().get(&call.name);
                 let read_only = tool.as_ref().is_some_and(|tool| tool.is_read_only());
@@ -347,7 +437,7 @@ impl AgentActivities {
                 }
             })
             .collect();
-        let mut spent = run_usage;
+        let mut spent = input.run_usage;
         spent += usage;
         let budget = self.effects.budget_stop(&spent).map(|error| BudgetStop {
             reason: error.to_string(),
@@ -357,50 +447,27 @@ impl AgentActivities {
             calls,
             usage,
             budget,
+            answer,
         }
     }
 }
 
-/// The model's whole turn, from its stream.
+/// The model's whole turn, from its stream, its text shown as it comes.
 async fn complete(
     model: &dyn tool_sdk::model::Model,
     request: &ModelRequest,
+    shown: &Shown,
 ) -> Result<ModelResponse, ActivityError> {
     let mut stream = model.stream(request);
     while let Some(event) = stream.next().await {
         // The client retried what can be retried: a model error fails the run.
         match event.map_err(|error| fail(format!("the model failed: {error}")))? {
             ModelEvent::Completed(response) => return Ok(response),
+            ModelEvent::TextDelta(text) => shown.push_text(&text),
             _ => continue,
         }
     }
     Err(retry("the model's stream ended without its turn"))
-}
-
-/// Runs `work` while heartbeating at a third of the activity's heartbeat timeout; the
-/// activity's cancellation (which heartbeats bring) cancels `cancel`.
-async fn heartbeating<T>(
-    ctx: &ActivityContext,
-    cancel: &CancellationToken,
-    work: impl Future<Output = Result<T, ActivityError>>,
-) -> Result<T, ActivityError> {
-    let every = ctx
-        .info()
-        .heartbeat_timeout
-        .filter(|timeout| !timeout.is_zero())
-        .map_or(Duration::from_secs(10), |timeout| timeout / 3);
-    let mut ticker = tokio::time::interval(every);
-    let mut work = std::pin::pin!(work);
-    loop {
-        tokio::select! {
-            done = &mut work => return done,
-            _ = ticker.tick() => {
-                // A heartbeat that cannot be encoded only delays noticing a cancellation.
-                let _ = ctx.record_heartbeat(()).await;
-            }
-            () = ctx.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
-        }
-    }
 }
 
 /// An error another attempt may not have (the store was busy, the stream was cut).

@@ -6,18 +6,21 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use futures::TryStreamExt;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 use temporalio_client::{
     Client, WorkflowCancelOptions, WorkflowDescribeOptions, WorkflowExecutionStatus,
     WorkflowFetchHistoryOptions, WorkflowGetResultOptions, WorkflowHandle, WorkflowHistory,
     WorkflowListOptions, WorkflowSignalOptions, WorkflowStartOptions,
 };
-use tool_sdk::ElicitationAnswer;
-use tool_sdk::model::{Message, Role};
+use tool_sdk::agent::OutputSchema;
+use tool_sdk::model::{Message, Role, Usage};
 use tool_sdk::permission::PermissionAnswer;
 use tool_sdk::session::{
     NewSession, PendingApproval, Record, SessionStore, answer_elicitation, pending_approvals,
     stored_conversation,
 };
+use tool_sdk::{ElicitationAnswer, JsonSchema};
 
 use crate::activities::ApprovalAnswer;
 use crate::error::TemporalError;
@@ -36,7 +39,7 @@ pub struct AgentClient {
 
 /// A run on Temporal: its session, its workflow.
 pub struct RunHandle {
-    handle: WorkflowHandle<Client, AgentWorkflow>,
+    pub(crate) handle: WorkflowHandle<Client, AgentWorkflow>,
     pub(crate) session_id: String,
     workflow_id: String,
     pub(crate) store: Arc<dyn SessionStore>,
@@ -57,6 +60,10 @@ pub struct RunOutcome {
     pub sealed: u32,
     /// Why the run stopped before the model finished (`max_turns` reached), if it did.
     pub stopped: Option<String>,
+    /// A typed run's answer ([`AgentClient::start_as`]), checked against its schema.
+    pub output: Option<Value>,
+    /// The tokens the run used: its turns', and its compaction summaries'.
+    pub usage: Usage,
 }
 
 /// A run as the server knows it: [`AgentClient::list_runs`], [`RunHandle::describe`].
@@ -176,6 +183,48 @@ impl AgentClient {
         prompt: impl Into<String>,
         options: RunOptions,
     ) -> Result<RunHandle, TemporalError> {
+        self.start_run(session_id, prompt.into(), options, None)
+            .await
+    }
+
+    /// [`start`](Self::start), for a typed answer, as
+    /// [`Agent::prompt_as`](tool_sdk::agent::Agent::prompt_as) asks for one: the model is
+    /// asked for an answer of `T`'s JSON Schema, and one that does not match goes back to it
+    /// with what is wrong, up to the worker's `max_output_retries` times. Await it with
+    /// [`RunHandle::output`].
+    pub async fn start_as<T: JsonSchema>(
+        &self,
+        prompt: impl Into<String>,
+        options: RunOptions,
+    ) -> Result<RunHandle, TemporalError> {
+        let session = self
+            .store
+            .create(NewSession::new(self.working_dir.clone()))
+            .await?;
+        self.continue_session_as::<T>(&session.id, prompt, options)
+            .await
+    }
+
+    /// [`continue_session`](Self::continue_session), for a typed answer (see
+    /// [`start_as`](Self::start_as)).
+    pub async fn continue_session_as<T: JsonSchema>(
+        &self,
+        session_id: &str,
+        prompt: impl Into<String>,
+        options: RunOptions,
+    ) -> Result<RunHandle, TemporalError> {
+        let output = Some(OutputSchema::of::<T>());
+        self.start_run(session_id, prompt.into(), options, output)
+            .await
+    }
+
+    async fn start_run(
+        &self,
+        session_id: &str,
+        prompt: String,
+        options: RunOptions,
+        output: Option<OutputSchema>,
+    ) -> Result<RunHandle, TemporalError> {
         let store = &*self.store;
         let records = store.load(session_id).await?;
         let turns_before = records
@@ -196,8 +245,9 @@ impl AgentClient {
             continue_after: options.continue_after,
             // Stored by the run's first activity, after the worker's prompt hooks: a prompt
             // they block is never stored, as in process.
-            prompt: Some(prompt.into()),
+            prompt: Some(prompt),
             records_before: records.len() as u32,
+            output,
             ..RunInput::default()
         };
         let start = WorkflowStartOptions::new(self.task_queue.clone(), workflow_id.clone()).build();
@@ -335,16 +385,21 @@ impl RunHandle {
             })
     }
 
+    /// The error of a request about this run's workflow that failed.
+    pub(crate) fn failed(&self, error: impl std::fmt::Display) -> TemporalError {
+        TemporalError::Workflow {
+            workflow_id: self.workflow_id.clone(),
+            reason: error.to_string(),
+        }
+    }
+
     /// The run as the server knows it now.
     pub async fn describe(&self) -> Result<RunInfo, TemporalError> {
         let described = self
             .handle
             .describe(WorkflowDescribeOptions::default())
             .await
-            .map_err(|error| TemporalError::Workflow {
-                workflow_id: self.workflow_id.clone(),
-                reason: error.to_string(),
-            })?;
+            .map_err(|error| self.failed(error))?;
         Ok(RunInfo {
             workflow_id: self.workflow_id.clone(),
             session_id: Some(self.session_id.clone()),
@@ -396,6 +451,9 @@ impl RunHandle {
                 workflow_id: self.workflow_id.clone(),
                 reason: with_causes(&error),
             })?;
+        if let Some(reason) = summary.output_failed {
+            return Err(TemporalError::Output(reason));
+        }
         let messages = stored_conversation(&*self.store, &self.session_id).await?;
         let text = messages
             .last()
@@ -408,6 +466,27 @@ impl RunHandle {
             turns: summary.turns,
             sealed: summary.sealed,
             stopped: summary.stopped,
+            output: summary.output,
+            usage: summary.usage,
+        })
+    }
+
+    /// Waits for a typed run ([`AgentClient::start_as`]) to end, and returns its answer as
+    /// `T`; fails as [`result`](Self::result) does, and when the run ended without an answer
+    /// (its answers were refused until no retry was left, or it stopped before answering) or
+    /// its answer does not deserialize as `T`.
+    pub async fn output<T: DeserializeOwned>(&self) -> Result<T, TemporalError> {
+        let outcome = self.result().await?;
+        let Some(value) = outcome.output else {
+            let reason = match outcome.stopped {
+                Some(stopped) => format!("the run stopped before answering: {stopped}"),
+                None => "the run was not started for a typed answer (`start_as`)".to_owned(),
+            };
+            return Err(TemporalError::Output(reason));
+        };
+        T::deserialize(value).map_err(|error| {
+            let type_name = std::any::type_name::<T>();
+            TemporalError::Output(format!("the answer is not a `{type_name}`: {error}"))
         })
     }
 }

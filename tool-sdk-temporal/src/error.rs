@@ -38,6 +38,11 @@ pub enum TemporalError {
     /// `Agent::create` would say of it).
     #[error("the agent's config is refused: {0}")]
     Config(#[source] AgentError),
+    /// A typed run ([`AgentClient::start_as`](crate::AgentClient::start_as)) ended without an
+    /// answer of its type: its answers were refused until no retry was left, it stopped
+    /// before answering, or its answer does not deserialize as the type.
+    #[error("the run gave no typed answer: {0}")]
+    Output(String),
     /// The session store failed.
     #[error(transparent)]
     Session(#[from] SessionError),

@@ -60,6 +60,14 @@
 //! **The same `AgentConfig`.** [`AgentParts::from_config`] takes the config an in-process
 //! agent is made of: tools by name, permission mode and rules, hooks, limits and budgets, the
 //! context window, sub-agents, MCP servers; what runs where is listed on [`AgentParts`].
+//! A typed answer too: [`AgentClient::start_as`] asks for one of `T`'s schema, refused and
+//! sent back as `Agent::prompt_as` does, and [`RunHandle::output`] returns it as `T`.
+//!
+//! **Watching a run.** [`RunHandle::events`] streams what a run stores (turns, calls,
+//! questions) and, while an activity runs, what its heartbeats carry: the model's text as it
+//! streams ([`RunEvent::TextDelta`]) and a tool's progress ([`RunEvent::ToolProgress`]). The
+//! workers pace those heartbeats (news at most every 150 ms), and they never enter the
+//! workflow's history.
 
 // Temporal's macros make an undocumented associated constant of each activity and of the
 // workflow's run method (what a workflow or a client names them by): the methods have docs.
@@ -68,6 +76,7 @@ mod activities;
 mod client;
 mod error;
 mod events;
+mod live;
 mod parts;
 mod payloads;
 mod questions;
@@ -77,8 +86,8 @@ mod worker;
 mod workflow;
 
 pub use activities::{
-    AgentActivities, ApprovalAnswer, BudgetStop, CallDone, CallInput, CallPlan, PromptInput,
-    RunSettings, StopInput, TurnInput, TurnOutcome,
+    AgentActivities, ApprovalAnswer, BudgetStop, CallDone, CallInput, CallPlan, ContextOutcome,
+    PromptInput, RunSettings, StopInput, TurnInput, TurnOutcome, TypedAnswer,
 };
 pub use client::{AgentClient, RunHandle, RunInfo, RunOutcome, RunStatus};
 pub use error::TemporalError;

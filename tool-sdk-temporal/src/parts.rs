@@ -37,9 +37,10 @@ use crate::error::TemporalError;
 ///   the session and wait in the server, holding no process, for
 ///   [`RunHandle::answer_elicitation`](crate::RunHandle::answer_elicitation); the call then
 ///   runs again from the start, its questions answered from the session (as in process);
-/// - the context window is managed as in process: before a model turn, its activity clears
-///   old tool results or compacts the conversation (the `pre_compact` hooks asked, the
-///   summary requested from the model), each change stored in the session first;
+/// - the context window is managed as in process: before a model turn, an activity of its
+///   own clears old tool results or compacts the conversation (the `pre_compact` hooks
+///   asked, the summary requested from the model), each change stored in the session
+///   first; the summary's tokens count in the run's usage and budgets;
 /// - the Task tool's sub-agents run inside its call's activity, as they do in process inside
 ///   the call (a worker that dies under one answers the call as one that may have partly
 ///   happened); a call of theirs that would ask is refused, naming the rule that allows it;

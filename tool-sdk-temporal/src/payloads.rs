@@ -2,6 +2,8 @@
 //! never the conversation (which stays in the session store).
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tool_sdk::agent::OutputSchema;
 use tool_sdk::model::Usage;
 
 use crate::parts::ToolRetries;
@@ -16,6 +18,20 @@ pub struct RunSettings {
     pub hooks: bool,
     /// How many times stop hooks may send a run on.
     pub max_stop_continuations: u32,
+    /// Whether the config manages the context window: each model turn is then preceded by
+    /// [`prepare_context`](crate::AgentActivities::prepare_context). (Runs started before
+    /// it existed read `false`, and compact inside the model turn, as they did.)
+    #[serde(default)]
+    pub manages_context: bool,
+}
+
+/// What preparing a turn's context cost.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContextOutcome {
+    /// The tokens of the summary's request, when it compacted.
+    pub usage: Usage,
+    /// The budget the summary spent, if it did: the run stops before the turn.
+    pub budget: Option<BudgetStop>,
 }
 
 /// A run's prompt, to store at position `at` of its session once the prompt hooks let it.
@@ -50,6 +66,12 @@ pub struct TurnInput {
     /// The tokens the run used before this turn: what its budgets are checked against.
     #[serde(default)]
     pub run_usage: Usage,
+    /// The typed answer the run asks for, if it does.
+    #[serde(default)]
+    pub output: Option<OutputSchema>,
+    /// How many of the run's typed answers were refused before this turn.
+    #[serde(default)]
+    pub refused: u32,
 }
 
 /// What the workflow needs of a model turn: its calls (not their inputs), its usage, and
@@ -65,6 +87,20 @@ pub struct TurnOutcome {
     /// is told of the turn's calls, which do not run.
     #[serde(default)]
     pub budget: Option<BudgetStop>,
+    /// Of a typed run: what became of the answer the turn gave; `None` when it gave none.
+    #[serde(default)]
+    pub answer: Option<TypedAnswer>,
+}
+
+/// What became of the typed answer a turn gave.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum TypedAnswer {
+    /// It was taken (checked against the schema, and unwrapped): the run is over.
+    Accepted(Value),
+    /// It was refused and sent back, with what is wrong with it: the model answers again.
+    Refused,
+    /// It was refused and no retry was left: the run ends without an answer, for this reason.
+    Failed(String),
 }
 
 /// A run stopped by a budget.

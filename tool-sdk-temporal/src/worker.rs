@@ -41,6 +41,9 @@ impl AgentWorker {
         let client = connect(address).await?;
         let options = WorkerOptions::new(task_queue)
             .sticky_queue_schedule_to_start_timeout(STICKY_TIMEOUT)
+            // Heartbeats carry the model's text and the tools' progress to the client: the
+            // activities pace them, the worker must not hold them back.
+            .max_heartbeat_throttle_interval(crate::live::HEARTBEAT_THROTTLE)
             .register_workflow::<AgentWorkflow>()
             .map_err(|error| TemporalError::Worker(error.to_string()))?
             .register_activities(activities)

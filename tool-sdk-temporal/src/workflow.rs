@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use temporalio_common::RetryPolicy;
 use temporalio_common::error::ActivityExecutionError;
 use temporalio_macros::{workflow, workflow_methods};
@@ -15,6 +16,7 @@ use temporalio_sdk::workflows::join_all;
 use temporalio_sdk::{
     ActivityOptions, ContinueAsNewOptions, SyncWorkflowContext, WorkflowContext, WorkflowResult,
 };
+use tool_sdk::agent::OutputSchema;
 use tool_sdk::agent::decisions::{
     AfterStop, AfterTurn, after_stop, after_turn, asks_stop_hooks, before_request, next_batch,
 };
@@ -22,7 +24,7 @@ use tool_sdk::model::Usage;
 
 use crate::activities::{
     AgentActivities, ApprovalAnswer, CallDone, CallInput, CallPlan, PromptInput, RunSettings,
-    StopInput, TurnInput,
+    StopInput, TurnInput, TurnOutcome, TypedAnswer,
 };
 
 /// The result a call gets when the worker running it died and its tool may not run twice
@@ -62,6 +64,10 @@ pub struct RunInput {
     /// How many records the session held when the run was started: where its prompt goes.
     #[serde(default)]
     pub records_before: u32,
+    /// The typed answer the run asks for, if it does (the model's answer is checked against
+    /// it, and sent back while it is refused, as `Agent::prompt_as` does).
+    #[serde(default)]
+    pub output: Option<OutputSchema>,
     /// Approvals answered before the run continued as new, for calls yet to ask.
     #[serde(default)]
     pub answers: Vec<ApprovalAnswer>,
@@ -86,6 +92,16 @@ pub struct RunSummary {
     /// How many times stop hooks sent the run on.
     #[serde(default)]
     pub continued: u32,
+    /// A typed run's answer, taken.
+    #[serde(default)]
+    pub output: Option<Value>,
+    /// How many of a typed run's answers were refused.
+    #[serde(default)]
+    pub refused: u32,
+    /// Why a typed run ended without an answer (its answers were refused until no retry was
+    /// left), if it did.
+    #[serde(default)]
+    pub output_failed: Option<String>,
 }
 
 /// The agent workflow (type `tool_sdk.agent`): model turns and tool calls as activities, in
@@ -155,16 +171,25 @@ impl AgentWorkflow {
                 return Ok(summary);
             }
             let index = input.turns_before + summary.turns;
-            let turn = TurnInput {
-                session_id: input.session_id.clone(),
-                index,
-                run_usage: summary.usage,
+            let Some(turn) = model_turn(ctx, &input, &settings, &mut summary, index).await? else {
+                return Ok(summary);
             };
-            let turn = ctx
-                .execute_activity(AgentActivities::model_turn, turn, model_options(&input))
-                .await?;
-            summary.turns += 1;
-            summary.usage += turn.usage;
+            // A typed run ends with its answer taken or refused for good, or asks again.
+            match turn.answer {
+                Some(TypedAnswer::Accepted(value)) => {
+                    summary.output = Some(value);
+                    return Ok(summary);
+                }
+                Some(TypedAnswer::Failed(reason)) => {
+                    summary.output_failed = Some(reason);
+                    return Ok(summary);
+                }
+                Some(TypedAnswer::Refused) => {
+                    summary.refused += 1;
+                    continue;
+                }
+                None => {}
+            }
             match after_turn(turn.calls.len(), turn.budget.as_ref()) {
                 AfterTurn::Finish => {
                     let goes_on = ask_stop_hooks(ctx, &input, &settings, &summary, index).await?;
@@ -203,6 +228,45 @@ impl AgentWorkflow {
     ) {
         self.answers.insert(answer.call_id.clone(), answer);
     }
+}
+
+/// The session's model turn `index`, counted in `summary`; its context prepared first when
+/// the config manages the window (`None`: the summary spent a budget, the run stops).
+async fn model_turn(
+    ctx: &mut WorkflowContext<AgentWorkflow>,
+    input: &RunInput,
+    settings: &RunSettings,
+    summary: &mut RunSummary,
+    index: u32,
+) -> WorkflowResult<Option<TurnOutcome>> {
+    let turn = |summary: &RunSummary| TurnInput {
+        session_id: input.session_id.clone(),
+        index,
+        run_usage: summary.usage,
+        output: input.output.clone(),
+        refused: summary.refused,
+    };
+    if settings.manages_context {
+        let prepare = AgentActivities::prepare_context;
+        let prepared = ctx
+            .execute_activity(prepare, turn(summary), model_options(input))
+            .await?;
+        summary.usage += prepared.usage;
+        if let Some(stop) = prepared.budget {
+            summary.stopped = Some(stop.reason);
+            return Ok(None);
+        }
+    }
+    let turn = ctx
+        .execute_activity(
+            AgentActivities::model_turn,
+            turn(summary),
+            model_options(input),
+        )
+        .await?;
+    summary.turns += 1;
+    summary.usage += turn.usage;
+    Ok(Some(turn))
 }
 
 /// After the model's turn `index` made no calls: asks the stop hooks, if the config has some

@@ -2,7 +2,8 @@
 //! no-op activity round trip (the floor), a step of the agent on Temporal, the same step in
 //! process with no store and with `SqliteStore`, runs per second with one and two worker
 //! processes, the time from a worker's death to its run going on elsewhere, the delay of a
-//! run's events (from its record stored to the client), and the history
+//! run's events (from its record stored to the client), the delay of what shows while an
+//! activity runs (the model's first token, a tool's progress line), and the history
 //! of a 60-turn session of about 100k tokens.
 //!
 //! `cargo test --release -p tool-sdk-temporal --test bench -- --ignored --nocapture` for the
@@ -14,6 +15,9 @@ mod floor;
 #[allow(dead_code)]
 #[path = "support/server.rs"]
 mod server;
+#[allow(dead_code)]
+#[path = "support/stream.rs"]
+mod stream;
 #[allow(dead_code)]
 #[path = "support/tools.rs"]
 mod tools;
@@ -112,7 +116,60 @@ async fn run_all(sizes: &Sizes) {
         "an event's delay, from its record stored to the client (tailing every 50 ms): \
          median {median_delay:?}, max {max_delay:?}"
     );
+    let (text, progress) = live_delay(&server, sizes.repeats.max(3)).await;
+    eprintln!(
+        "live events' delay, tailing every 50 ms: the model's first token to its TextDelta: \
+         median {:?}, max {:?}; a tool's progress line to its ToolProgress: median {:?}, \
+         max {:?}",
+        median(text.clone()),
+        text.iter().max().unwrap(),
+        median(progress.clone()),
+        progress.iter().max().unwrap()
+    );
     history_of_a_long_session(&server, sizes).await;
+}
+
+/// The delays of what shows while an activity runs, over `runs` runs of a call reporting 5
+/// progress lines, then a streamed answer: from the model sending its first token to the
+/// client's `TextDelta`, and from the tool reporting each line to the client's
+/// `ToolProgress`.
+async fn live_delay(server: &DevServer, runs: usize) -> (Vec<Duration>, Vec<Duration>) {
+    use stream::{SlowModel, Step, report, watch};
+    use tool_sdk_temporal::RunEvent;
+
+    let dir = tempfile::tempdir().unwrap();
+    let parts = ["The ", "notes ", "are ", "fine."].map(str::to_owned);
+    let script = vec![
+        Step::Whole(report("toolu_0", dir.path(), 5)),
+        Step::Streamed(parts.to_vec()),
+    ];
+    let model = SlowModel::start(script).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let _worker = start_worker(server, "live", &store_path, &model.url);
+    let client = AgentClient::connect(&server.address, "live", store)
+        .await
+        .unwrap();
+    let (mut text, mut progress) = (Vec::new(), Vec::new());
+    for run in 0..runs {
+        let handle = client.start("Go", RunOptions::default()).await.unwrap();
+        let watched = watch(&handle, &model, dir.path()).await;
+        let first = RunEvent::TextDelta("The ".into());
+        assert!(watched.events.contains(&first), "{:?}", watched.events);
+        let sent = model.first_sent()[run];
+        text.push(
+            watched.deltas_at[0]
+                .duration_since(sent)
+                .unwrap_or_default(),
+        );
+        progress.extend(watched.progress_delays);
+        // The next run's lines are seen anew.
+        for line in 0..5 {
+            std::fs::remove_file(dir.path().join(format!("seen-{line}"))).unwrap();
+        }
+    }
+    assert!(model.seen_in_time().iter().all(|seen| *seen));
+    (text, progress)
 }
 
 /// The delay of [`RunHandle::events`]: from each record's store time (`created_at`, in the
@@ -121,6 +178,7 @@ async fn event_delay(server: &DevServer, sizes: &Sizes) -> (Duration, Duration) 
     use futures::StreamExt;
     use std::time::{SystemTime, UNIX_EPOCH};
     use tool_sdk::session::{Record, SessionStore};
+    use tool_sdk_temporal::RunEvent;
 
     let dir = tempfile::tempdir().unwrap();
     let model = model_server(script(dir.path(), sizes.steps, 8)).await;
@@ -133,6 +191,11 @@ async fn event_delay(server: &DevServer, sizes: &Sizes) -> (Duration, Duration) 
     let run = client.start("Go", RunOptions::default()).await.unwrap();
     let arrivals: Vec<u128> = tokio::time::timeout(ROW_LIMIT, async {
         run.events(Duration::from_millis(50))
+            // The events of records (text deltas come from heartbeats: `live_delay`).
+            .filter(|event| {
+                let live = matches!(event, Ok(RunEvent::TextDelta(_) | RunEvent::TextRestarted));
+                std::future::ready(!live)
+            })
             .map(|event| {
                 event.unwrap();
                 SystemTime::now()

@@ -498,10 +498,13 @@ async fn a_managed_window_is_cleared_and_compacted_on_temporal_as_in_process() {
     let agent = Agent::create(windowed().session(|s| s.with_store(local.clone())))
         .await
         .unwrap();
-    assert_eq!(
-        agent.prompt("Look at them").await.unwrap().text,
-        "looked at them all"
-    );
+    let in_process = agent.prompt("Look at them").await.unwrap();
+    assert_eq!(in_process.text, "looked at them all");
+    // The run's tokens are its turns' and its summary's, as in process (the summary's
+    // request is an activity of its own, whose usage the workflow counts).
+    assert_eq!(outcome.usage, in_process.usage);
+    let history = run.history().to_json().await.unwrap();
+    assert!(String::from_utf8_lossy(&history).contains("tool_sdk.prepare_context"));
 
     let kinds = |records: Vec<Record>| -> Vec<&'static str> {
         records

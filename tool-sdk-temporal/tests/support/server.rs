@@ -327,7 +327,7 @@ pub fn turn_response(turn: &Turn) -> ResponseTemplate {
 }
 
 /// The Anthropic SSE stream of one turn.
-fn anthropic_stream(turn: &Turn) -> String {
+pub fn anthropic_stream(turn: &Turn) -> String {
     let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
     let mut out = event(
         "message_start",

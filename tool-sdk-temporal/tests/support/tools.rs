@@ -110,3 +110,24 @@ pub async fn greet(dir: String, ctx: &ToolContext) -> Result<String, tool_sdk::T
     count(Path::new(&dir), "greetings", &format!("hello {name}"));
     Ok(format!("greeted {name}"))
 }
+
+/// Reports `lines` progress lines, `line <i> at <µs since the epoch>`, and after each waits
+/// (20 s at most) until `dir/seen-<i>` exists, which the test writes once the line reached
+/// it: so the lines seen are those that showed while the call ran. Says how many were.
+#[tool(register = false, read_only)]
+pub async fn report(dir: String, lines: u32, ctx: &ToolContext) -> String {
+    let mut seen = 0;
+    for line in 0..lines {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("the clock is past 1970");
+        ctx.progress(format!("line {line} at {}", now.as_micros()));
+        let file = Path::new(&dir).join(format!("seen-{line}"));
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !file.exists() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        seen += u32::from(file.exists());
+    }
+    format!("{seen} of {lines} lines seen while running")
+}

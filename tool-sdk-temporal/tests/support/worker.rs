@@ -47,6 +47,9 @@ async fn main() {
     registry
         .register(Arc::new(tools::MarkTool))
         .expect("the tools register");
+    registry
+        .register(Arc::new(tools::ReportTool))
+        .expect("the tools register");
     let model = AnthropicModel::new("claude-test", "test-key").with_base_url(model_url);
     let store = SqliteStore::open(store).expect("the store opens");
     let mut parts = AgentParts::new(Arc::new(model), registry, Arc::new(store));

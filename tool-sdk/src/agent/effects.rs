@@ -13,12 +13,14 @@ use super::error::AgentError;
 use super::events::{Emit, RunResult};
 use super::hooks::{Notification, NotificationKind, SessionSource, SessionStart, StopContext};
 use super::inner::AgentInner;
+use super::output::{OutputSchema, OutputVerdict, judge_schema};
 use super::subagent::Subagents;
 use crate::builtin::{file_key, file_modified};
-use crate::model::{History, MessageContent, Model, ModelRequest, Usage};
+use crate::model::{History, Message, MessageContent, Model, ModelRequest, Usage};
 use crate::permission::{PermissionGate, PermissionMode};
 use crate::pipeline::CallPolicy;
 use crate::session::{Record, SessionStore, restore};
+use crate::validate::ValidationOptions;
 use crate::{AgentId, FileStateTracker, ToolContext, ToolError, ToolRegistry};
 
 /// An agent's parts, built from an [`AgentConfig`] exactly as [`Agent::create`] builds them
@@ -212,12 +214,64 @@ impl AgentEffects {
         store: Arc<dyn SessionStore>,
         run_usage: Usage,
     ) -> Result<History, AgentError> {
+        self.managed_view(session_id, records, store, run_usage)
+            .await
+            .0
+    }
+
+    /// Clears or compacts the stored session `session_id` (its `records`) as
+    /// [`context_view`](Self::context_view) would before the next request, each change
+    /// appended to `store`; returns the tokens of the summary's request (none when it did not
+    /// compact), for the caller to count in the run's (`run_usage` so far). A budget the
+    /// summary spends is not an error here: [`budget_stop`](Self::budget_stop) of the run's
+    /// new total says so.
+    pub async fn prepare_context(
+        &self,
+        session_id: &str,
+        records: &[Record],
+        store: Arc<dyn SessionStore>,
+        run_usage: Usage,
+    ) -> Result<Usage, AgentError> {
+        let (view, total) = self
+            .managed_view(session_id, records, store, run_usage)
+            .await;
+        let less = |all: u64, before: u64| all.saturating_sub(before);
+        let spent = Usage {
+            input_tokens: less(total.input_tokens, run_usage.input_tokens),
+            output_tokens: less(total.output_tokens, run_usage.output_tokens),
+            cache_read_input_tokens: less(
+                total.cache_read_input_tokens,
+                run_usage.cache_read_input_tokens,
+            ),
+            cache_creation_input_tokens: less(
+                total.cache_creation_input_tokens,
+                run_usage.cache_creation_input_tokens,
+            ),
+        };
+        match view {
+            Err(error) if self.budget_stop(&total).is_none() => Err(error),
+            _ => Ok(spent),
+        }
+    }
+
+    /// [`context_view`](Self::context_view), with the run's usage after it (`run_usage`
+    /// and the summary's).
+    async fn managed_view(
+        &self,
+        session_id: &str,
+        records: &[Record],
+        store: Arc<dyn SessionStore>,
+        run_usage: Usage,
+    ) -> (Result<History, AgentError>, Usage) {
         let restored = restore(records);
         let messages = History::from(restored.messages.clone());
         if !self.manages_context() {
-            return Ok(messages);
+            return (Ok(messages), run_usage);
         }
-        let step = self.inner.for_session(session_id, Some(store))?;
+        let step = match self.inner.for_session(session_id, Some(store)) {
+            Ok(step) => step,
+            Err(error) => return (Err(error), run_usage),
+        };
         step.context.restore(&restored);
         let mut result = RunResult {
             usage: run_usage,
@@ -225,8 +279,31 @@ impl AgentEffects {
         };
         let nobody = Emit::questions_to(|_| {});
         let never = CancellationToken::new();
-        step.context_view(&messages, &mut result, &nobody, &never)
-            .await
+        let view = step
+            .context_view(&messages, &mut result, &nobody, &never)
+            .await;
+        (view, result.usage)
+    }
+
+    /// What the typed answer of `turn` (a model turn just taken, of a run that asked for an
+    /// answer of `schema`) comes to, after `refused` answers of the run were refused: taken,
+    /// sent back with what is wrong with it (up to the config's `max_output_retries` times),
+    /// the run failed, or not given yet; with the records that tell the model. The decisions
+    /// and texts of [`Agent::prompt_as`](super::Agent::prompt_as), except that the answer is
+    /// checked against the schema only: deserializing it as its type is for whoever knows
+    /// the type.
+    pub fn judge_output(
+        &self,
+        schema: &OutputSchema,
+        turn: &Message,
+        refused: u32,
+    ) -> Result<OutputVerdict, AgentError> {
+        let config = &self.inner.config;
+        let options = ValidationOptions {
+            coerce: config.coerce_inputs,
+        };
+        let max = config.limits.max_output_retries;
+        judge_schema(schema, options, turn, refused, max)
     }
 
     /// What `usage` costs at the model's price; `None` when the price is unknown.

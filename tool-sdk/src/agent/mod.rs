@@ -113,7 +113,7 @@ pub use hooks::{
     SessionSource, SessionStart, StopCheck, StopContext, SubagentStart, ToolCall, ToolFailure,
     ToolResult,
 };
-pub use output::TypedRun;
+pub use output::{OutputNext, OutputSchema, OutputVerdict, TypedRun};
 pub use project::{ClaudeSettings, MEMORY_FILES, MemoryFile, ProjectMemory};
 
 /// An agent: create it once, then [`prompt`](Agent::prompt) or [`run`](Agent::run) it as many

@@ -18,6 +18,7 @@ use std::task::{Context, Poll};
 use futures::Stream;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::error::{AgentError, ConfigError};
@@ -49,25 +50,31 @@ impl OutputSpec {
     pub(crate) fn of<T: JsonSchema + DeserializeOwned>(
         options: ValidationOptions,
     ) -> Result<Self, AgentError> {
-        let mut schema = schema_for::<T>();
-        let wrapped = root_object_error(&schema).is_some();
-        if wrapped {
-            schema = wrap(schema);
-        }
-        let validator =
-            InputValidator::new(&schema, options).map_err(|source| ConfigError::OutputSchema {
+        Self::from_schema(&OutputSchema::of::<T>(), options, |value| {
+            T::deserialize(value)
+                .map(|_| ())
+                .map_err(|error| error.to_string())
+        })
+        .map_err(|source| {
+            ConfigError::OutputSchema {
                 type_name: std::any::type_name::<T>(),
                 source,
-            })?;
+            }
+            .into()
+        })
+    }
+
+    /// The spec of a schema made elsewhere; `accepts` checks what the schema cannot say.
+    fn from_schema(
+        schema: &OutputSchema,
+        options: ValidationOptions,
+        accepts: fn(&Value) -> Result<(), String>,
+    ) -> Result<Self, crate::validate::SchemaError> {
         Ok(OutputSpec {
-            format: OutputFormat::new(&T::schema_name(), schema),
-            validator,
-            wrapped,
-            accepts: |value| {
-                T::deserialize(value)
-                    .map(|_| ())
-                    .map_err(|error| error.to_string())
-            },
+            format: schema.format(),
+            validator: InputValidator::new(&schema.schema, options)?,
+            wrapped: schema.wrapped,
+            accepts,
         })
     }
 
@@ -112,6 +119,150 @@ impl OutputSpec {
             (false, _) => self.check(value),
         }
     }
+}
+
+/// A typed answer's shape, as a driver that runs the loop elsewhere carries it (it
+/// serializes): made by [`OutputSchema::of`] where the answer's type is known (the client),
+/// checked by [`AgentEffects::judge_output`](super::AgentEffects::judge_output) where it is
+/// not (a worker), as [`Agent::prompt_as`](super::Agent::prompt_as) checks it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutputSchema {
+    /// The shape's name (the type's schema name).
+    pub name: String,
+    /// The JSON Schema the model is asked for; its root is an object.
+    pub schema: Value,
+    /// Whether the type's own schema is wrapped in `{"value": ...}` (providers want an
+    /// object at the root): the answer is the wrapper's `value`.
+    pub wrapped: bool,
+}
+
+impl OutputSchema {
+    /// The shape of `T`, as `prompt_as::<T>` asks for it.
+    pub fn of<T: JsonSchema>() -> Self {
+        let mut schema = schema_for::<T>();
+        let wrapped = root_object_error(&schema).is_some();
+        if wrapped {
+            schema = wrap(schema);
+        }
+        OutputSchema {
+            name: T::schema_name().into_owned(),
+            schema,
+            wrapped,
+        }
+    }
+
+    /// The format a request asks for the answer with.
+    pub fn format(&self) -> OutputFormat {
+        OutputFormat::new(&self.name, self.schema.clone())
+    }
+}
+
+/// What a turn's typed answer comes to
+/// ([`AgentEffects::judge_output`](super::AgentEffects::judge_output)).
+#[derive(Clone, Debug)]
+pub struct OutputVerdict {
+    /// What the run does next.
+    pub next: OutputNext,
+    /// The records that answer the turn's output calls, or send a refused answer in its text
+    /// back: to store after the turn, before anything else.
+    pub records: Vec<Record>,
+}
+
+/// What a run that wants a typed answer does after a turn.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum OutputNext {
+    /// The answer was taken (checked, and unwrapped): the run is over.
+    Accepted(Value),
+    /// The answer was refused and goes back to the model (in `records`), which answers again.
+    Retry(InputErrors),
+    /// The answer was refused and no retry is left: the run fails with this error.
+    Failed(AgentError),
+    /// No answer in this turn: the turn's calls with these ids run (its output calls made
+    /// beside them are answered in `records`), and the answer is asked for after them.
+    RunCalls(Vec<String>),
+}
+
+/// What the answer of `turn` comes to, after `refused` refused ones, checked with `spec`:
+/// the decisions and the texts of [`AgentInner::take_output`].
+fn judge(spec: &OutputSpec, turn: &Message, refused: u32, max_retries: u32) -> OutputVerdict {
+    let (answers, others): (Vec<&ToolUse>, Vec<&ToolUse>) = turn
+        .tool_uses()
+        .partition(|call| call.name == OutputFormat::TOOL_NAME);
+    let other_ids = || others.iter().map(|call| call.id.clone()).collect();
+    let answer = step::find_answer(answers.len(), others.len());
+    let checked = match (answer, answers.first()) {
+        (Answer::NotYet, _) => {
+            let next = OutputNext::RunCalls(other_ids());
+            return OutputVerdict {
+                next,
+                records: Vec::new(),
+            };
+        }
+        (Answer::TooSoon, _) => {
+            let records = answers.iter().enumerate().map(|(index, call)| {
+                let result = step::output_result(index, false, false);
+                Record::ToolResult {
+                    block: output_block(call, result, None),
+                }
+            });
+            return OutputVerdict {
+                next: OutputNext::RunCalls(other_ids()),
+                records: records.collect(),
+            };
+        }
+        (Answer::OutputCall, Some(call)) => spec.check_call(call),
+        (Answer::Text | Answer::OutputCall, _) => spec.check_text(&turn.text()),
+    };
+    let accepted = checked.is_ok();
+    let (next, reply) = match checked {
+        Ok(value) => (OutputNext::Accepted(value), None),
+        Err(errors) => match step::refuse_answer(refused + 1, max_retries) {
+            Refusal::Fail => {
+                let attempts = refused + 1;
+                let error = AgentError::OutputInvalid { attempts, errors };
+                (OutputNext::Failed(error), None)
+            }
+            Refusal::Retry => {
+                let reply = refusal(&errors, answer == Answer::Text);
+                (OutputNext::Retry(errors), Some(reply))
+            }
+        },
+    };
+    let records = match (answer, reply) {
+        (Answer::OutputCall, reply) => answers
+            .iter()
+            .enumerate()
+            .map(|(index, call)| {
+                let result = step::output_result(index, true, accepted);
+                Record::ToolResult {
+                    block: output_block(call, result, reply.as_deref()),
+                }
+            })
+            .collect(),
+        (_, Some(reply)) => vec![Record::user(Message::user(reply))],
+        (_, None) => Vec::new(),
+    };
+    OutputVerdict { next, records }
+}
+
+/// What the answer of `turn` comes to, checked against `schema` only (whoever knows its type
+/// deserializes it), `options` as the agent validates: [`judge`], for
+/// [`AgentEffects::judge_output`](super::AgentEffects::judge_output).
+pub(crate) fn judge_schema(
+    schema: &OutputSchema,
+    options: ValidationOptions,
+    turn: &Message,
+    refused: u32,
+    max_retries: u32,
+) -> Result<OutputVerdict, AgentError> {
+    let spec = OutputSpec::from_schema(schema, options, |_| Ok(())).map_err(|source| {
+        ConfigError::OutputSchema {
+            type_name: "(the run's typed answer)",
+            source,
+        }
+    })?;
+    Ok(judge(&spec, turn, refused, max_retries))
 }
 
 /// `{"value": schema}`, the definitions moved to the new root so that `$ref`s still resolve.
