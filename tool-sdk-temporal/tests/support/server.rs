@@ -123,19 +123,29 @@ pub struct DevServer {
 }
 
 impl DevServer {
-    /// Starts one and waits (30 s at most) until it serves.
+    /// Starts one and waits (60 s at most) until it serves. A server that exits before it
+    /// serves (a port of its taken by another process meanwhile: ours are free when chosen,
+    /// not reserved) is started again on other ports, twice at most.
     pub async fn start() -> DevServer {
-        let dir = tempfile::tempdir().expect("a temp dir");
-        let ports = (free_port(), free_port());
-        let process = spawn_server(dir.path(), ports);
-        let server = DevServer {
-            address: format!("127.0.0.1:{}", ports.0),
-            ports,
-            process,
-            dir,
-        };
-        server.wait_listening().await;
-        server
+        let mut dir = tempfile::tempdir().expect("a temp dir");
+        let mut retries = 2;
+        loop {
+            let ports = (free_port(), free_port());
+            let process = spawn_server(dir.path(), ports);
+            let mut server = DevServer {
+                address: format!("127.0.0.1:{}", ports.0),
+                ports,
+                process,
+                dir,
+            };
+            // The last try fails the test with the server's log.
+            if retries == 0 || server.serves().await {
+                server.wait_listening().await;
+                return server;
+            }
+            retries -= 1;
+            dir = server.dir;
+        }
     }
 
     /// Kills the server (SIGKILL, as a crashed host would stop it).
@@ -150,25 +160,33 @@ impl DevServer {
         self.wait_listening().await;
     }
 
-    /// Waits (30 s at most) until the server answers a client: listening is not enough, its
-    /// frontend says "not healthy yet" for a while after it opens its port, longer when
-    /// several servers start at once on a busy machine.
-    async fn wait_listening(&self) {
+    /// Waits until the server serves; fails the test, with the server's log, if it does not.
+    async fn wait_listening(&mut self) {
+        assert!(
+            self.serves().await,
+            "the Temporal dev server did not serve within 60 s; its log:\n{}",
+            std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+        );
+    }
+
+    /// Whether the server comes to answer a client within 60 s (false at once if it exits):
+    /// listening is not enough, its frontend says "not healthy yet" for a while after it
+    /// opens its port, longer when several servers start at once on a busy machine.
+    async fn serves(&mut self) -> bool {
         use temporalio_client::{Connection, ConnectionOptions, Url};
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(60);
         let url = Url::parse(&format!("http://{}", self.address)).expect("an address");
-        loop {
+        while Instant::now() < deadline {
             let options = ConnectionOptions::new(url.clone()).build();
             if Connection::connect(options).await.is_ok() {
-                return;
+                return true;
             }
-            assert!(
-                Instant::now() < deadline,
-                "the Temporal dev server did not serve within 30 s; its log:\n{}",
-                std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
-            );
+            if !matches!(self.process.0.try_wait(), Ok(None)) {
+                return false;
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        false
     }
 }
 
