@@ -17,7 +17,7 @@
 //! whose request carries one a child of it, so the two processes' spans are one trace.
 //!
 //! A span that failed has the status error, with the message, and `error.type`: for a tool
-//! call the [`ToolErrorKind`](crate::ToolErrorKind) in snake case (`timeout`,
+//! call the [`ToolErrorKind`] in snake case (`timeout`,
 //! `permission_denied`...) or `tool_error` for a tool that returned an error result; for a
 //! model call or a run, `rate_limited`, `overloaded`, the HTTP status of other provider
 //! errors, `transport`, `stream`, `cancelled`, `max_turns`...
