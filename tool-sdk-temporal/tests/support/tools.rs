@@ -22,18 +22,23 @@ pub fn registry() -> Arc<ToolRegistry> {
 /// runs of one call, whatever other calls ran beside it.
 fn count(dir: &Path, file: &str, line: &str) -> usize {
     let path = dir.join(file);
-    let mut out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .expect("the count file opens");
-    writeln!(out, "{line}").expect("the count file is written");
-    drop(out);
+    append_line(&path, line);
     std::fs::read_to_string(&path)
         .expect("the count file is read")
         .lines()
         .filter(|stored| *stored == line)
         .count()
+}
+
+/// Appends `line` to the file at `path` in one write: `writeln!` may write the text and its
+/// newline apart, and two calls running side by side then made one line of both.
+fn append_line(path: &Path, line: &str) {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut out| out.write_all(format!("{line}\n").as_bytes()))
+        .expect("the count file is written");
 }
 
 /// Holds the first run of a call in the tool for `slow_ms`, with `dir/<marker>` written (the
@@ -77,13 +82,7 @@ pub async fn write_note(dir: String, note: String, slow_ms: u64, ctx: &ToolConte
 pub async fn mark(dir: String, note: String, slow_ms: u64, ctx: &ToolContext) -> String {
     let line = format!("{} {note} {}", ctx.session_id(), std::process::id());
     let path = Path::new(&dir).join("marks");
-    let mut out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .expect("the marks file opens");
-    writeln!(out, "{line}").expect("the marks file is written");
-    drop(out);
+    append_line(&path, &line);
     tokio::select! {
         () = tokio::time::sleep(Duration::from_millis(slow_ms)) => {}
         () = ctx.cancellation().cancelled() => {}
