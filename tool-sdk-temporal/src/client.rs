@@ -168,11 +168,17 @@ impl AgentClient {
         prompt: impl Into<String>,
         options: RunOptions,
     ) -> Result<RunHandle, TemporalError> {
+        let session = self.new_session().await?;
+        self.continue_session(&session, prompt, options).await
+    }
+
+    /// A new session in the client's working directory: its id.
+    async fn new_session(&self) -> Result<String, TemporalError> {
         let session = self
             .store
             .create(NewSession::new(self.working_dir.clone()))
             .await?;
-        self.continue_session(&session.id, prompt, options).await
+        Ok(session.id)
     }
 
     /// Starts a run that goes on with the conversation of `session_id` (one run at a time per
@@ -197,11 +203,8 @@ impl AgentClient {
         prompt: impl Into<String>,
         options: RunOptions,
     ) -> Result<RunHandle, TemporalError> {
-        let session = self
-            .store
-            .create(NewSession::new(self.working_dir.clone()))
-            .await?;
-        self.continue_session_as::<T>(&session.id, prompt, options)
+        let session = self.new_session().await?;
+        self.continue_session_as::<T>(&session, prompt, options)
             .await
     }
 

@@ -2,14 +2,14 @@
 //! `InputRequiredResult` (2026-07-28) or a -32042 error in its answer. Each is asked through
 //! the elicitor of the calling tool's context, as the tool's own question would be.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, DEFAULT_MRTR_MAX_ROUNDS,
-    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData, InputRequest, InputResponses,
-    ServerResult,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData, InputRequest, InputRequests,
+    InputResponses, ServerResult,
 };
 use rmcp::service::Peer;
 use rmcp::{RoleClient, ServiceError};
@@ -65,21 +65,43 @@ impl ClientInner {
                     self.name
                 ))));
             }
-            let mut responses = InputResponses::new();
-            for (key, request) in input.input_requests.unwrap_or_default() {
-                let InputRequest::Elicitation(request) = request else {
-                    return Err(Err(ToolError::failed(format!(
-                        "MCP server `{}` asked for input this client does not give (only \
-                         elicitation is supported): {key}",
-                        self.name
-                    ))));
-                };
-                let answer = ask_through(ctx, request.params).await;
-                responses.insert(key, serde_json::to_value(answer).unwrap_or_default());
-            }
+            let requests = input.input_requests.unwrap_or_default();
+            let responses = self
+                .answer_requests(ctx, requests, &mut HashSet::new())
+                .await?;
             params.input_responses = Some(responses);
             params.request_state = input.request_state;
         }
+    }
+
+    /// Asks the user the server's questions not asked before (`answered`, by key): a task's,
+    /// or those of a call's input-required result.
+    pub(super) async fn answer_requests(
+        &self,
+        ctx: &ToolContext,
+        requests: InputRequests,
+        answered: &mut HashSet<String>,
+    ) -> Result<InputResponses, ToolResult> {
+        let mut responses = InputResponses::new();
+        for (key, request) in requests {
+            if answered.contains(&key) {
+                continue;
+            }
+            let InputRequest::Elicitation(request) = request else {
+                return Err(Err(ToolError::failed(format!(
+                    "MCP server `{}` asked for input this client does not give (only \
+                     elicitation is supported): {key}",
+                    self.name
+                ))));
+            };
+            let answer = ask_through(ctx, request.params).await;
+            responses.insert(
+                key.clone(),
+                serde_json::to_value(answer).unwrap_or_default(),
+            );
+            answered.insert(key);
+        }
+        Ok(responses)
     }
 
     /// Asks the user to open each of `pages` (a -32042 error's); the call is made again

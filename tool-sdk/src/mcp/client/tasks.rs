@@ -9,14 +9,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolResult, CancelTaskParams, ErrorData, GetTaskParams, InputRequest, InputRequests,
-    InputResponses, ServerResult, Task, TaskPayload, UpdateTaskParams,
+    CallToolResult, CancelTaskParams, ErrorData, GetTaskParams, ServerResult, Task, TaskPayload,
+    UpdateTaskParams,
 };
 use rmcp::service::Peer;
 use rmcp::{RoleClient, ServiceError};
 use serde_json::Value;
 
-use super::elicit::ask_through;
 use super::{CallProgress, ClientInner, Waiting};
 use crate::tool::{ToolContext, ToolError, ToolOutput, ToolResult};
 
@@ -113,35 +112,6 @@ impl ClientInner {
                 }
             }
         }
-    }
-
-    /// Asks the user the task's questions not asked before.
-    async fn answer_requests(
-        &self,
-        ctx: &ToolContext,
-        requests: InputRequests,
-        answered: &mut HashSet<String>,
-    ) -> Result<InputResponses, ToolResult> {
-        let mut responses = InputResponses::new();
-        for (key, request) in requests {
-            if answered.contains(&key) {
-                continue;
-            }
-            let InputRequest::Elicitation(request) = request else {
-                return Err(Err(ToolError::failed(format!(
-                    "MCP server `{}` asked for input this client does not give (only \
-                     elicitation is supported): {key}",
-                    self.name
-                ))));
-            };
-            let answer = ask_through(ctx, request.params).await;
-            responses.insert(
-                key.clone(),
-                serde_json::to_value(answer).unwrap_or_default(),
-            );
-            answered.insert(key);
-        }
-        Ok(responses)
     }
 }
 
