@@ -464,6 +464,7 @@ async fn complete(
         match event.map_err(|error| fail(format!("the model failed: {error}")))? {
             ModelEvent::Completed(response) => return Ok(response),
             ModelEvent::TextDelta(text) => shown.push_text(&text),
+            ModelEvent::ThinkingDelta(thinking) => shown.push_thinking(&thinking),
             _ => continue,
         }
     }

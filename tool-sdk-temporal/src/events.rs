@@ -33,8 +33,15 @@ pub enum RunEvent {
     /// [`TextRestarted`](Self::TextRestarted), add up to its text (`Message::text`): what did
     /// not stream in time comes just before the [`Turn`](Self::Turn).
     TextDelta(String),
+    /// The model's thinking as it streams, before its text, as for
+    /// [`TextDelta`](Self::TextDelta). What did not stream in time comes just before the
+    /// [`Turn`](Self::Turn) when what did is the start of the turn's thinking (its blocks one
+    /// after another); a provider that streams separators its stored thinking lacks gets none
+    /// of that, and the turn carries the thinking whole.
+    ThinkingDelta(String),
     /// The turn's request was sent again (the worker streaming it died, or its attempt
-    /// failed): the text streamed of it so far is void, and it streams again from its start.
+    /// failed): the text and thinking streamed of it so far are void, and they stream again
+    /// from their start.
     TextRestarted,
     /// A model turn, whole: its text, its thinking and its calls.
     Turn(Message),
@@ -215,8 +222,8 @@ impl RunHandle {
     /// excluded); an [attached](crate::AgentClient::attach) one from the session's start.
     ///
     /// An event comes about `every` after its record was stored: a model turn once it has
-    /// wholly arrived, a call as it starts and as it ends. The model's text
-    /// ([`RunEvent::TextDelta`]) and a tool's progress ([`RunEvent::ToolProgress`]) come as
+    /// wholly arrived, a call as it starts and as it ends. The model's text and thinking
+    /// ([`RunEvent::TextDelta`], [`RunEvent::ThinkingDelta`]) and a tool's progress ([`RunEvent::ToolProgress`]) come as
     /// they happen, from the workers' heartbeats, up to `every` plus 150 ms later
     /// (BENCHMARKS.md measures both delays).
     pub fn events(

@@ -64,8 +64,9 @@
 //! sent back as `Agent::prompt_as` does, and [`RunHandle::output`] returns it as `T`.
 //!
 //! **Watching a run.** [`RunHandle::events`] streams what a run stores (turns, calls,
-//! questions) and, while an activity runs, what its heartbeats carry: the model's text as it
-//! streams ([`RunEvent::TextDelta`]) and a tool's progress ([`RunEvent::ToolProgress`]). The
+//! questions) and, while an activity runs, what its heartbeats carry: the model's text and
+//! thinking as they stream ([`RunEvent::TextDelta`], [`RunEvent::ThinkingDelta`]) and a
+//! tool's progress ([`RunEvent::ToolProgress`]). The
 //! workers pace those heartbeats (news at most every 150 ms), and they never enter the
 //! workflow's history.
 

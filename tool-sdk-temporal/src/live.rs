@@ -1,12 +1,12 @@
-//! What a running activity shows before it ends: the model's text as it streams, a tool's
-//! progress.
+//! What a running activity shows before it ends: the model's text and thinking as they
+//! stream, a tool's progress.
 //!
 //! Temporal records what an activity returns, not what it does meanwhile, and a signal or an
 //! update would add events to the workflow's history for every few tokens. An activity's
 //! heartbeat, though, carries details that the server keeps outside the history (the last
 //! ones of each pending activity) and returns in `DescribeWorkflowExecution`, which the
 //! client already asks to know whether a run has ended. So a model turn's activity heartbeats
-//! the text streamed so far, a call's activity the progress lines its tool reported, and
+//! the text (and thinking) streamed so far, a call's activity the progress lines its tool reported, and
 //! [`RunHandle::events`](crate::RunHandle::events) turns what is new in them into events.
 //!
 //! The worker paces them: a change is sent at once when the last heartbeat is
@@ -25,7 +25,7 @@ use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tool_sdk::CancellationToken;
-use tool_sdk::model::Message;
+use tool_sdk::model::{Message, MessageContent};
 
 use crate::events::RunEvent;
 
@@ -62,6 +62,12 @@ pub(crate) enum Live {
         from: usize,
         /// The text's end.
         text: String,
+        /// Where `thinking` begins in the turn's thinking, in bytes.
+        #[serde(default)]
+        thinking_from: usize,
+        /// The thinking's end (its blocks one after another).
+        #[serde(default)]
+        thinking: String,
     },
     /// A call's progress lines.
     Progress {
@@ -87,6 +93,7 @@ enum Showing {
         turn: u32,
         run: String,
         text: String,
+        thinking: String,
     },
     Progress {
         call_id: String,
@@ -115,6 +122,7 @@ impl Shown {
             turn,
             run,
             text: String::new(),
+            thinking: String::new(),
         })
     }
 
@@ -143,6 +151,15 @@ impl Shown {
         });
     }
 
+    /// More of the turn's thinking.
+    pub(crate) fn push_thinking(&self, delta: &str) {
+        self.edit(|showing| {
+            if let Showing::Text { thinking, .. } = showing {
+                thinking.push_str(delta);
+            }
+        });
+    }
+
     /// A progress line of the call's tool.
     pub(crate) fn push_line(&self, line: &str) {
         let line = line.get(..floor_boundary(line, LINE_LIMIT)).unwrap_or(line);
@@ -161,13 +178,21 @@ impl Shown {
     fn details(&self) -> Live {
         let state = self.state.0.lock().unwrap_or_else(|p| p.into_inner());
         match &*state {
-            Showing::Text { turn, run, text } => {
-                let from = ceil_boundary(text, text.len().saturating_sub(TEXT_WINDOW));
+            Showing::Text {
+                turn,
+                run,
+                text,
+                thinking,
+            } => {
+                let (from, text) = window(text);
+                let (thinking_from, thinking) = window(thinking);
                 Live::Text {
                     turn: *turn,
                     run: run.clone(),
                     from,
-                    text: text[from..].to_owned(),
+                    text,
+                    thinking_from,
+                    thinking,
                 }
             }
             Showing::Progress {
@@ -183,6 +208,35 @@ impl Shown {
             },
         }
     }
+}
+
+/// The last [`TEXT_WINDOW`] bytes of `text` (cut on a char boundary), and where they begin.
+fn window(text: &str) -> (usize, String) {
+    let from = ceil_boundary(text, text.len().saturating_sub(TEXT_WINDOW));
+    (from, text[from..].to_owned())
+}
+
+/// What of `window` (which begins at `from` in the whole) is past `shown`, added to `shown`;
+/// nothing past a gap (a heartbeat missed), whose rest comes with the turn.
+fn news(shown: &mut String, from: usize, window: &str) -> Option<String> {
+    let new = shown
+        .len()
+        .checked_sub(from)
+        .and_then(|seen| window.get(seen..))
+        .filter(|new| !new.is_empty())?;
+    shown.push_str(new);
+    Some(new.to_owned())
+}
+
+/// The thinking of a stored turn, its blocks one after another (as they streamed).
+fn thinking_of(turn: &Message) -> String {
+    turn.content
+        .iter()
+        .filter_map(|block| match block {
+            MessageContent::Thinking { thinking, .. } => Some(thinking.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The last char boundary of `text` at or before `at`.
@@ -253,11 +307,19 @@ pub(crate) async fn heartbeating<T>(
 pub(crate) struct Follow {
     /// How many model turns of the session are stored: their text is shown.
     turns: u32,
-    /// The turn streaming now: its index, which activity's attempt streams it, and the text
-    /// shown of it.
-    text: Option<(u32, String, String)>,
+    /// The turn streaming now.
+    text: Option<Streaming>,
     /// Each running call's progress: which activity's attempt, and how many lines shown.
     calls: HashMap<String, (String, usize)>,
+}
+
+/// A turn streaming: which, which activity's attempt streams it, and what was shown of it.
+#[derive(Debug)]
+struct Streaming {
+    turn: u32,
+    run: String,
+    text: String,
+    thinking: String,
 }
 
 impl Follow {
@@ -274,32 +336,37 @@ impl Follow {
                 run,
                 from,
                 text,
+                thinking_from,
+                thinking,
             } => {
                 if turn < self.turns {
                     return Vec::new(); // stored, so shown
                 }
                 let mut events = Vec::new();
-                let shown = match &mut self.text {
-                    Some((at, streams, shown)) if *at == turn && *streams == run => shown,
+                let streaming = match &mut self.text {
+                    Some(streaming) if streaming.turn == turn && streaming.run == run => streaming,
                     current => {
-                        let restarted = current
-                            .as_ref()
-                            .is_some_and(|(at, _, shown)| *at == turn && !shown.is_empty());
+                        let restarted = current.as_ref().is_some_and(|streaming| {
+                            streaming.turn == turn
+                                && !(streaming.text.is_empty() && streaming.thinking.is_empty())
+                        });
                         if restarted {
                             events.push(RunEvent::TextRestarted);
                         }
-                        &mut current.insert((turn, run, String::new())).2
+                        current.insert(Streaming {
+                            turn,
+                            run,
+                            text: String::new(),
+                            thinking: String::new(),
+                        })
                     }
                 };
-                // Past a gap (a heartbeat missed), the rest comes with the turn.
-                let new = shown
-                    .len()
-                    .checked_sub(from)
-                    .and_then(|seen| text.get(seen..))
-                    .unwrap_or_default();
-                if !new.is_empty() {
-                    shown.push_str(new);
-                    events.push(RunEvent::TextDelta(new.to_owned()));
+                // A turn thinks before it writes.
+                if let Some(new) = news(&mut streaming.thinking, thinking_from, &thinking) {
+                    events.push(RunEvent::ThinkingDelta(new));
+                }
+                if let Some(new) = news(&mut streaming.text, from, &text) {
+                    events.push(RunEvent::TextDelta(new));
                 }
                 events
             }
@@ -328,24 +395,30 @@ impl Follow {
         }
     }
 
-    /// The text events that come before a stored turn's own: what was not streamed of it.
+    /// The text and thinking events that come before a stored turn's own: what was not
+    /// streamed of it.
     pub(crate) fn turn_stored(&mut self, turn: &Message) -> Vec<RunEvent> {
         let index = self.turns;
         self.turns += 1;
-        let text = turn.text();
-        let shown = match self.text.take() {
-            Some((at, _, shown)) if at == index => shown,
-            _ => String::new(),
+        let (text, thinking) = (turn.text(), thinking_of(turn));
+        let (mut shown_text, mut shown_thinking) = match self.text.take() {
+            Some(streaming) if streaming.turn == index => (streaming.text, streaming.thinking),
+            _ => Default::default(),
         };
         let mut events = Vec::new();
-        let rest = match text.strip_prefix(&shown) {
-            Some(rest) => rest,
-            None => {
-                // The turn stored is not the one streamed (another attempt's).
-                events.push(RunEvent::TextRestarted);
-                &text
-            }
-        };
+        if !text.starts_with(&shown_text) {
+            // The turn stored is not the one streamed (another attempt's).
+            events.push(RunEvent::TextRestarted);
+            (shown_text, shown_thinking) = Default::default();
+        }
+        // A provider may stream separators its stored thinking lacks: the thinking's rest
+        // comes only when what streamed is the start of it (the turn carries it whole).
+        if let Some(rest) = thinking.strip_prefix(&shown_thinking)
+            && !rest.is_empty()
+        {
+            events.push(RunEvent::ThinkingDelta(rest.to_owned()));
+        }
+        let rest = &text[shown_text.len()..];
         if !rest.is_empty() {
             events.push(RunEvent::TextDelta(rest.to_owned()));
         }
@@ -368,6 +441,8 @@ mod tests {
             run: run.into(),
             from,
             text: text.into(),
+            thinking_from: 0,
+            thinking: String::new(),
         }
     }
 
@@ -420,6 +495,66 @@ mod tests {
     }
 
     #[test]
+    fn thinking_streams_before_the_text_and_its_rest_comes_with_the_turn() {
+        let thought = |from: usize, thinking: &str, text: &str| Live::Text {
+            turn: 0,
+            run: "a/1".into(),
+            from: 0,
+            text: text.into(),
+            thinking_from: from,
+            thinking: thinking.into(),
+        };
+        let thinking = |text: &str| RunEvent::ThinkingDelta(text.into());
+        let mut follow = Follow::default();
+        assert_eq!(
+            follow.heartbeat(thought(0, "Let me", "")),
+            [thinking("Let me")]
+        );
+        assert_eq!(
+            follow.heartbeat(thought(0, "Let me see.", "Hi")),
+            [thinking(" see."), delta("Hi")]
+        );
+        // The turn stored: the thinking's rest, then the text's.
+        let turn = Message {
+            role: tool_sdk::model::Role::Assistant,
+            content: vec![
+                MessageContent::Thinking {
+                    thinking: "Let me see. Yes.".into(),
+                    signature: "sig".into(),
+                },
+                MessageContent::Text {
+                    text: "Hi there".into(),
+                },
+            ],
+        };
+        assert_eq!(
+            follow.turn_stored(&turn),
+            [thinking(" Yes."), delta(" there")]
+        );
+        // Another attempt's thinking starts over.
+        let mut follow = Follow::default();
+        follow.heartbeat(thought(0, "Hmm", ""));
+        let again = Live::Text {
+            turn: 0,
+            run: "a/2".into(),
+            from: 0,
+            text: String::new(),
+            thinking_from: 0,
+            thinking: "Well".into(),
+        };
+        assert_eq!(
+            follow.heartbeat(again),
+            [RunEvent::TextRestarted, thinking("Well")]
+        );
+        // A heartbeat from a worker that did not send thinking still reads.
+        let old: Live = serde_json::from_value(serde_json::json!({
+            "kind": "text", "turn": 1, "run": "b/1", "from": 0, "text": "x"
+        }))
+        .unwrap();
+        assert_eq!(follow.heartbeat(old), [delta("x")]);
+    }
+
+    #[test]
     fn progress_shows_each_line_once_and_a_new_run_from_its_first() {
         let progress = |run: &str, from: usize, lines: &[&str]| Live::Progress {
             call_id: "c".into(),
@@ -452,6 +587,7 @@ mod tests {
             turn: 0,
             run: "a/1".into(),
             text: String::new(),
+            thinking: String::new(),
         });
         shown.push_text(&long);
         shown.push_text("!");

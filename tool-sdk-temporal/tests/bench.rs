@@ -94,8 +94,17 @@ async fn run_all(sizes: &Sizes) {
 
     let floor = floor_round_trip(&server, sizes.floor, sizes.repeats).await;
     eprintln!("floor: a no-op activity round trip: {floor:?}");
-    let (temporal, local, sqlite) = step_rows(&server, sizes).await;
+    let rows = step_rows(&server, sizes).await;
+    let (temporal, local, sqlite) = (
+        median(rows.temporal),
+        median(rows.local),
+        median(rows.sqlite),
+    );
     eprintln!("a step on Temporal: {temporal:?}");
+    eprintln!(
+        "a run on Temporal / its steps (as measured before): {:?}",
+        median(rows.temporal_whole_run)
+    );
     eprintln!("a step in process: {local:?}");
     eprintln!("a step in process with SqliteStore: {sqlite:?}");
     let overhead = temporal.saturating_sub(local);
@@ -193,7 +202,12 @@ async fn event_delay(server: &DevServer, sizes: &Sizes) -> (Duration, Duration) 
         run.events(Duration::from_millis(50))
             // The events of records (text deltas come from heartbeats: `live_delay`).
             .filter(|event| {
-                let live = matches!(event, Ok(RunEvent::TextDelta(_) | RunEvent::TextRestarted));
+                let live = matches!(
+                    event,
+                    Ok(RunEvent::TextDelta(_)
+                        | RunEvent::ThinkingDelta(_)
+                        | RunEvent::TextRestarted)
+                );
                 std::future::ready(!live)
             })
             .map(|event| {
@@ -247,20 +261,20 @@ async fn connect(address: &str) -> Client {
     Client::new(connection, ClientOptions::new("default").build()).unwrap()
 }
 
-/// One no-op activity's round trip: the median over `repeats` workflows of `n` of them (after
-/// a warm-up), as the step rows are measured.
+/// One no-op activity's round trip: the slope between workflows of `n` and `n / 2` of them,
+/// so that what a workflow costs once (its start, its first workflow task, its result) is not
+/// counted as a round trip; the median over `repeats` pairs (after a warm-up pair), as the
+/// step rows are measured.
 async fn floor_round_trip(server: &DevServer, n: u32, repeats: usize) -> Duration {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("unused.db");
     let _worker = start_worker_with(server, "floor", &store, "http://unused", &["floor"]);
     let client = connect(&server.address).await;
-    let mut times = Vec::new();
-    for attempt in 0..=repeats {
-        let id = format!("floor-{attempt}");
+    let timed = async |id: String, activities: u32| {
         let start = WorkflowStartOptions::new("floor", id.clone()).build();
         let started = Instant::now();
         client
-            .start_workflow(floor::Floor::run, n, start)
+            .start_workflow(floor::Floor::run, activities, start)
             .await
             .unwrap();
         let handle: WorkflowHandle<Client, floor::Floor> = client.get_workflow_handle(id);
@@ -271,12 +285,24 @@ async fn floor_round_trip(server: &DevServer, n: u32, repeats: usize) -> Duratio
         .await
         .expect("the floor ran in time")
         .unwrap();
-        assert_eq!(done, n);
+        assert_eq!(done, activities);
+        started.elapsed()
+    };
+    let mut times = Vec::new();
+    for attempt in 0..=repeats {
+        let long = timed(format!("floor-{attempt}"), n).await;
+        let short = timed(format!("floor-{attempt}-short"), n / 2).await;
         if attempt > 0 {
-            times.push(started.elapsed() / n);
+            times.push(slope(long, short, n, n / 2));
         }
     }
     median(times)
+}
+
+/// What one more unit (activity, step) costs: the difference between a run of `long_n` and
+/// one of `short_n`, per unit.
+fn slope(long: Duration, short: Duration, long_n: u32, short_n: u32) -> Duration {
+    long.saturating_sub(short) / (long_n - short_n)
 }
 
 /// `steps` turns of one read-only call each (its note `note` characters long), then an answer.
@@ -297,20 +323,30 @@ fn median(mut times: Vec<Duration>) -> Duration {
     times[times.len() / 2]
 }
 
-/// A step on Temporal (one worker process), in process, and in process with `SqliteStore`:
-/// the median over `repeats` runs of `steps` steps each, per step.
-async fn step_rows(server: &DevServer, sizes: &Sizes) -> (Duration, Duration, Duration) {
+/// A step on Temporal (one worker process), in process, and in process with `SqliteStore`,
+/// each the slope between runs of `steps` and `steps / 2` steps (what a run costs once, its
+/// start, its settings, its last turn, its result, is not a step's), the median over `repeats`
+/// pairs after a warm-up pair; and, as measured before, a whole run of `steps` steps on
+/// Temporal divided by `steps`.
+async fn step_rows(server: &DevServer, sizes: &Sizes) -> StepRows {
     let dir = tempfile::tempdir().unwrap();
-    let model = model_server(script(dir.path(), sizes.steps, 8)).await;
-    let store_path = dir.path().join("sessions.db");
-    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
-    let _worker = start_worker(server, "steps", &store_path, &model.uri());
-    let client = AgentClient::connect(&server.address, "steps", store)
-        .await
-        .unwrap();
-    let per_step = |took: Duration| took / sizes.steps;
-    let mut on_temporal = Vec::new();
-    for _ in 0..=sizes.repeats {
+    let lengths = [sizes.steps, sizes.steps / 2];
+    let mut models = Vec::new();
+    let mut clients = Vec::new();
+    let mut workers = Vec::new();
+    for steps in lengths {
+        let model = model_server(script(dir.path(), steps, 8)).await;
+        let queue = format!("steps-{steps}");
+        let store_path = dir.path().join(format!("sessions-{steps}.db"));
+        let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+        workers.push(start_worker(server, &queue, &store_path, &model.uri()));
+        let client = AgentClient::connect(&server.address, &queue, store)
+            .await
+            .unwrap();
+        models.push(model);
+        clients.push(client);
+    }
+    let on_temporal = async |client: &AgentClient| {
         let started = Instant::now();
         let run = client.start("Go", RunOptions::default()).await.unwrap();
         let outcome = tokio::time::timeout(ROW_LIMIT, run.result())
@@ -318,31 +354,60 @@ async fn step_rows(server: &DevServer, sizes: &Sizes) -> (Duration, Duration, Du
             .expect("the run ended in time")
             .unwrap();
         assert_eq!(outcome.text, "done");
-        on_temporal.push(per_step(started.elapsed()));
+        started.elapsed()
+    };
+    let in_process = async |model: &wiremock::MockServer, store: Option<SqliteStore>| {
+        let mut config = AgentConfig::new()
+            .with_model(AnthropicModel::new("claude-test", "k").with_base_url(model.uri()))
+            .with_registry(tools::registry())
+            .with_working_dir(dir.path());
+        if let Some(store) = store {
+            config = config.session(|s| s.with_store(store));
+        }
+        let agent = Agent::create(config).await.unwrap();
+        let started = Instant::now();
+        assert_eq!(agent.prompt("Go").await.unwrap().text, "done");
+        started.elapsed()
+    };
+    let [long, short] = lengths;
+    let mut rows = StepRows::default();
+    for repeat in 0..=sizes.repeats {
+        let temporal_long = on_temporal(&clients[0]).await;
+        let temporal_short = on_temporal(&clients[1]).await;
+        if repeat > 0 {
+            rows.temporal
+                .push(slope(temporal_long, temporal_short, long, short));
+            rows.temporal_whole_run.push(temporal_long / long);
+        }
     }
-    on_temporal.remove(0); // the warm-up
-    let mut rows = [Vec::new(), Vec::new()];
     for with_store in [false, true] {
         for repeat in 0..=sizes.repeats {
-            let mut config = AgentConfig::new()
-                .with_model(AnthropicModel::new("claude-test", "k").with_base_url(model.uri()))
-                .with_registry(tools::registry())
-                .with_working_dir(dir.path());
-            if with_store {
-                let path = dir.path().join(format!("local-{repeat}.db"));
-                let local = SqliteStore::open(path).unwrap();
-                config = config.session(|s| s.with_store(local));
-            }
-            let agent = Agent::create(config).await.unwrap();
-            let started = Instant::now();
-            assert_eq!(agent.prompt("Go").await.unwrap().text, "done");
+            let store = |steps: u32| {
+                let path = dir.path().join(format!("local-{repeat}-{steps}.db"));
+                with_store.then(|| SqliteStore::open(path).unwrap())
+            };
+            let local_long = in_process(&models[0], store(long)).await;
+            let local_short = in_process(&models[1], store(short)).await;
             if repeat > 0 {
-                rows[usize::from(with_store)].push(per_step(started.elapsed()));
+                let row = if with_store {
+                    &mut rows.sqlite
+                } else {
+                    &mut rows.local
+                };
+                row.push(slope(local_long, local_short, long, short));
             }
         }
     }
-    let [local, sqlite] = rows;
-    (median(on_temporal), median(local), median(sqlite))
+    rows
+}
+
+/// The step rows' times, one a repeat.
+#[derive(Default)]
+struct StepRows {
+    temporal: Vec<Duration>,
+    temporal_whole_run: Vec<Duration>,
+    local: Vec<Duration>,
+    sqlite: Vec<Duration>,
 }
 
 /// `runs` runs of one call each, started at once, on `workers` worker processes.

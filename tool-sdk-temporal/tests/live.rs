@@ -1,5 +1,5 @@
 //! What reaches the client while an activity runs, against a real dev server and a worker
-//! process: the model's text as it streams, a tool's progress as it reports it.
+//! process: the model's text and thinking as they stream, a tool's progress as it reports it.
 
 #[allow(dead_code)]
 #[path = "support/server.rs"]
@@ -14,7 +14,7 @@ use tool_sdk::session::SqliteStore;
 use tool_sdk_temporal::{AgentClient, RunEvent, RunOptions};
 
 use server::{DevServer, finished, start_worker};
-use stream::{SlowModel, Step, report, watch};
+use stream::{SlowModel, Step, THOUGHT_ANSWER, report, watch};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_and_progress_reach_the_client_while_they_happen() {
@@ -95,4 +95,59 @@ async fn text_and_progress_reach_the_client_while_they_happen() {
     assert_eq!(streamed, parts.concat());
     assert_eq!(outcome.text, streamed);
     assert!(!events.contains(&RunEvent::TextRestarted));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thinking_reaches_the_client_while_the_model_thinks() {
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let parts = ["The user ", "wants ", "a short ", "answer."].map(str::to_owned);
+    let model = SlowModel::start(vec![Step::Thought(parts.to_vec())]).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let _worker = start_worker(&server, "thinking", &store_path, &model.url);
+    let client = AgentClient::connect(&server.address, "thinking", store)
+        .await
+        .unwrap();
+    let run = client.start("Think", RunOptions::default()).await.unwrap();
+    let watched = watch(&run, &model, dir.path()).await;
+    let outcome = finished(&run).await;
+    let events = &watched.events;
+
+    // The thinking showed while the model thought (it held the rest until the first part was
+    // seen), in parts that add up to the turn's thinking, all before the turn and its text.
+    assert_eq!(model.seen_in_time(), [true]);
+    let turn = events
+        .iter()
+        .position(|e| matches!(e, RunEvent::Turn(_)))
+        .expect("the turn came");
+    let thinking: Vec<(usize, &str)> = events
+        .iter()
+        .enumerate()
+        .filter_map(|(at, event)| match event {
+            RunEvent::ThinkingDelta(text) => Some((at, text.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        thinking.len() >= 2,
+        "the thinking came in parts: {events:?}"
+    );
+    assert!(thinking.iter().all(|(at, _)| *at < turn));
+    let streamed: String = thinking.iter().map(|(_, text)| *text).collect();
+    assert_eq!(streamed, parts.concat());
+    let RunEvent::Turn(message) = &events[turn] else {
+        unreachable!("found as a turn")
+    };
+    let stored = message.content.iter().find_map(|block| match block {
+        tool_sdk::model::MessageContent::Thinking { thinking, .. } => Some(thinking.as_str()),
+        _ => None,
+    });
+    assert_eq!(stored, Some(streamed.as_str()));
+    let text = events
+        .iter()
+        .position(|e| *e == RunEvent::TextDelta(THOUGHT_ANSWER.into()))
+        .expect("the answer's text came");
+    assert!(thinking.iter().all(|(at, _)| *at < text) && text < turn);
+    assert_eq!(outcome.text, THOUGHT_ANSWER);
 }

@@ -27,7 +27,13 @@ pub enum Step {
     /// A text turn sent in these parts: the first, then (once it was seen, or after 20 s)
     /// the others, 50 ms apart.
     Streamed(Vec<String>),
+    /// A turn that thinks in these parts, sent as `Streamed`'s, then answers
+    /// [`THOUGHT_ANSWER`] at once.
+    Thought(Vec<String>),
 }
+
+/// The answer of a [`Step::Thought`].
+pub const THOUGHT_ANSWER: &str = "Thought it through.";
 
 /// What the slow model saw and did.
 #[derive(Default)]
@@ -97,7 +103,10 @@ async fn answer(mut socket: TcpStream, script: &[Step], seen: &Notify, log: &Mut
             let _ = chunk(&mut socket, &anthropic_stream(turn)).await;
         }
         Step::Streamed(parts) => {
-            let _ = streamed(&mut socket, parts, seen, log).await;
+            let _ = streamed(&mut socket, parts, Block::Text, seen, log).await;
+        }
+        Step::Thought(parts) => {
+            let _ = streamed(&mut socket, parts, Block::Thinking, seen, log).await;
         }
     }
     let _ = socket.write_all(b"0\r\n\r\n").await;
@@ -132,20 +141,38 @@ async fn chunk(socket: &mut TcpStream, data: &str) -> std::io::Result<()> {
     socket.flush().await
 }
 
-/// A text turn in `parts`: the first, then the rest once it was seen.
+/// What a streamed turn streams in parts.
+#[derive(Clone, Copy, PartialEq)]
+enum Block {
+    Text,
+    Thinking,
+}
+
+/// A turn whose first block (text or thinking) comes in `parts`: the first, then the rest
+/// once it was seen; a thinking block is then signed and followed by [`THOUGHT_ANSWER`].
 async fn streamed(
     socket: &mut TcpStream,
     parts: &[String],
+    block: Block,
     seen: &Notify,
     log: &Mutex<Log>,
 ) -> std::io::Result<()> {
     let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
-    let delta = |text: &str| {
+    let delta = |index: u32, delta: Value| {
         event(
             "content_block_delta",
-            json!({"type": "content_block_delta", "index": 0,
-                "delta": {"type": "text_delta", "text": text}}),
+            json!({"type": "content_block_delta", "index": index, "delta": delta}),
         )
+    };
+    let (first, part_delta) = match block {
+        Block::Text => (
+            json!({"type": "text", "text": ""}),
+            (|text: &str| json!({"type": "text_delta", "text": text})) as fn(&str) -> Value,
+        ),
+        Block::Thinking => (
+            json!({"type": "thinking", "thinking": "", "signature": ""}),
+            (|text: &str| json!({"type": "thinking_delta", "thinking": text})) as fn(&str) -> Value,
+        ),
     };
     let start = event(
         "message_start",
@@ -154,8 +181,7 @@ async fn streamed(
             "usage": {"input_tokens": 10, "output_tokens": 1}}}),
     ) + &event(
         "content_block_start",
-        json!({"type": "content_block_start", "index": 0,
-            "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": first}),
     );
     chunk(socket, &start).await?;
     for (at, part) in parts.iter().enumerate() {
@@ -167,19 +193,37 @@ async fn streamed(
         } else if at > 1 {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        chunk(socket, &delta(part)).await?;
+        chunk(socket, &delta(0, part_delta(part))).await?;
         if at == 0 {
             log.lock().unwrap().first_sent.push(SystemTime::now());
         }
     }
-    let end = event(
-        "content_block_stop",
-        json!({"type": "content_block_stop", "index": 0}),
-    ) + &event(
+    let stop = |index: u32| {
+        event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        )
+    };
+    let mut end = String::new();
+    if block == Block::Thinking {
+        end += &delta(0, json!({"type": "signature_delta", "signature": "sig"}));
+        end += &stop(0);
+        end += &event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 1,
+                "content_block": {"type": "text", "text": ""}}),
+        );
+        end += &delta(1, json!({"type": "text_delta", "text": THOUGHT_ANSWER}));
+        end += &stop(1);
+    } else {
+        end += &stop(0);
+    }
+    end += &event(
         "message_delta",
         json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
             "usage": {"output_tokens": 5}}),
-    ) + &event("message_stop", json!({"type": "message_stop"}));
+    );
+    end += &event("message_stop", json!({"type": "message_stop"}));
     chunk(socket, &end).await
 }
 
@@ -211,7 +255,7 @@ pub async fn watch(run: &RunHandle, model: &SlowModel, dir: &Path) -> Watched {
             let event = event.expect("the events are read");
             let now = SystemTime::now();
             match &event {
-                RunEvent::TextDelta(_) => {
+                RunEvent::TextDelta(_) | RunEvent::ThinkingDelta(_) => {
                     // Once a run: each wakes one held turn.
                     if watched.deltas_at.is_empty() {
                         model.seen();
