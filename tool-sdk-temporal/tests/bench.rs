@@ -109,7 +109,7 @@ async fn run_all(sizes: &Sizes) {
     eprintln!("a step in process with SqliteStore: {sqlite:?}");
     let overhead = temporal.saturating_sub(local);
     eprintln!(
-        "a step's overhead on Temporal: {overhead:?} = {:.2}x the floor",
+        "a step's overhead on Temporal: {overhead:?} = {:.3}x the floor",
         overhead.as_secs_f64() / floor.as_secs_f64()
     );
     for workers in [1, 2] {
