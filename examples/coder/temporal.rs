@@ -214,7 +214,7 @@ async fn one_run(
     *session_id = Some(run.session_id().to_owned());
     let cancel = CancellationToken::new();
     *session.current_turn.lock().unwrap() = Some(cancel.clone());
-    let mut calls: HashMap<String, (String, Value)> = HashMap::new();
+    let mut seen = Seen::default();
     let mut events = std::pin::pin!(run.events(EVENTS_EVERY));
     loop {
         let event = tokio::select! {
@@ -235,7 +235,7 @@ async fn one_run(
                 break;
             }
         };
-        show(event, &run, session, &mut calls).await;
+        show(event, &run, session, &mut seen).await;
     }
     *session.current_turn.lock().unwrap() = None;
     match run.result().await {
@@ -257,14 +257,32 @@ async fn one_run(
     }
 }
 
-/// Shows one event of `run`, and asks what it asks; `calls` keeps each call's tool and input
-/// from its turn, for the lines that follow.
-async fn show(
-    event: RunEvent,
-    run: &RunHandle,
-    session: &Session<'_>,
-    calls: &mut HashMap<String, (String, Value)>,
-) {
+/// What a run's events showed, for the lines that follow.
+#[derive(Default)]
+struct Seen {
+    /// Each call's tool and input, from its turn.
+    calls: HashMap<String, (String, Value)>,
+    /// The model's thinking since it last wrote or called.
+    thought: String,
+}
+
+/// Shows one event of `run`, and asks what it asks.
+async fn show(event: RunEvent, run: &RunHandle, session: &Session<'_>, seen: &mut Seen) {
+    // The thinking shows as the in-process coder folds it: one note once the model writes or
+    // calls.
+    if let RunEvent::ThinkingDelta(text) = &event {
+        seen.thought.push_str(text);
+        return;
+    }
+    if !seen.thought.is_empty() {
+        let words = seen.thought.split_whitespace().count();
+        seen.thought.clear();
+        if session.print.is_none() {
+            let note = format!("✻ thought for {words} words");
+            println!("{}", style(note).dim());
+        }
+    }
+    let calls = &mut seen.calls;
     match event {
         // The text as it streams, as the in-process coder prints it; the deltas of a turn
         // add up to its text, which its `Turn` event then ends with a new line.
