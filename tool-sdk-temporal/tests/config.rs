@@ -23,7 +23,8 @@ use tool_sdk_temporal::{
 };
 
 use server::{
-    DevServer, RUN_LIMIT, Turn, call, finished, model_server, result_of, wait_for_approvals,
+    DevServer, RUN_LIMIT, Turn, call, finished, keep_history, model_server, result_of,
+    wait_for_approvals,
 };
 
 fn config(model_url: &str, dir: &Path) -> AgentConfig {
@@ -134,6 +135,7 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
     let outcome = finished(&run).await;
     drop(worker);
     assert_eq!((outcome.text.as_str(), outcome.turns), ("done twice", 3));
+    keep_history("config_rules_hooks", &run).await;
     // The server lists and describes it (its visibility store may lag a moment).
     let described = run.describe().await.unwrap();
     assert_eq!(described.status, RunStatus::Completed);
@@ -249,6 +251,7 @@ async fn a_config_runs_on_temporal_with_its_rules_hooks_and_budgets_as_in_proces
     drop(worker);
     let stopped = outcome.stopped.expect("the budget stopped the run");
     assert!(stopped.contains("25"), "{stopped}");
+    keep_history("budget_stopped", &run).await;
     assert_eq!(outcome.turns, 2);
     assert!(!d.join("writes").exists(), "the write did not run");
     std::fs::remove_file(d.join("looks")).unwrap();
@@ -437,6 +440,7 @@ async fn a_tools_question_waits_in_the_server_and_the_call_runs_again_with_its_a
         .unwrap();
     let (greeted, is_error) = result_of(&messages, "toolu_greet");
     assert!(!is_error && greeted.contains("greeted Ada"), "{greeted}");
+    keep_history("question_answered", &run).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -531,6 +535,7 @@ async fn a_managed_window_is_cleared_and_compacted_on_temporal_as_in_process() {
         .await
         .unwrap();
     assert_eq!(temporal_messages, local_messages);
+    keep_history("compacted_window", &run).await;
 }
 
 /// The parent's requests and its sub-agent's, told apart by their first message, each turn

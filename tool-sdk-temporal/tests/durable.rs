@@ -13,22 +13,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use temporalio_client::WorkflowHistory;
 use temporalio_common::protos::proto_ts_to_system_time;
 use temporalio_common::protos::temporal::api::history::v1::history_event::Attributes;
-use temporalio_sdk::workflow_replayer::{WorkflowReplayer, WorkflowReplayerOptions};
 use tool_sdk::agent::{Agent, AgentConfig};
 use tool_sdk::model::anthropic::AnthropicModel;
 use tool_sdk::model::{Message, MessageContent, Role};
 use tool_sdk::permission::PermissionAnswer;
 use tool_sdk::session::{SqliteStore, stored_conversation};
 use tool_sdk_temporal::{
-    AgentClient, AgentWorkflow, RunEvent, RunHandle, RunOptions, RunStatus, WORKER_STOPPED_MESSAGE,
+    AgentClient, RunEvent, RunHandle, RunOptions, RunStatus, WORKER_STOPPED_MESSAGE,
 };
 
 use server::{
-    DevServer, RUN_LIMIT, Turn, call, finished, lines, model_server, result_of, start_worker,
-    start_worker_with, wait_for_approvals, wait_for_file,
+    DevServer, RUN_LIMIT, Turn, call, finished, keep_history, lines, model_server, replay,
+    result_of, start_worker, start_worker_with, wait_for_approvals, wait_for_file,
 };
 
 /// Ten steps: reads alone, reads together, writes, a read beside... then the answer.
@@ -220,6 +218,7 @@ async fn a_ten_step_run_on_temporal_has_the_conversation_of_the_in_process_agent
 
     // The history carries ids and counts, never the conversation: no tool's output, no
     // model text is in it.
+    keep_history("ten_steps", &run).await;
     let history = run.history().to_json().await.unwrap();
     let text = String::from_utf8_lossy(&history);
     assert!(
@@ -232,15 +231,7 @@ async fn a_ten_step_run_on_temporal_has_the_conversation_of_the_in_process_agent
         history.len()
     );
     // Replayed with the current code, it makes the same decisions: no nondeterminism.
-    let replayer = WorkflowReplayer::new(
-        WorkflowReplayerOptions::new()
-            .register_workflow::<AgentWorkflow>()
-            .unwrap()
-            .build(),
-    )
-    .unwrap();
-    replayer
-        .replay_workflow(WorkflowHistory::from_json(&history).unwrap())
+    replay(&history)
         .await
         .expect("the recorded history replays");
 }
@@ -277,6 +268,7 @@ async fn cancelling_a_run_cancels_the_running_tools_token() {
         .expect_err("a cancelled run has no outcome")
         .to_string();
     assert!(error.to_lowercase().contains("cancel"), "{error}");
+    keep_history("cancelled", &run).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -367,6 +359,7 @@ async fn a_killed_worker_leaves_a_mutating_call_answered_once_and_a_read_run_aga
         ["r", "r"],
         "the read ran again"
     );
+    keep_history("killed_mid_call", &run).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -446,6 +439,7 @@ async fn an_approval_is_answered_after_every_process_was_restarted() {
     assert_every_call_answered(&messages);
     let (written, is_error) = result_of(&messages, "toolu_write");
     assert!(!is_error && written.contains("wrote w"), "{written}");
+    keep_history("approval_after_restarts", &run).await;
 }
 
 /// A tool the app gives retries (`AgentParts::with_tool_retries`) runs again when its worker
@@ -496,6 +490,7 @@ async fn a_tool_given_retries_runs_again_when_its_worker_dies() {
         .unwrap();
     let (written, is_error) = result_of(&messages, "toolu_write");
     assert!(!is_error && written.contains("wrote w"), "{written}");
+    keep_history("retried_tool", &run).await;
 }
 
 /// A worker killed after storing a call's question and before reporting back: the call never
@@ -549,6 +544,7 @@ async fn a_worker_killed_while_asking_leaves_the_call_to_ask_again() {
         .unwrap();
     let (written, is_error) = result_of(&messages, "toolu_write");
     assert!(!is_error && written.contains("wrote w"), "{written}");
+    keep_history("killed_while_asking", &run).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -598,6 +594,7 @@ async fn a_long_run_continues_as_new_with_its_conversation_whole() {
         3,
         "turns 9 to 11 only"
     );
+    keep_history("continued_as_new", &run).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

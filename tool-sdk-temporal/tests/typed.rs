@@ -19,7 +19,7 @@ use tool_sdk::model::{Message, OutputFormat};
 use tool_sdk::session::{SqliteStore, stored_conversation};
 use tool_sdk_temporal::{AgentClient, RunOptions, TemporalError};
 
-use server::{DevServer, RUN_LIMIT, Turn, model_server, start_worker};
+use server::{DevServer, RUN_LIMIT, Turn, keep_history, model_server, start_worker};
 
 /// The answer both runs ask for.
 #[derive(Debug, PartialEq, serde::Deserialize, JsonSchema)]
@@ -71,6 +71,7 @@ async fn on_temporal(
     let messages = stored_conversation(&*store, run.session_id())
         .await
         .unwrap();
+    keep_history(&queue.replace('-', "_"), &run).await;
     (answer, messages)
 }
 

@@ -490,3 +490,33 @@ pub async fn finished(run: &tool_sdk_temporal::RunHandle) -> tool_sdk_temporal::
         .expect("the run ended in time")
         .unwrap()
 }
+
+/// Keeps `run`'s workflow history as `tests/histories/<name>.json` when the environment has
+/// `RECORD_HISTORIES`: the histories `tests/replay.rs` replays with the code of the day, so
+/// that a change to the workflow that would break a run already under way fails a test.
+pub async fn keep_history(name: &str, run: &tool_sdk_temporal::RunHandle) {
+    if std::env::var_os("RECORD_HISTORIES").is_none() {
+        return;
+    }
+    let json = run.history().to_json().await.expect("the history is read");
+    let dir = crate_root().join("tests/histories");
+    std::fs::create_dir_all(&dir).expect("the histories' directory is made");
+    std::fs::write(dir.join(format!("{name}.json")), json).expect("the history is written");
+}
+
+/// Replays a workflow history (its JSON) with the current code: `Err` on nondeterminism.
+pub async fn replay(history: &[u8]) -> Result<(), String> {
+    use temporalio_client::WorkflowHistory;
+    use temporalio_sdk::workflow_replayer::{WorkflowReplayer, WorkflowReplayerOptions};
+
+    let history = WorkflowHistory::from_json(history).map_err(|e| e.to_string())?;
+    let options = WorkflowReplayerOptions::new()
+        .register_workflow::<tool_sdk_temporal::AgentWorkflow>()
+        .map_err(|e| e.to_string())?
+        .build();
+    let replayer = WorkflowReplayer::new(options).map_err(|e| e.to_string())?;
+    replayer
+        .replay_workflow(history)
+        .await
+        .map_err(|e| e.to_string())
+}
