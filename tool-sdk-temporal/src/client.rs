@@ -251,6 +251,7 @@ impl AgentClient {
             prompt: Some(prompt),
             records_before: records.len() as u32,
             output,
+            local_reads: options.local_reads,
             ..RunInput::default()
         };
         let start = WorkflowStartOptions::new(self.task_queue.clone(), workflow_id.clone()).build();

@@ -183,6 +183,16 @@ pub struct RunOptions {
     pub continue_after: u32,
     /// The workflow's id; `None`: `agent-<session id>`.
     pub workflow_id: Option<String>,
+    /// Runs read-only calls (of tools with no retries of their own) as local activities: the
+    /// worker that holds the run runs them inside its workflow task and records their results
+    /// with the task's completion, so that a step whose calls only read costs one round trip
+    /// through the server instead of two (half the time on a dev server: BENCHMARKS.md). What
+    /// it gives up: a local activity cannot heartbeat, so those tools' progress
+    /// ([`RunEvent::ToolProgress`](crate::RunEvent::ToolProgress)) does not show, and a worker
+    /// that dies in one is noticed when the workflow task times out (10 s) rather than at the
+    /// heartbeat timeout; the call then runs again on another worker, as any read does.
+    /// Off by default.
+    pub local_reads: bool,
 }
 
 impl Default for RunOptions {
@@ -196,6 +206,7 @@ impl Default for RunOptions {
             retry_attempts: 3,
             continue_after: 200,
             workflow_id: None,
+            local_reads: false,
         }
     }
 }

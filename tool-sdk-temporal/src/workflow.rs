@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use temporalio_common::RetryPolicy;
@@ -14,7 +15,8 @@ use temporalio_common::error::ActivityExecutionError;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::workflows::join_all;
 use temporalio_sdk::{
-    ActivityOptions, ContinueAsNewOptions, SyncWorkflowContext, WorkflowContext, WorkflowResult,
+    ActivityOptions, ContinueAsNewOptions, LocalActivityOptions, SyncWorkflowContext,
+    WorkflowContext, WorkflowResult,
 };
 use tool_sdk::agent::OutputSchema;
 use tool_sdk::agent::decisions::{
@@ -74,6 +76,11 @@ pub struct RunInput {
     /// What the run took from the worker's config, once read (carried by continue-as-new).
     #[serde(default)]
     pub settings: Option<RunSettings>,
+    /// Whether read-only calls run as local activities ([`RunOptions::local_reads`]).
+    ///
+    /// [`RunOptions::local_reads`]: crate::RunOptions::local_reads
+    #[serde(default)]
+    pub local_reads: bool,
 }
 
 /// How a run ended, as the workflow returns it (the answer's text is in the session).
@@ -309,8 +316,15 @@ async fn run_calls(
         start = batch.end;
         let runs = calls[batch].iter().map(|call| {
             let call_input = call_input(input, call, None);
-            let options = call_options(input, call);
-            ctx.execute_activity(AgentActivities::call_tool, call_input, options)
+            if runs_locally(input, call) {
+                let options = local_options(input, call);
+                ctx.execute_local_activity(AgentActivities::call_tool, call_input, options)
+                    .boxed_local()
+            } else {
+                let options = call_options(input, call);
+                ctx.execute_activity(AgentActivities::call_tool, call_input, options)
+                    .boxed_local()
+            }
         });
         let ended = join_all(runs).await;
         let batch_calls = &calls[start - ended.len()..start];
@@ -362,6 +376,28 @@ async fn finish_call(
             .execute_activity(AgentActivities::call_tool, again, call_options(input, call))
             .await;
     }
+}
+
+/// Whether `call` runs as a local activity: in the workflow task of the worker that holds the
+/// run, its result recorded with the task's completion, so that it costs no round trip through
+/// the server. Only read-only calls (which may run again) with no retries of their own, and
+/// only when the run asks for it: a local activity cannot heartbeat (its tool's progress does
+/// not show), and a worker that dies in one is noticed at the workflow task's timeout.
+fn runs_locally(input: &RunInput, call: &CallPlan) -> bool {
+    input.local_reads && call.read_only && call.retries.is_none()
+}
+
+/// A local call's options: its tool's timeout, and as many attempts as any call that may run
+/// again.
+fn local_options(input: &RunInput, call: &CallPlan) -> LocalActivityOptions {
+    let retry = RetryPolicy::builder()
+        .initial_interval(Duration::from_millis(100))
+        .maximum_attempts(input.retry_attempts.max(1))
+        .build();
+    LocalActivityOptions::builder()
+        .start_to_close_timeout(Duration::from_millis(call.timeout_ms))
+        .retry_policy(retry)
+        .build()
 }
 
 /// How many times a call whose workers died before it started is run again.

@@ -92,8 +92,10 @@ async fn run_all(sizes: &Sizes) {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     eprintln!("load average at the start: {}", load.trim());
 
-    let floor = floor_round_trip(&server, sizes.floor, sizes.repeats).await;
+    let floor = floor_round_trip(&server, sizes.floor, sizes.repeats, false).await;
     eprintln!("floor: a no-op activity round trip: {floor:?}");
+    let local = floor_round_trip(&server, sizes.floor, sizes.repeats, true).await;
+    eprintln!("a no-op local activity, in the workflow task: {local:?}");
     let rows = step_rows(&server, sizes).await;
     let (temporal, local, sqlite) = (
         median(rows.temporal),
@@ -104,6 +106,12 @@ async fn run_all(sizes: &Sizes) {
     eprintln!(
         "a run on Temporal / its steps (as measured before): {:?}",
         median(rows.temporal_whole_run)
+    );
+    let local_reads = median(rows.temporal_local_reads);
+    eprintln!(
+        "a step on Temporal, its read as a local activity (RunOptions::local_reads): \
+         {local_reads:?} = {:.3}x the floor over the step in process",
+        local_reads.saturating_sub(local).as_secs_f64() / floor.as_secs_f64()
     );
     eprintln!("a step in process: {local:?}");
     eprintln!("a step in process with SqliteStore: {sqlite:?}");
@@ -264,17 +272,18 @@ async fn connect(address: &str) -> Client {
 /// One no-op activity's round trip: the slope between workflows of `n` and `n / 2` of them,
 /// so that what a workflow costs once (its start, its first workflow task, its result) is not
 /// counted as a round trip; the median over `repeats` pairs (after a warm-up pair), as the
-/// step rows are measured.
-async fn floor_round_trip(server: &DevServer, n: u32, repeats: usize) -> Duration {
+/// step rows are measured. With `local`, the no-op runs as a local activity.
+async fn floor_round_trip(server: &DevServer, n: u32, repeats: usize, local: bool) -> Duration {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("unused.db");
-    let _worker = start_worker_with(server, "floor", &store, "http://unused", &["floor"]);
+    let queue = if local { "floor-local" } else { "floor" };
+    let _worker = start_worker_with(server, queue, &store, "http://unused", &["floor"]);
     let client = connect(&server.address).await;
     let timed = async |id: String, activities: u32| {
-        let start = WorkflowStartOptions::new("floor", id.clone()).build();
+        let start = WorkflowStartOptions::new(queue, id.clone()).build();
         let started = Instant::now();
         client
-            .start_workflow(floor::Floor::run, activities, start)
+            .start_workflow(floor::Floor::run, (activities, local), start)
             .await
             .unwrap();
         let handle: WorkflowHandle<Client, floor::Floor> = client.get_workflow_handle(id);
@@ -290,8 +299,8 @@ async fn floor_round_trip(server: &DevServer, n: u32, repeats: usize) -> Duratio
     };
     let mut times = Vec::new();
     for attempt in 0..=repeats {
-        let long = timed(format!("floor-{attempt}"), n).await;
-        let short = timed(format!("floor-{attempt}-short"), n / 2).await;
+        let long = timed(format!("{queue}-{attempt}"), n).await;
+        let short = timed(format!("{queue}-{attempt}-short"), n / 2).await;
         if attempt > 0 {
             times.push(slope(long, short, n, n / 2));
         }
@@ -323,7 +332,8 @@ fn median(mut times: Vec<Duration>) -> Duration {
     times[times.len() / 2]
 }
 
-/// A step on Temporal (one worker process), in process, and in process with `SqliteStore`,
+/// A step on Temporal (one worker process), the same with its read as a local activity, in
+/// process, and in process with `SqliteStore`,
 /// each the slope between runs of `steps` and `steps / 2` steps (what a run costs once, its
 /// start, its settings, its last turn, its result, is not a step's), the median over `repeats`
 /// pairs after a warm-up pair; and, as measured before, a whole run of `steps` steps on
@@ -346,9 +356,13 @@ async fn step_rows(server: &DevServer, sizes: &Sizes) -> StepRows {
         models.push(model);
         clients.push(client);
     }
-    let on_temporal = async |client: &AgentClient| {
+    let on_temporal = async |client: &AgentClient, local_reads: bool| {
+        let options = RunOptions {
+            local_reads,
+            ..RunOptions::default()
+        };
         let started = Instant::now();
-        let run = client.start("Go", RunOptions::default()).await.unwrap();
+        let run = client.start("Go", options).await.unwrap();
         let outcome = tokio::time::timeout(ROW_LIMIT, run.result())
             .await
             .expect("the run ended in time")
@@ -372,12 +386,16 @@ async fn step_rows(server: &DevServer, sizes: &Sizes) -> StepRows {
     let [long, short] = lengths;
     let mut rows = StepRows::default();
     for repeat in 0..=sizes.repeats {
-        let temporal_long = on_temporal(&clients[0]).await;
-        let temporal_short = on_temporal(&clients[1]).await;
+        let temporal_long = on_temporal(&clients[0], false).await;
+        let temporal_short = on_temporal(&clients[1], false).await;
+        let local_long = on_temporal(&clients[0], true).await;
+        let local_short = on_temporal(&clients[1], true).await;
         if repeat > 0 {
             rows.temporal
                 .push(slope(temporal_long, temporal_short, long, short));
             rows.temporal_whole_run.push(temporal_long / long);
+            let local_reads = slope(local_long, local_short, long, short);
+            rows.temporal_local_reads.push(local_reads);
         }
     }
     for with_store in [false, true] {
@@ -406,6 +424,7 @@ async fn step_rows(server: &DevServer, sizes: &Sizes) -> StepRows {
 struct StepRows {
     temporal: Vec<Duration>,
     temporal_whole_run: Vec<Duration>,
+    temporal_local_reads: Vec<Duration>,
     local: Vec<Duration>,
     sqlite: Vec<Duration>,
 }

@@ -734,3 +734,110 @@ async fn completed_activities(run: &tool_sdk_temporal::RunHandle) -> usize {
         .replace('_', "");
     text.matches("activitytaskcompletedeventattributes").count()
 }
+
+/// With `RunOptions::local_reads`, reads run as local activities, in the workflow task of the
+/// worker that holds the run: they cost no activity task (their results are markers), writes
+/// still do, and a read whose worker is killed runs again on another once the workflow task
+/// times out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_reads_run_in_the_workflow_task_and_again_when_their_worker_dies() {
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = vec![
+        Turn::Calls(vec![call("toolu_look", "look", dir.path(), "r", 60_000)]),
+        Turn::Calls(vec![
+            call("toolu_a", "look", dir.path(), "a", 0),
+            call("toolu_b", "look", dir.path(), "b", 0),
+            call("toolu_w", "write_note", dir.path(), "w", 0),
+        ]),
+        Turn::Text("read, read again, then wrote".to_owned()),
+    ];
+    let model = model_server(script).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let mut pool = vec![
+        start_worker(&server, "local", &store_path, &model.uri()),
+        start_worker(&server, "local", &store_path, &model.uri()),
+    ];
+    let client = AgentClient::connect(&server.address, "local", store.clone())
+        .await
+        .unwrap();
+    let options = RunOptions {
+        heartbeat_timeout: Duration::from_secs(2),
+        local_reads: true,
+        ..RunOptions::default()
+    };
+    let run = client.start("Look, then write", options).await.unwrap();
+    let marker = dir.path().join("in_look");
+    wait_for_file(&marker, Duration::from_secs(30)).await;
+    let pid: u32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
+    let index = pool
+        .iter()
+        .position(|worker| worker.pid() == pid)
+        .expect("a pool worker runs it");
+    pool.remove(index).kill();
+
+    let outcome = finished(&run).await;
+    assert_eq!(
+        (outcome.text.as_str(), outcome.sealed),
+        ("read, read again, then wrote", 0)
+    );
+    let messages = stored_conversation(&*store, run.session_id())
+        .await
+        .unwrap();
+    assert_every_call_answered(&messages);
+    let (looked, is_error) = result_of(&messages, "toolu_look");
+    assert!(
+        !is_error && looked.contains("looked at r (run 2)"),
+        "{looked}"
+    );
+    let mut looks = lines(&dir.path().join("looks"));
+    looks[2..].sort();
+    assert_eq!(looks, ["r", "r", "a", "b"], "the killed read ran again");
+    assert_eq!(lines(&dir.path().join("writes")), ["w"]);
+    // The reads are the history's local-activity markers (the killed attempt left none), the
+    // write its only call activity.
+    let history = run.history().to_json().await.unwrap();
+    let text = String::from_utf8_lossy(&history);
+    let scheduled = "\"activity_type\":{\"name\":\"tool_sdk.call_tool\"";
+    assert_eq!(text.matches(scheduled).count(), 1, "only the write: {text}");
+    assert_eq!(
+        text.matches("\"marker_name\":\"core_local_activity\"")
+            .count(),
+        3
+    );
+    keep_history("local_reads", &run).await;
+}
+
+/// Cancelling a run reaches a read running as a local activity through its tool's token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_run_cancels_a_local_reads_token() {
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = vec![
+        Turn::Calls(vec![call("toolu_look", "look", dir.path(), "r", 60_000)]),
+        Turn::Text("never asked for".to_owned()),
+    ];
+    let model = model_server(script).await;
+    let store_path = dir.path().join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
+    let _worker = start_worker(&server, "cancel-local", &store_path, &model.uri());
+    let client = AgentClient::connect(&server.address, "cancel-local", store.clone())
+        .await
+        .unwrap();
+    let options = RunOptions {
+        local_reads: true,
+        ..RunOptions::default()
+    };
+    let run = client.start("Look for a long time", options).await.unwrap();
+    wait_for_file(&dir.path().join("in_look"), Duration::from_secs(30)).await;
+    run.cancel().await.unwrap();
+    wait_for_file(&dir.path().join("cancelled"), Duration::from_secs(10)).await;
+    let ended = tokio::time::timeout(RUN_LIMIT, run.result())
+        .await
+        .expect("the run ended in time");
+    let error = ended
+        .expect_err("a cancelled run has no outcome")
+        .to_string();
+    assert!(error.to_lowercase().contains("cancel"), "{error}");
+}

@@ -3,7 +3,7 @@
 //!
 //! The histories are real runs on a dev server, kept by the tests that make them when run
 //! with `RECORD_HISTORIES=1`, one each: mixed reads and writes, a worker killed mid-call,
-//! another killed while asking, approvals across restarts, a tool's question answered, a tool
+//! another killed while asking, reads run as local activities (one killed), approvals across restarts, a tool's question answered, a tool
 //! retried, continue-as-new, a managed window compacted, typed answers refused then taken or
 //! failed, rules and hooks, a budget spent, a cancelled run. Record them again only for a
 //! change that may break runs already under way; any other change to the workflow must replay
@@ -17,7 +17,7 @@ mod server;
 use std::path::Path;
 
 /// The histories kept: one missing, or one more, fails the test.
-const KEPT: [&str; 13] = [
+const KEPT: [&str; 14] = [
     "approval_after_restarts",
     "budget_stopped",
     "cancelled",
@@ -26,6 +26,7 @@ const KEPT: [&str; 13] = [
     "continued_as_new",
     "killed_mid_call",
     "killed_while_asking",
+    "local_reads",
     "question_answered",
     "retried_tool",
     "ten_steps",
