@@ -58,7 +58,10 @@ pub struct RunOutcome {
     pub turns: u32,
     /// Calls answered because the worker running them died and they may not run twice.
     pub sealed: u32,
-    /// Why the run stopped before the model finished (`max_turns` reached), if it did.
+    /// Why the run stopped before the model finished (`max_turns` reached, a budget spent),
+    /// if it did. Where `Agent::prompt` returns `AgentError::MaxTurns` or a budget's error, a
+    /// run on Temporal ends with this set instead: the run itself went as it should, and its
+    /// conversation (every call answered) is in the session.
     pub stopped: Option<String>,
     /// A typed run's answer ([`AgentClient::start_as`]), checked against its schema.
     pub output: Option<Value>,
