@@ -238,6 +238,27 @@ async fn a_ten_step_run_on_temporal_has_the_conversation_of_the_in_process_agent
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_run_cancels_the_running_tools_token() {
+    let run = cancel_a_long_look("cancel", false).await;
+    keep_history("cancelled", &run.handle).await;
+}
+
+/// Cancelling a run reaches a read running as a local activity through its tool's token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_run_cancels_a_local_reads_token() {
+    cancel_a_long_look("cancel-local", true).await;
+}
+
+/// A cancelled run of one long read, its read a local activity if `local_reads`, and what it
+/// needs alive while its history is read.
+struct Cancelled {
+    handle: RunHandle,
+    _server: DevServer,
+    _worker: server::Killed,
+}
+
+/// Starts a run of one long read on `queue`, cancels it while the read runs, and checks that
+/// the cancellation reached the read's token and ended the run.
+async fn cancel_a_long_look(queue: &str, local_reads: bool) -> Cancelled {
     let server = DevServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let script = vec![
@@ -247,19 +268,21 @@ async fn cancelling_a_run_cancels_the_running_tools_token() {
     let model = model_server(script).await;
     let store_path = dir.path().join("sessions.db");
     let store = Arc::new(SqliteStore::open(&store_path).unwrap());
-    let _worker = start_worker(&server, "cancel", &store_path, &model.uri());
-    let client = AgentClient::connect(&server.address, "cancel", store.clone())
+    let worker = start_worker(&server, queue, &store_path, &model.uri());
+    let client = AgentClient::connect(&server.address, queue, store.clone())
         .await
         .unwrap();
     let options = RunOptions {
         heartbeat_timeout: Duration::from_secs(2),
+        local_reads,
         ..RunOptions::default()
     };
     let run = client.start("Look for a long time", options).await.unwrap();
     wait_for_file(&dir.path().join("in_look"), Duration::from_secs(30)).await;
 
     run.cancel().await.unwrap();
-    // The cancellation reaches the worker with its next heartbeat (a third of the timeout).
+    // The cancellation reaches an activity with its next heartbeat (a third of the timeout),
+    // a local one at once.
     wait_for_file(&dir.path().join("cancelled"), Duration::from_secs(10)).await;
     let ended = tokio::time::timeout(RUN_LIMIT, run.result())
         .await
@@ -268,7 +291,11 @@ async fn cancelling_a_run_cancels_the_running_tools_token() {
         .expect_err("a cancelled run has no outcome")
         .to_string();
     assert!(error.to_lowercase().contains("cancel"), "{error}");
-    keep_history("cancelled", &run).await;
+    Cancelled {
+        handle: run,
+        _server: server,
+        _worker: worker,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -807,37 +834,4 @@ async fn local_reads_run_in_the_workflow_task_and_again_when_their_worker_dies()
         3
     );
     keep_history("local_reads", &run).await;
-}
-
-/// Cancelling a run reaches a read running as a local activity through its tool's token.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancelling_a_run_cancels_a_local_reads_token() {
-    let server = DevServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let script = vec![
-        Turn::Calls(vec![call("toolu_look", "look", dir.path(), "r", 60_000)]),
-        Turn::Text("never asked for".to_owned()),
-    ];
-    let model = model_server(script).await;
-    let store_path = dir.path().join("sessions.db");
-    let store = Arc::new(SqliteStore::open(&store_path).unwrap());
-    let _worker = start_worker(&server, "cancel-local", &store_path, &model.uri());
-    let client = AgentClient::connect(&server.address, "cancel-local", store.clone())
-        .await
-        .unwrap();
-    let options = RunOptions {
-        local_reads: true,
-        ..RunOptions::default()
-    };
-    let run = client.start("Look for a long time", options).await.unwrap();
-    wait_for_file(&dir.path().join("in_look"), Duration::from_secs(30)).await;
-    run.cancel().await.unwrap();
-    wait_for_file(&dir.path().join("cancelled"), Duration::from_secs(10)).await;
-    let ended = tokio::time::timeout(RUN_LIMIT, run.result())
-        .await
-        .expect("the run ended in time");
-    let error = ended
-        .expect_err("a cancelled run has no outcome")
-        .to_string();
-    assert!(error.to_lowercase().contains("cancel"), "{error}");
 }
