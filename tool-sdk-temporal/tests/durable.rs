@@ -10,7 +10,7 @@ mod tools;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use temporalio_common::protos::proto_ts_to_system_time;
@@ -47,6 +47,20 @@ fn ten_steps(dir: &Path) -> Vec<Turn> {
     }
     turns.push(Turn::Text("all ten steps done".to_owned()));
     turns
+}
+
+/// Waits for a slow call to write its `marker` (the pid of the worker running it), then kills
+/// that worker of the `pool`; returns when.
+async fn kill_the_one_running(pool: &mut Vec<server::Killed>, marker: &Path) -> Instant {
+    wait_for_file(marker, Duration::from_secs(30)).await;
+    let pid: u32 = std::fs::read_to_string(marker).unwrap().parse().unwrap();
+    let index = pool
+        .iter()
+        .position(|worker| worker.pid() == pid)
+        .expect("a pool worker runs it");
+    let killed_at = Instant::now();
+    pool.remove(index).kill();
+    killed_at
 }
 
 /// Every tool_use of an assistant turn is answered in the user message right after it.
@@ -142,7 +156,7 @@ async fn a_ten_step_run_on_temporal_has_the_conversation_of_the_in_process_agent
     let client = AgentClient::connect(&server.address, "ten-steps", store.clone())
         .await
         .unwrap();
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let run = client
         .start("Do the ten steps", RunOptions::default())
         .await
@@ -199,7 +213,7 @@ async fn a_ten_step_run_on_temporal_has_the_conversation_of_the_in_process_agent
         .session(|s| s.with_store(local_store))
         .permissions(|p| p.allow("write_note"));
     let agent = Agent::create(config).await.unwrap();
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let local = agent.prompt("Do the ten steps").await.unwrap();
     eprintln!(
         "the ten-step run took {on_temporal_took:?} on Temporal (one worker process), {:?} in process",
@@ -332,15 +346,7 @@ async fn a_killed_worker_leaves_a_mutating_call_answered_once_and_a_read_run_aga
     let run = client.start("Write, then look", options).await.unwrap();
     let (mut kill_time, mut continued) = (std::time::SystemTime::now(), Duration::ZERO);
     for (marker, next) in [("in_write", "in_look"), ("in_look", "")] {
-        let marker = dir.path().join(marker);
-        wait_for_file(&marker, Duration::from_secs(30)).await;
-        let pid: u32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
-        let index = pool
-            .iter()
-            .position(|worker| worker.pid() == pid)
-            .expect("a pool worker runs it");
-        let killed_at = std::time::Instant::now();
-        pool.remove(index).kill();
+        let killed_at = kill_the_one_running(&mut pool, &dir.path().join(marker)).await;
         if !next.is_empty() {
             kill_time = std::time::SystemTime::now();
             wait_for_file(&dir.path().join(next), Duration::from_secs(30)).await;
@@ -423,10 +429,10 @@ async fn an_approval_is_answered_after_every_process_was_restarted() {
     // The question is stored before its activity reports back: the run waits in the server
     // only once the prompt, the run's settings, the model turn, the read and the asking call
     // have all completed there. A worker killed before that is the next test's case.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(30);
     while completed_activities(&run).await < 5 {
         assert!(
-            std::time::Instant::now() < deadline,
+            Instant::now() < deadline,
             "the asking call's activity never completed"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -647,7 +653,7 @@ async fn fifty_runs_on_two_workers_all_finish_when_one_is_killed_midway() {
         heartbeat_timeout: Duration::from_secs(2),
         ..RunOptions::default()
     };
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let mut runs = Vec::with_capacity(RUNS);
     for n in 0..RUNS {
         let run = client.start(format!("Mark run {n}"), options.clone());
@@ -655,17 +661,14 @@ async fn fifty_runs_on_two_workers_all_finish_when_one_is_killed_midway() {
     }
     // Midway: once a third of the runs' calls started, kill the worker that ran the latest.
     let marks = dir.path().join("marks");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(30);
     let victim = loop {
         let started_calls = lines(&marks);
         if started_calls.len() >= RUNS / 3 {
             let last = started_calls.last().unwrap();
             break last.rsplit(' ').next().unwrap().parse::<u32>().unwrap();
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the runs did not start"
-        );
+        assert!(Instant::now() < deadline, "the runs did not start");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let index = pool.iter().position(|w| w.pid() == victim).unwrap();
@@ -795,14 +798,7 @@ async fn local_reads_run_in_the_workflow_task_and_again_when_their_worker_dies()
         ..RunOptions::default()
     };
     let run = client.start("Look, then write", options).await.unwrap();
-    let marker = dir.path().join("in_look");
-    wait_for_file(&marker, Duration::from_secs(30)).await;
-    let pid: u32 = std::fs::read_to_string(&marker).unwrap().parse().unwrap();
-    let index = pool
-        .iter()
-        .position(|worker| worker.pid() == pid)
-        .expect("a pool worker runs it");
-    pool.remove(index).kill();
+    kill_the_one_running(&mut pool, &dir.path().join("in_look")).await;
 
     let outcome = finished(&run).await;
     assert_eq!(
