@@ -6,9 +6,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// One block of a tool result.
+/// One block of a tool result. Non-exhaustive: MCP adds kinds of content (a match keeps a
+/// `_` arm, which [`ContentBlock::readable`] serves well).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ContentBlock {
     /// Plain text.
     Text {
