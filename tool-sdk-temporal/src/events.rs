@@ -223,9 +223,9 @@ impl RunHandle {
     ///
     /// An event comes about `every` after its record was stored: a model turn once it has
     /// wholly arrived, a call as it starts and as it ends. The model's text and thinking
-    /// ([`RunEvent::TextDelta`], [`RunEvent::ThinkingDelta`]) and a tool's progress ([`RunEvent::ToolProgress`]) come as
-    /// they happen, from the workers' heartbeats, up to `every` plus 150 ms later
-    /// (BENCHMARKS.md measures both delays).
+    /// ([`RunEvent::TextDelta`], [`RunEvent::ThinkingDelta`]) and a tool's progress
+    /// ([`RunEvent::ToolProgress`]) come as they happen, from the workers' heartbeats, up to
+    /// `every` plus 150 ms later (BENCHMARKS.md measures both delays).
     pub fn events(
         &self,
         every: Duration,

@@ -66,9 +66,8 @@
 //! **Watching a run.** [`RunHandle::events`] streams what a run stores (turns, calls,
 //! questions) and, while an activity runs, what its heartbeats carry: the model's text and
 //! thinking as they stream ([`RunEvent::TextDelta`], [`RunEvent::ThinkingDelta`]) and a
-//! tool's progress ([`RunEvent::ToolProgress`]). The
-//! workers pace those heartbeats (news at most every 150 ms), and they never enter the
-//! workflow's history.
+//! tool's progress ([`RunEvent::ToolProgress`]). The workers pace those heartbeats (news at
+//! most every 150 ms), and they never enter the workflow's history.
 
 // Temporal's macros make an undocumented associated constant of each activity and of the
 // workflow's run method (what a workflow or a client names them by): the methods have docs.

@@ -6,8 +6,9 @@
 //! heartbeat, though, carries details that the server keeps outside the history (the last
 //! ones of each pending activity) and returns in `DescribeWorkflowExecution`, which the
 //! client already asks to know whether a run has ended. So a model turn's activity heartbeats
-//! the text (and thinking) streamed so far, a call's activity the progress lines its tool reported, and
-//! [`RunHandle::events`](crate::RunHandle::events) turns what is new in them into events.
+//! the text (and thinking) streamed so far, a call's activity the progress lines its tool
+//! reported, and [`RunHandle::events`](crate::RunHandle::events) turns what is new in them
+//! into events.
 //!
 //! The worker paces them: a change is sent at once when the last heartbeat is
 //! [`LIVE_EVERY`] old, else when it is, and the worker's own throttle

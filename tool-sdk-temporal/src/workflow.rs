@@ -390,13 +390,9 @@ fn runs_locally(input: &RunInput, call: &CallPlan) -> bool {
 /// A local call's options: its tool's timeout, and as many attempts as any call that may run
 /// again.
 fn local_options(input: &RunInput, call: &CallPlan) -> LocalActivityOptions {
-    let retry = RetryPolicy::builder()
-        .initial_interval(Duration::from_millis(100))
-        .maximum_attempts(input.retry_attempts.max(1))
-        .build();
     LocalActivityOptions::builder()
         .start_to_close_timeout(Duration::from_millis(call.timeout_ms))
-        .retry_policy(retry)
+        .retry_policy(retry_policy(input.retry_attempts, FIRST_BACKOFF))
         .build()
 }
 
@@ -433,7 +429,18 @@ fn call_options(input: &RunInput, call: &CallPlan) -> ActivityOptions {
 
 fn call_options_of(input: &RunInput, timeout: Duration, retry: bool) -> ActivityOptions {
     let attempts = if retry { input.retry_attempts } else { 1 };
-    options_of(input, timeout, attempts, Duration::from_millis(100))
+    options_of(input, timeout, attempts, FIRST_BACKOFF)
+}
+
+/// The wait before a call's second attempt, unless its tool's retries say otherwise.
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+
+/// `attempts` attempts in all (at least one), the first retry after `first_backoff`.
+fn retry_policy(attempts: u32, first_backoff: Duration) -> RetryPolicy {
+    RetryPolicy::builder()
+        .initial_interval(first_backoff)
+        .maximum_attempts(attempts.max(1))
+        .build()
 }
 
 fn options_of(
@@ -442,13 +449,9 @@ fn options_of(
     attempts: u32,
     first_backoff: Duration,
 ) -> ActivityOptions {
-    let retry = RetryPolicy::builder()
-        .initial_interval(first_backoff)
-        .maximum_attempts(attempts.max(1))
-        .build();
     ActivityOptions::with_start_to_close_timeout(timeout)
         .heartbeat_timeout(Duration::from_millis(input.heartbeat_timeout_ms))
-        .retry_policy(retry)
+        .retry_policy(retry_policy(attempts, first_backoff))
         .build()
 }
 
