@@ -101,12 +101,10 @@ pub mod model;
 pub mod permission;
 pub mod pipeline;
 mod registry;
-pub mod schema;
 pub mod session;
 pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
-mod tls;
 mod tool;
 pub mod validate;
 
@@ -114,6 +112,9 @@ pub mod validate;
 pub use tool_sdk_core::__private;
 // Moved to tool-sdk-core (behind its `sandbox` and `process` features), kept at their paths.
 use tool_sdk_core::{process, sandbox};
+#[doc(inline)]
+pub use tool_sdk_model::schema;
+use tool_sdk_model::tls;
 
 pub use registry::{
     RegistryError, ToolInfo, ToolRegistry, ToolStats, build_tools, builtin_tools, get_tools,

@@ -182,6 +182,7 @@ fn agent_error_type(error: &AgentError) -> String {
             ModelError::MissingApiKey(_) => "missing_api_key".into(),
             ModelError::PromptTooLong { .. } => "prompt_too_long".into(),
             ModelError::AllModelsFailed { .. } => "all_models_failed".into(),
+            _ => "model".into(),
         },
         AgentError::Config(_) => "config".into(),
         AgentError::Registry(_) => "registry".into(),

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value};
 
 use super::sample::Sampler;
-use super::scripted::play;
 use super::{MessageContent, Model, ModelError, ModelRequest, ModelStream, OutputFormat, ToolUse};
 use crate::tool::ContentBlock;
+use tool_sdk_model::__private::play;
 
 /// Which of the offered tools the first turn calls.
 #[derive(Clone, Debug)]

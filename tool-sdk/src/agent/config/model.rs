@@ -119,18 +119,6 @@ impl From<ModelSpec> for ModelSource {
     }
 }
 
-impl From<Arc<dyn Model>> for ModelSource {
-    fn from(model: Arc<dyn Model>) -> Self {
-        ModelSource::Instance(model)
-    }
-}
-
-impl<M: Model + 'static> From<Arc<M>> for ModelSource {
-    fn from(model: Arc<M>) -> Self {
-        ModelSource::Instance(model)
-    }
-}
-
 impl<M: Model + 'static> From<M> for ModelSource {
     fn from(model: M) -> Self {
         ModelSource::Instance(Arc::new(model))
