@@ -93,12 +93,10 @@
 extern crate self as tool_sdk;
 
 pub mod agent;
-pub mod builtin;
 pub mod error;
 #[cfg(feature = "mcp-client")]
 pub mod mcp;
 pub mod model;
-pub mod permission;
 pub mod pipeline;
 mod registry;
 pub mod session;
@@ -108,13 +106,11 @@ pub mod testing;
 mod tool;
 pub mod validate;
 
+pub use tool_sdk_builtin::{builtin, permission};
 #[doc(hidden)]
 pub use tool_sdk_core::__private;
-// Moved to tool-sdk-core (behind its `sandbox` and `process` features), kept at their paths.
-use tool_sdk_core::{process, sandbox};
 #[doc(inline)]
 pub use tool_sdk_model::schema;
-use tool_sdk_model::tls;
 
 pub use registry::{
     RegistryError, ToolInfo, ToolRegistry, ToolStats, build_tools, builtin_tools, get_tools,

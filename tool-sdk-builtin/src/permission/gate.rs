@@ -264,7 +264,7 @@ fn forbidden_by(rule: &Rule) -> ToolError {
 }
 
 /// What the model is told when no one could be asked.
-pub(crate) fn not_allowed_message(question: &PermissionQuestion) -> String {
+pub fn not_allowed_message(question: &PermissionQuestion) -> String {
     format!(
         "`{}` needs the user's permission and no one could be asked. The app can allow it \
          with the rule `{}` (or run in another permission mode)",

@@ -27,6 +27,7 @@ const PARTS: &[&str] = &[
 /// directories, are not secrets.
 ///
 /// ```
+/// # extern crate tool_sdk_builtin as tool_sdk;
 /// use tool_sdk::permission::secret_marker;
 ///
 /// assert_eq!(secret_marker("ANTHROPIC_API_KEY"), Some("KEY"));

@@ -21,7 +21,8 @@ pub use todo::{Todo, TodoList, TodoStatus, TodoWriteTool};
 mod edit;
 mod fs_util;
 
-pub(crate) use fs_util::{modified as file_modified, tracking_key as file_key};
+#[doc(hidden)]
+pub use fs_util::{modified as file_modified, tracking_key as file_key};
 mod notebook_edit;
 mod read;
 mod write;

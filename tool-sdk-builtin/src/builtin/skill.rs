@@ -51,13 +51,13 @@ pub struct SkillError {
 /// and the schema (an enum of the names) are only known once the folders have been read.
 ///
 /// ```no_run
+/// # extern crate tool_sdk_builtin as tool_sdk;
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use std::sync::Arc;
 /// use tool_sdk::builtin::SkillTool;
 ///
 /// let skills = SkillTool::load([".claude/skills"]).await?;
-/// let registry = tool_sdk::ToolRegistry::new();
-/// registry.register(Arc::new(skills))?;
+/// // A tool like any other: `registry.register(Arc::new(skills))?`.
+/// # let _ = skills;
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]

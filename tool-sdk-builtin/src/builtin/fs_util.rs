@@ -59,12 +59,12 @@ pub(crate) fn resolve_for_write(ctx: &ToolContext, path: &str) -> Result<PathBuf
 
 /// The key a file is tracked under: its canonical path when it exists (so symlinks and
 /// different spellings of one file agree), else the resolved path.
-pub(crate) fn tracking_key(path: &Path) -> PathBuf {
+pub fn tracking_key(path: &Path) -> PathBuf {
     fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// The modification time, where the platform has one.
-pub(crate) fn modified(metadata: &Metadata) -> Option<SystemTime> {
+pub fn modified(metadata: &Metadata) -> Option<SystemTime> {
     metadata.modified().ok()
 }
 
@@ -202,7 +202,7 @@ pub(crate) fn record_written(ctx: &ToolContext, path: &Path) {
 }
 
 /// Replaces `path` with `content` atomically (after noting its content in the context's
-/// [`FileCheckpointer`](crate::session::FileCheckpointer), if any): a temporary file in the same directory is
+/// [`FileCheckpointer`](tool_sdk_core::FileCheckpointer), if any): a temporary file in the same directory is
 /// written, flushed and renamed over it, so readers see the old or the new contents, never a
 /// mix. An existing file keeps its permissions; a symlink is written through, to its target.
 /// A new file gets the usual permissions (0666 less the umask).

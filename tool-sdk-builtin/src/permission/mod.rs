@@ -25,7 +25,8 @@ mod secrets;
 mod shell_reads;
 
 pub use facts::{CallFacts, ShellFacts, Subject};
-pub(crate) use gate::not_allowed_message;
+#[doc(hidden)]
+pub use gate::not_allowed_message;
 pub use gate::{PermissionGate, PermissionPreview, Revalidate};
 pub use rules::{PermissionRules, Rule, RuleError, RuleVerdict};
 pub use secrets::secret_marker;
@@ -84,6 +85,7 @@ impl std::str::FromStr for PermissionMode {
     /// `.claude/settings.json`), the same names as the config file's `permission_mode`:
     ///
     /// ```
+    /// # extern crate tool_sdk_builtin as tool_sdk;
     /// use tool_sdk::permission::PermissionMode;
     ///
     /// assert_eq!("acceptEdits".parse(), Ok(PermissionMode::AcceptEdits));

@@ -16,6 +16,7 @@
 //! Deny beats Ask beats Allow across the whole command.
 //!
 //! ```
+//! # extern crate tool_sdk_builtin as tool_sdk;
 //! use tool_sdk::permission::bash::{classify, Decision};
 //!
 //! assert_eq!(classify("git status && ls -la | head").decision, Decision::Allow);
