@@ -284,6 +284,8 @@ async fn a_deferred_question_waits_in_the_store_and_is_answered_after_a_resume()
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].call_id, "call_1");
     assert_eq!(pending[0].tool, "book");
+    assert_eq!(pending[0].input, json!({"restaurant": "Chez Nous"}));
+    assert_eq!(pending[0].title, "Book a table at Chez Nous?");
     let Some(Elicitation::Form { message, .. }) = &pending[0].elicitation else {
         panic!("a tool's question: {pending:?}");
     };

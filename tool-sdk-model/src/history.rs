@@ -125,6 +125,7 @@ impl History {
     }
 
     /// Appends a message. Clones taken before are not affected.
+    #[inline]
     pub fn push(&mut self, message: Message) {
         self.push_shared(Arc::new(message));
     }

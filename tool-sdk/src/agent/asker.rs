@@ -87,7 +87,7 @@ impl RecordingAsker<'_> {
             .unwrap_or_else(|p| p.into_inner());
         let failure = self.failure.into_inner().unwrap_or_else(|p| p.into_inner());
         (
-            deferred.or_else(|| elicitor.take_deferred()),
+            deferred.or_else(|| elicitor.take_deferred(self.call)),
             failure.or_else(|| elicitor.take_failure()),
         )
     }
@@ -165,12 +165,16 @@ impl PermissionHandler for RecordingAsker<'_> {
 /// then "deferred", whatever the tool made of it).
 pub(super) struct CallElicitor {
     pub(super) agent: Arc<AgentInner>,
-    pub(super) call: ToolUse,
+    /// The call's id and tool: not the whole call, whose input a question rarely needs (a
+    /// deferred one gets it in `take_deferred`), and which every call would copy.
+    pub(super) id: String,
+    pub(super) tool: String,
     pub(super) emit: Emit,
     pub(super) journal: Option<Arc<Journal>>,
     pub(super) defer: bool,
     pub(super) replies: Mutex<VecDeque<ElicitationAnswer>>,
-    pub(super) deferred: Mutex<Option<PendingApproval>>,
+    /// The question deferred, if one was.
+    pub(super) deferred: Mutex<Option<Elicitation>>,
     pub(super) failure: Mutex<Option<SessionError>>,
 }
 
@@ -186,7 +190,8 @@ impl CallElicitor {
         let permissions = &agent.config.permissions;
         Arc::new(CallElicitor {
             agent: agent.clone(),
-            call: call.clone(),
+            id: call.id.clone(),
+            tool: call.name.clone(),
             emit: emit.clone(),
             journal: journal.cloned(),
             defer: agent.config.session.defer_approvals
@@ -210,12 +215,20 @@ impl CallElicitor {
             })
     }
 
-    /// The question deferred, if one was.
-    pub(super) fn take_deferred(&self) -> Option<PendingApproval> {
-        self.deferred
+    /// The question deferred, if one was, as the pending approval of `call` (this one's).
+    pub(super) fn take_deferred(&self, call: &ToolUse) -> Option<PendingApproval> {
+        let question = self
+            .deferred
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .take()
+            .take()?;
+        Some(PendingApproval {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            title: question.message().to_owned(),
+            input: call.input.json_or_empty().into_owned(),
+            elicitation: Some(question),
+        })
     }
 
     /// Why a question or answer could not be stored, if one could not.
@@ -237,8 +250,8 @@ impl CallElicitor {
         }
         let (answer, answered) = oneshot::channel();
         (self.emit)(AgentEvent::ElicitationRequested(ElicitationRequest {
-            id: self.call.id.clone(),
-            tool: self.call.name.clone(),
+            id: self.id.clone(),
+            tool: self.tool.clone(),
             question: question.clone(),
             answer,
         }));
@@ -275,7 +288,7 @@ impl Elicitor for CallElicitor {
             {
                 return Err(deferred());
             }
-            let id = &self.call.id;
+            let id = &self.id;
             self.store(|| Record::ElicitationAsked {
                 id: id.clone(),
                 question: question.clone(),
@@ -284,14 +297,7 @@ impl Elicitor for CallElicitor {
             if self.defer {
                 self.store(|| Record::ApprovalDeferred { id: id.clone() })
                     .await?;
-                let pending = PendingApproval {
-                    call_id: id.clone(),
-                    tool: self.call.name.clone(),
-                    title: question.message().to_owned(),
-                    input: self.call.input.json_or_empty().into_owned(),
-                    elicitation: Some(question.clone()),
-                };
-                *self.deferred.lock().unwrap_or_else(|p| p.into_inner()) = Some(pending);
+                *self.deferred.lock().unwrap_or_else(|p| p.into_inner()) = Some(question.clone());
                 return Err(deferred());
             }
             let answer = self.ask_app(question, ctx).await?;
