@@ -83,6 +83,10 @@
 //! - [`pipeline`] is the road every call takes (validation, permission, timeout, caps), for
 //!   the agent, the registry's call API and the MCP server alike; `ARCHITECTURE.md` maps it.
 //! - [`agent`] runs the model's tool_use -> tool_result loop.
+//! - [`model`] is the models behind one trait and their clients; [`builtin`] is Claude Code's
+//!   tools and [`permission`] the gate that judges every call. They come from crates of their
+//!   own (`tool-sdk-model`, `tool-sdk-builtin`), re-exported here, which a clean build
+//!   compiles beside the SDK's heavier dependencies.
 //! - [`session`] keeps conversations durably, to resume them after a crash or fork them.
 //! - [`telemetry`] lists the agent's spans (OpenTelemetry's GenAI conventions) and, with the
 //!   `otel` feature, sends them to an OpenTelemetry collector.
