@@ -9,19 +9,3 @@
 
 pub mod builtin;
 pub mod permission;
-
-// The paths the tools and the gate were written with, inside tool-sdk.
-use tokio_util::sync::CancellationToken;
-use tool_sdk_core::{
-    __private, ActsOn, BoxFuture, ContentBlock, PermissionPrompt, ResultDisplay, StateRequirement,
-    SubagentRequest, Tool, ToolAnnotations, ToolChild, ToolCommand, ToolContext, ToolError,
-    ToolOutput, ToolResult, process, sandbox, tool,
-};
-use tool_sdk_model::tls;
-
-/// The `Tool` trait and what flows through it, under the path the gate was written with.
-mod tool {
-    pub(crate) use tool_sdk_core::{
-        ActsOn, BoxFuture, PermissionPrompt, Tool, ToolContext, ToolError, ToolOutput,
-    };
-}

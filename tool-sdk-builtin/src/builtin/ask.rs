@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{BoxFuture, ToolContext, ToolError, tool};
+use tool_sdk_core::{BoxFuture, ToolContext, ToolError, tool};
 
 /// One option of a question.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

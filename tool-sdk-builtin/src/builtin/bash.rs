@@ -48,7 +48,7 @@ mod background;
 use background::{BackgroundShell, start_background};
 pub use background::{BashOutputTool, KillShellTool};
 
-use crate::{
+use tool_sdk_core::{
     ActsOn, BoxFuture, PermissionPrompt, ResultDisplay, StateRequirement, Tool, ToolAnnotations,
     ToolChild, ToolCommand, ToolContext, ToolError, ToolOutput, ToolResult, tool,
 };
@@ -540,8 +540,8 @@ impl Tool for BashTool {
     }
 }
 
-crate::__private::inventory::submit! {
-    crate::__private::ToolRegistration::new(
+tool_sdk_core::__private::inventory::submit! {
+    tool_sdk_core::__private::ToolRegistration::new(
         "Bash",
         module_path!(),
         file!(),

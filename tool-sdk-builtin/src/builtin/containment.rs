@@ -24,10 +24,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{ToolChild, ToolCommand};
+use tool_sdk_core::{ToolChild, ToolCommand};
 
 /// How the Bash tool confines its commands when the context has a sandbox. Put one in the app
-/// state ([`ToolContext::with_state`](crate::ToolContext::with_state)); without one, the
+/// state ([`ToolContext::with_state`](tool_sdk_core::ToolContext::with_state)); without one, the
 /// [`Default`] applies: no network, no extra writable directories.
 #[derive(Clone, Debug, Default)]
 pub struct ShellPolicy {

@@ -4,7 +4,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::fs_util::{self, blocking};
-use crate::{ContentBlock, ToolContext, ToolError, ToolOutput, tool};
+use tool_sdk_core::{ContentBlock, ToolContext, ToolError, ToolOutput, tool};
 
 /// Replaces exact text in a file.
 ///

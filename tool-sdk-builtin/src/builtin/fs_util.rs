@@ -5,7 +5,7 @@ use std::io::{self, Write as _};
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::{ToolContext, ToolError};
+use tool_sdk_core::{ToolContext, ToolError};
 
 /// Runs blocking file work off the async runtime.
 pub(crate) async fn blocking<T, F>(work: F) -> Result<T, ToolError>

@@ -8,7 +8,8 @@ use std::time::SystemTime;
 use globset::{GlobBuilder, GlobMatcher};
 use ignore::{WalkBuilder, WalkState};
 
-use crate::{CancellationToken, ToolContext, ToolError, tool};
+use tokio_util::sync::CancellationToken;
+use tool_sdk_core::{ToolContext, ToolError, tool};
 
 /// How many paths Glob returns at most.
 const MAX_FILES: usize = 100;

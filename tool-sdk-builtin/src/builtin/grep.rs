@@ -14,7 +14,7 @@ use ignore::{WalkBuilder, WalkState};
 use serde::{Deserialize, Serialize};
 
 use super::glob::{modified, next_file, run_blocking, search_root, sort_newest_first, walker};
-use crate::{ToolContext, ToolError, tool};
+use tool_sdk_core::{ToolContext, ToolError, tool};
 
 /// Lines longer than this (in characters) are cut in `content` output.
 const MAX_LINE_CHARS: usize = 500;

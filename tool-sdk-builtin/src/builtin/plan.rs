@@ -1,5 +1,5 @@
 use crate::permission::{ModeState, PermissionMode};
-use crate::{ToolContext, ToolError, tool};
+use tool_sdk_core::{ToolContext, ToolError, tool};
 
 /// Presents your plan to the user and, once they approve it, leaves plan mode so you can start
 /// working. Use it only in plan mode, only when the task needs code changes, and only once the

@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::fs_util::{self, blocking};
-use crate::{ContentBlock, ToolContext, ToolError, tool};
+use tool_sdk_core::{ContentBlock, ToolContext, ToolError, tool};
 
 /// How many lines are read when no limit is given.
 const DEFAULT_LIMIT: usize = 2000;

@@ -147,7 +147,7 @@ pub(crate) fn git_env(
 }
 
 /// Adds the git overrides, and `extra` ones, to `command`'s environment.
-pub(crate) fn apply(command: &mut crate::ToolCommand, extra: &[(String, String)]) {
+pub(crate) fn apply(command: &mut tool_sdk_core::ToolCommand, extra: &[(String, String)]) {
     let (set, remove) = git_env(std::env::var_os("GIT_CONFIG_COUNT"), extra);
     for key in remove {
         command.env_remove(key);

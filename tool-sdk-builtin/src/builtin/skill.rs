@@ -3,7 +3,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::{BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolResult};
+use tool_sdk_core::{
+    BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolResult,
+};
 
 /// One skill: a folder with a `SKILL.md` whose YAML front matter names and describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-use crate::{SubagentRequest, ToolContext, ToolError, tool};
+use tool_sdk_core::{SubagentRequest, ToolContext, ToolError, tool};
 
 /// Launches a sub-agent to handle a complex, multi-step task on its own, with its own context
 /// and tools, and returns its final report.

@@ -2,7 +2,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ToolContext, ToolError, tool};
+use tool_sdk_core::{ToolContext, ToolError, tool};
 
 /// Where a todo item stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::web::{
     MAX_CONTENT_CHARS, MAX_DOWNLOAD_BYTES, cap_head, client, parse_http_url, read_capped,
 };
-use crate::{ToolContext, ToolError, tool};
+use tool_sdk_core::{ToolContext, ToolError, tool};
 
 /// The longest `sleep`, in seconds.
 pub const MAX_SLEEP_SECONDS: f64 = 300.0;

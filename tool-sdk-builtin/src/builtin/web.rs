@@ -19,7 +19,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use reqwest::{StatusCode, Url};
 
-use crate::{ToolContext, ToolError, tool};
+use tool_sdk_core::{ToolContext, ToolError, tool};
 
 /// The most bytes downloaded.
 pub(crate) const MAX_DOWNLOAD_BYTES: usize = 10 * 1024 * 1024;
@@ -32,7 +32,7 @@ pub(crate) fn client() -> Result<&'static reqwest::Client, ToolError> {
     static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
-            crate::tls::ensure_provider();
+            tool_sdk_model::tls::ensure_provider();
             reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .connect_timeout(Duration::from_secs(15))

@@ -1,7 +1,7 @@
 use std::path::Path;
 
 use super::fs_util::{self, blocking};
-use crate::{ToolContext, ToolError, tool};
+use tool_sdk_core::{ToolContext, ToolError, tool};
 
 /// Writes a file to the local filesystem, replacing it if it exists.
 ///

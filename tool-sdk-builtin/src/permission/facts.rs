@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use super::bash::{self, Classification, CommandAnalysis, Decision};
 use super::shell_reads;
-use crate::sandbox::Sandbox;
-use crate::tool::{ActsOn, Tool};
+use tool_sdk_core::sandbox::Sandbox;
+use tool_sdk_core::{ActsOn, Tool};
 
 /// What one call is about, as the permission gate sees it.
 #[derive(Clone, Debug)]

@@ -33,7 +33,7 @@ use super::{
     HookDecision, ModeState, PermissionAnswer, PermissionHandler, PermissionMode,
     PermissionQuestion, PermissionRules, PreToolUse, Rule, RuleVerdict, ShellDir,
 };
-use crate::tool::{Tool, ToolContext, ToolError};
+use tool_sdk_core::{Tool, ToolContext, ToolError};
 
 /// The one tool plan mode names as the way out, when the model has it.
 const EXIT_PLAN_MODE: &str = "ExitPlanMode";
@@ -59,7 +59,7 @@ impl std::fmt::Debug for PermissionGate {
 /// Checks a rewritten input the way the model's own input was checked (schema, coercion, the
 /// tool's own check).
 pub type Revalidate<'a> =
-    &'a (dyn Fn(Value) -> crate::BoxFuture<'a, Result<Value, ToolError>> + Send + Sync);
+    &'a (dyn Fn(Value) -> tool_sdk_core::BoxFuture<'a, Result<Value, ToolError>> + Send + Sync);
 
 impl PermissionGate {
     /// A gate with these rules and hooks.

@@ -6,7 +6,7 @@
 pub mod bash;
 
 // The sandbox sits on the floor below (`ToolContext` holds one); this is its public path.
-pub use crate::sandbox::{
+pub use tool_sdk_core::sandbox::{
     PROTECTED_DIRS, PROTECTED_FILES, ProtectedPattern, Sandbox, SandboxError,
 };
 
@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::tool::{BoxFuture, PermissionPrompt, Tool, ToolContext, ToolOutput};
+use tool_sdk_core::{BoxFuture, PermissionPrompt, Tool, ToolContext, ToolOutput};
 
 mod facts;
 mod gate;

@@ -396,7 +396,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::tool::ActsOn;
+    use tool_sdk_core::ActsOn;
 
     /// The facts of a call to a built-in tool, with what it declares.
     fn facts<'a>(tool: &'a str, input: &Value) -> CallFacts<'a> {

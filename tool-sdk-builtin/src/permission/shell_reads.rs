@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use super::bash::SimpleCommand;
-use crate::sandbox::Sandbox;
+use tool_sdk_core::sandbox::Sandbox;
 
 /// Commands whose words are never files they open.
 const NO_FILES: &[&str] = &[

@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use super::{Capture, ShellState, auto_allowed_git, describe_status, lock, pump, spawn_shell};
-use crate::process::kill_group;
-use crate::{ToolContext, ToolError, tool};
+use tool_sdk_core::process::kill_group;
+use tool_sdk_core::{ToolContext, ToolError, tool};
 
 #[derive(Debug)]
 pub(super) struct BackgroundShell {
