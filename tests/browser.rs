@@ -10,7 +10,7 @@ use tool_sdk::mcp::{AuthorizationPrompt, McpAuthorizer};
 
 /// A GET of `url`, following redirects, as a browser would.
 pub async fn open(url: &str) -> Result<reqwest::Response, String> {
-    // reqwest is built without a TLS provider of its own (see tool-sdk-model/src/tls.rs).
+    // reqwest is built without a TLS provider of its own (see tool-sdk-core/src/tls.rs).
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         let _ = rustls::crypto::ring::default_provider().install_default();
     }

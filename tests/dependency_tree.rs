@@ -1,6 +1,6 @@
 //! What the workspace's dependency tree must not hold, read from `cargo tree` (offline, from
 //! Cargo.lock): aws-lc-sys's C build once dominated a clean build, so TLS goes through rustls
-//! with ring (`tool-sdk-model/src/tls.rs`); ICU4X, which `url`'s IDNA brings by default, was a
+//! with ring (`tool-sdk-core/src/tls.rs`); ICU4X, which `url`'s IDNA brings by default, was a
 //! twentieth of it.
 
 use std::process::Command;

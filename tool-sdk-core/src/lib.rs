@@ -49,6 +49,9 @@ mod registration;
 #[doc(hidden)]
 pub mod sandbox;
 mod schema;
+#[cfg(feature = "tls")]
+#[doc(hidden)]
+pub mod tls;
 mod tool;
 
 #[doc(hidden)]

@@ -68,7 +68,7 @@ pub const RECORD_DIR_VAR: &str = "TOOL_SDK_RECORD_DIR";
 impl HttpClient {
     /// A client of this provider with a fresh `reqwest::Client` and the default retries.
     pub(crate) fn new(provider: &'static str, base_url: &str, auth: Auth) -> Self {
-        crate::tls::ensure_provider();
+        tool_sdk_core::tls::ensure_provider();
         HttpClient {
             provider,
             client: reqwest::Client::new(),

@@ -34,8 +34,6 @@ mod retry;
 pub mod schema;
 mod scripted;
 mod thinking;
-#[doc(hidden)]
-pub mod tls;
 mod tool_use;
 mod usage;
 

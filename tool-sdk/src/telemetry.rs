@@ -236,7 +236,7 @@ mod otlp {
         S: tracing::Subscriber + for<'span> LookupSpan<'span>,
     {
         let url = traces_url(endpoint)?;
-        tool_sdk_model::tls::ensure_provider();
+        tool_sdk_core::tls::ensure_provider();
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_protocol(Protocol::HttpBinary)

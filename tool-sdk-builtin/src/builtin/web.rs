@@ -32,7 +32,7 @@ pub(crate) fn client() -> Result<&'static reqwest::Client, ToolError> {
     static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
-            tool_sdk_model::tls::ensure_provider();
+            tool_sdk_core::tls::ensure_provider();
             reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .connect_timeout(Duration::from_secs(15))

@@ -167,7 +167,7 @@ impl ClientInner {
         let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
             .custom_headers(custom.clone())
             .reinit_on_expired_session(true);
-        tool_sdk_model::tls::ensure_provider();
+        tool_sdk_core::tls::ensure_provider();
         // A token of the config's own is sent as it is, never replaced by OAuth.
         if custom.contains_key(&reqwest::header::AUTHORIZATION) {
             let transport = StreamableHttpClientTransport::from_config(config);
